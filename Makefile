@@ -1,0 +1,42 @@
+# The two commands of the README:
+#   make serve  - install and run the main job (today: the offline evaluator on the sample file)
+#   make test   - install everything and run every check and test
+PYTHON ?= python3
+VENV ?= .venv
+BIN := $(VENV)/bin
+FILE ?= examples/fawcett.csv
+
+.PHONY: install install-test serve evaluate test lint typecheck unit bench clean
+
+$(BIN)/python:
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install --quiet --upgrade pip
+
+install: $(BIN)/python
+	$(BIN)/pip install --quiet -e .
+
+install-test: $(BIN)/python
+	$(BIN)/pip install --quiet -e '.[test]'
+
+serve: evaluate
+
+evaluate: install
+	$(BIN)/evalserve evaluate --task binary $(FILE)
+
+lint: install-test
+	$(BIN)/ruff check core service tests bench
+	$(BIN)/ruff format --check core service tests bench
+
+typecheck: install-test
+	$(BIN)/mypy
+
+unit: install-test
+	$(BIN)/pytest
+
+test: lint typecheck unit
+
+bench: install-test
+	$(BIN)/python bench/binary_core.py
+
+clean:
+	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache *.egg-info

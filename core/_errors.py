@@ -1,0 +1,18 @@
+"""The one exception type the core raises for bad input.
+
+The service maps it to HTTP 422 / gRPC INVALID_ARGUMENT through its error table; the core itself
+knows nothing of transports.
+"""
+
+from __future__ import annotations
+
+__all__ = ["InvalidInputError"]
+
+
+class InvalidInputError(ValueError):
+    """Input that cannot be evaluated. ``field`` names the offending request field."""
+
+    def __init__(self, field: str, message: str) -> None:
+        super().__init__(f"{field}: {message}")
+        self.field = field
+        self.message = message

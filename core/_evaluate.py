@@ -1,0 +1,84 @@
+"""``evaluate``: the one public use case of the core."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from core._errors import InvalidInputError
+from core._options import Options, parse_options
+from core._result import EvaluationResult
+from core._validation import binary_labels, finite_floats, same_length, sample_weights
+from core.binary._stats import BinaryStats
+from core.binary._suite import compute
+
+__all__ = ["BINARY_CONVENTIONS", "TASKS", "evaluate", "evaluate_binary_stats"]
+
+TASKS = ("binary", "multiclass", "multilabel", "regression", "detection")
+IMPLEMENTED_TASKS = ("binary",)
+
+BINARY_CONVENTIONS = {
+    "threshold_rule": "score >= threshold is positive",
+    "ties": "averaged: tied scores form one ROC/PR point (a diagonal ROC step)",
+    "average_precision": "step-wise, as scikit-learn",
+    "head_k": "k counts sample weight (rows when unweighted); ties at the cut pro rata",
+    "break_even_point": "R-precision: precision at k = number of positives",
+    "undefined": "null with a reason in `undefined`, never 0 or NaN",
+}
+
+
+def evaluate(
+    task: str,
+    y_true: Any,
+    y_score: Any = None,
+    *,
+    y_pred: Any = None,
+    sample_weight: Any = None,
+    options: Mapping[str, Any] | Options | None = None,
+    baseline: Mapping[str, Any] | None = None,
+    challenger: Mapping[str, Any] | None = None,
+) -> EvaluationResult:
+    """Evaluate a model's scores against ground truth; see README "Metric catalog".
+
+    Raises ``InvalidInputError`` (naming the field) for input that cannot be evaluated.
+    """
+    if task not in TASKS:
+        raise InvalidInputError("task", f"expected one of {list(TASKS)}, but got {task!r}")
+    if task not in IMPLEMENTED_TASKS:
+        raise InvalidInputError("task", f"task {task!r} is not available in this version")
+    if baseline is not None:
+        raise InvalidInputError("baseline", "drift tests are not available in this version")
+    if challenger is not None:
+        raise InvalidInputError("challenger", "model comparison is not available in this version")
+    parsed = parse_options(options)
+    labels = binary_labels("labels", y_true)
+    if y_score is None and y_pred is None:
+        raise InvalidInputError("scores", "is required for task 'binary' (or send predictions)")
+    scores = finite_floats("scores", y_score if y_score is not None else y_pred)
+    same_length("scores", scores.size, labels.size)
+    weights = sample_weights("weights", sample_weight, labels.size)
+    stats = BinaryStats.from_arrays(labels, scores, weights)
+    predictions = None
+    if y_pred is not None and y_score is not None:
+        predicted = binary_labels("predictions", y_pred)
+        same_length("predictions", predicted.size, labels.size)
+        predictions = BinaryStats.from_arrays(labels, predicted.astype("float64"), weights)
+    return evaluate_binary_stats(stats, parsed, predictions=predictions)
+
+
+def evaluate_binary_stats(
+    stats: BinaryStats, options: Options, *, predictions: BinaryStats | None = None
+) -> EvaluationResult:
+    """The result for an already accumulated statistic (streaming and merged shards)."""
+    if stats.n_rows == 0:
+        raise InvalidInputError("labels", "is empty; expected at least one row")
+    sink, curves = compute(stats, options, predictions=predictions)
+    return EvaluationResult(
+        task="binary",
+        n_samples=stats.n_rows,
+        metrics=sink.metrics,
+        undefined=sink.undefined,
+        curves=curves,
+        conventions=dict(BINARY_CONVENTIONS),
+        warnings=sink.warnings,
+    )

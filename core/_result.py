@@ -1,0 +1,94 @@
+"""The evaluation result: plain Python values, ready for JSON or protobuf.
+
+Metrics are ``float`` or ``None``; every ``None`` has its reason in ``undefined``. Numpy scalars
+never leak out of here.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+from numpy.typing import NDArray
+
+__all__ = ["EvaluationResult", "MetricSink"]
+
+Curve = dict[str, NDArray[np.float64]]
+
+
+@dataclass
+class MetricSink:
+    """Collects metrics as they are computed; a value that is undefined carries its reason."""
+
+    metrics: dict[str, float | None] = field(default_factory=dict)
+    undefined: dict[str, str] = field(default_factory=dict)
+    warnings: list[str] = field(default_factory=list)
+
+    def set(self, name: str, value: float | np.floating[Any] | int) -> None:
+        number = float(value)
+        if not math.isfinite(number):
+            # A guard, not a convention: every caller handles its 0/0 cases before this point.
+            raise ArithmeticError(f"metric {name} came out as {number}")
+        self.metrics[name] = number
+
+    def ratio(self, name: str, numerator: float, denominator: float, reason: str) -> None:
+        """numerator / denominator, or None with ``reason`` when the denominator is zero."""
+        if denominator == 0:
+            self.undefine(name, reason)
+        else:
+            self.set(name, numerator / denominator)
+
+    def undefine(self, name: str, reason: str) -> None:
+        self.metrics[name] = None
+        self.undefined[name] = reason
+
+    def warn(self, message: str) -> None:
+        if message not in self.warnings:
+            self.warnings.append(message)
+
+
+@dataclass
+class EvaluationResult:
+    """What ``core.evaluate`` returns; ``to_dict`` gives the REST response body."""
+
+    task: str
+    n_samples: int
+    metrics: dict[str, float | None]
+    undefined: dict[str, str]
+    curves: dict[str, Curve] = field(default_factory=dict)
+    intervals: dict[str, dict[str, Any]] = field(default_factory=dict)
+    drift: dict[str, dict[str, Any]] = field(default_factory=dict)
+    comparison: dict[str, dict[str, Any]] = field(default_factory=dict)
+    per_class: list[dict[str, Any]] = field(default_factory=list)
+    conventions: dict[str, str] = field(default_factory=dict)
+    warnings: list[str] = field(default_factory=list)
+
+    def to_dict(self) -> dict[str, Any]:
+        """The JSON body of the REST response (non-finite curve thresholds become null)."""
+        return {
+            "task": self.task,
+            "n_samples": self.n_samples,
+            "metrics": dict(self.metrics),
+            "undefined": dict(self.undefined),
+            "per_class": [dict(row) for row in self.per_class],
+            "curves": {
+                name: {key: _json_floats(values) for key, values in curve.items()}
+                for name, curve in self.curves.items()
+            },
+            "intervals": {k: dict(v) for k, v in self.intervals.items()},
+            "drift": {k: dict(v) for k, v in self.drift.items()},
+            "comparison": {k: dict(v) for k, v in self.comparison.items()},
+            "conventions": dict(self.conventions),
+            "warnings": list(self.warnings),
+        }
+
+
+def _json_floats(values: NDArray[np.float64]) -> list[float | None]:
+    finite = np.isfinite(values)
+    as_list: list[float | None] = values.tolist()
+    if not finite.all():
+        for index in np.flatnonzero(~finite):
+            as_list[int(index)] = None
+    return as_list

@@ -1,0 +1,93 @@
+"""Input checks for the core: one place, messages that name the field, the row and what came.
+
+Every public entry point of the core runs its arrays through these functions once; the service
+relies on them too, so both transports report the same error for the same bad input.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+from numpy.typing import NDArray
+
+from core._errors import InvalidInputError
+
+__all__ = ["binary_labels", "finite_floats", "same_length", "sample_weights"]
+
+Floats = NDArray[np.float64]
+Bools = NDArray[np.bool_]
+
+
+def _as_array(field: str, values: Any, dtype: type | None = None) -> NDArray[Any]:
+    if values is None:
+        raise InvalidInputError(field, "is required")
+    try:
+        array = np.asarray(values) if dtype is None else np.asarray(values, dtype=dtype)
+    except (TypeError, ValueError) as exc:
+        raise InvalidInputError(
+            field, f"expected numbers, but could not read them ({exc})"
+        ) from exc
+    return array
+
+
+def finite_floats(field: str, values: Any) -> Floats:
+    """A non-empty 1-d float64 array with no NaN or infinity."""
+    array = _as_array(field, values)
+    if array.dtype.kind not in "biuf":
+        raise InvalidInputError(field, f"expected numbers, but got values of type {array.dtype}")
+    array = array.astype(np.float64, copy=False)
+    if array.ndim != 1:
+        raise InvalidInputError(field, f"expected a 1-d array, but got shape {array.shape}")
+    if array.size == 0:
+        raise InvalidInputError(field, "is empty; expected at least one value")
+    finite = np.isfinite(array)
+    if not finite.all():
+        row = int(np.argmin(finite))
+        raise InvalidInputError(field, f"expected finite numbers, but row {row} is {array[row]!r}")
+    return array
+
+
+def binary_labels(field: str, values: Any) -> Bools:
+    """Binary ground truth as booleans: accepts bool, or numbers equal to 0 or 1."""
+    array = _as_array(field, values)
+    if array.ndim != 1:
+        raise InvalidInputError(field, f"expected a 1-d array, but got shape {array.shape}")
+    if array.size == 0:
+        raise InvalidInputError(field, "is empty; expected at least one label")
+    if array.dtype == np.bool_:
+        return array
+    if array.dtype.kind not in "iuf":
+        raise InvalidInputError(
+            field, f"expected labels 0 or 1 for task 'binary', but got values of type {array.dtype}"
+        )
+    positive = array == 1
+    valid = positive | (array == 0)
+    if not valid.all():
+        row = int(np.argmin(valid))
+        raise InvalidInputError(
+            field, f"expected labels 0 or 1 for task 'binary', but row {row} is {array[row]!r}"
+        )
+    return np.asarray(positive, dtype=np.bool_)
+
+
+def sample_weights(field: str, values: Any, n_rows: int) -> Floats | None:
+    """Non-negative finite weights, not all zero; None stays None."""
+    if values is None:
+        return None
+    weights = finite_floats(field, values)
+    same_length(field, weights.size, n_rows)
+    negative = weights < 0
+    if negative.any():
+        row = int(np.argmax(negative))
+        raise InvalidInputError(
+            field, f"expected non-negative weights, but row {row} is {weights[row]!r}"
+        )
+    if not weights.any():
+        raise InvalidInputError(field, "all weights are zero; nothing to evaluate")
+    return weights
+
+
+def same_length(field: str, got: int, expected: int) -> None:
+    if got != expected:
+        raise InvalidInputError(field, f"expected {expected} values (one per label), but got {got}")

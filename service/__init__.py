@@ -1,0 +1,1 @@
+"""evalserve's imperative shell: decoding, validation at the edge, transports, gauges."""
