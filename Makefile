@@ -1,12 +1,12 @@
 # The two commands of the README:
-#   make serve  - install and run the main job (today: the offline evaluator on the sample file)
+#   make run    - install and run the main job (today: the offline evaluator on FILE)
 #   make test   - install everything and run every check and test
 PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
 FILE ?= examples/fawcett.csv
 
-.PHONY: install install-test serve evaluate test lint typecheck unit bench clean
+.PHONY: install install-test run evaluate test lint typecheck unit bench clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -18,7 +18,7 @@ install: $(BIN)/python
 install-test: $(BIN)/python
 	$(BIN)/pip install --quiet -e '.[test]'
 
-serve: evaluate
+run: evaluate
 
 evaluate: install
 	$(BIN)/evalserve evaluate --task binary $(FILE)

@@ -54,6 +54,7 @@ def compute(
     """All binary metrics and curves. ``predictions`` (the statistic of hard 0/1 predictions)
     replaces the threshold rule for the confusion counts when the caller sent them."""
     sink = MetricSink()
+    sink.set("n_samples", stats.n_rows)
     ranked = rank(stats)
     if predictions is None:
         tp, fp = ranked.counts_at(options.threshold)

@@ -1,0 +1,18 @@
+"""The README's metric catalog is the code's catalog: neither can drift from the other."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from core import CATALOG
+
+README = Path(__file__).resolve().parents[1] / "README.md"
+
+
+def test_readme_catalog_lists_every_binary_metric() -> None:
+    text = README.read_text(encoding="utf-8")
+    table = text.split("<!-- catalog:binary -->")[1].split("<!-- /catalog:binary -->")[0]
+    documented = set(re.findall(r"^\| `([^`]+)` \|", table, flags=re.MULTILINE))
+    expected = {name for name, info in CATALOG.items() if "binary" in info.tasks}
+    assert documented == expected
