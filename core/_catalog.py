@@ -102,7 +102,7 @@ _ENTRIES = (
 
 CATALOG: dict[str, MetricInfo] = {entry.name: entry for entry in _ENTRIES}
 _PATTERNS = [
-    (re.compile("^" + re.escape(name).replace(r"\{k\}", r"[0-9.e+]+") + "$"), info)
+    (re.compile("^" + re.escape(name).replace(r"\{k\}", r"[0-9.e+-]+") + "$"), info)
     for name, info in CATALOG.items()
     if "{k}" in name
 ]

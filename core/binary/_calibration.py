@@ -7,9 +7,10 @@ They need scores that are probabilities. The core never guesses (no sigmoid on s
 from __future__ import annotations
 
 import numpy as np
+from numpy.typing import NDArray
 
 from core._result import MetricSink
-from core.binary._stats import BinaryStats
+from core.binary._ranked import Hits, Ranked
 
 __all__ = ["calibration_metrics"]
 
@@ -18,25 +19,37 @@ NOT_PROBABILITIES = "scores are not probabilities (some lie outside [0, 1])"
 EPS = float(np.finfo(np.float64).eps)
 
 
-def calibration_metrics(sink: MetricSink, stats: BinaryStats, *, bins: int) -> None:
-    scores = stats.scores
-    if scores.size == 0:
-        return
-    if scores[0] < 0 or scores[-1] > 1:
+def calibration_metrics(sink: MetricSink, ranked: Ranked, hit: Hits, *, bins: int) -> None:
+    scores = ranked.thresholds  # descending
+    if scores[-1] < 0 or scores[0] > 1:
         for name in ("log_loss", "brier_score", "expected_calibration_error"):
             sink.undefine(name, NOT_PROBABILITIES)
         return
-    total = stats.positive_total + stats.negative_total
-    clipped = np.clip(scores, EPS, 1 - EPS)
-    loss = float(np.dot(stats.pos, -np.log(clipped))) + float(
-        np.dot(stats.neg, -np.log1p(-clipped))
-    )
-    sink.set("log_loss", loss / total)
-    brier = float(np.dot(stats.pos, (1 - scores) ** 2)) + float(np.dot(stats.neg, scores**2))
+    total = ranked.positives + ranked.negatives
+    # Positives only sit at the hits; negatives are almost everywhere, so their part works in
+    # one scratch buffer.
+    pos_loss = float(np.dot(hit.pos, np.log(np.clip(hit.thresholds, EPS, 1 - EPS))))
+    scratch = np.clip(scores, EPS, 1 - EPS)
+    np.negative(scratch, out=scratch)
+    np.log1p(scratch, out=scratch)
+    sink.set("log_loss", -(pos_loss + float(np.dot(ranked.neg, scratch))) / total)
+    np.multiply(scores, scores, out=scratch)
+    brier = float(np.dot(ranked.neg, scratch)) + float(np.dot(hit.pos, (1 - hit.thresholds) ** 2))
     sink.set("brier_score", brier / total)
-    # ECE: equal-width bins on [0, 1] (1.0 falls in the last bin);
-    # sum over bins of |observed positives - sum of scores| / total weight.
-    index = np.minimum((scores * bins).astype(np.int64), bins - 1)
-    observed = np.bincount(index, weights=stats.pos, minlength=bins)
-    expected = np.bincount(index, weights=scores * (stats.pos + stats.neg), minlength=bins)
-    sink.set("expected_calibration_error", float(np.abs(observed - expected).sum()) / total)
+    sink.set("expected_calibration_error", _ece(ranked, scratch, bins) / total)
+
+
+def _ece(ranked: Ranked, scratch: NDArray[np.float64], bins: int) -> float:
+    """sum over bins of |observed positives - sum of scores|; bin i holds [i/B, (i+1)/B), the
+    last bin also 1.0. Scores are sorted, so bins are runs read off cumulative sums."""
+    np.add(ranked.pos, ranked.neg, out=scratch)
+    np.multiply(scratch, ranked.thresholds, out=scratch)
+    expected = np.cumsum(scratch, out=scratch)
+    edges = np.arange(bins + 1) / bins
+    # Rows at or above each edge, top edge first: a prefix of the descending sweep.
+    prefix = ranked.size - np.searchsorted(ranked.ascending, edges[::-1], side="left")
+    prefix[0] = 0  # nothing lies above the last bin: 1.0 belongs to it
+    prefix[-1] = ranked.size  # every score is >= 0
+    observed_cum = np.where(prefix > 0, ranked.tps[prefix - 1], 0.0)
+    expected_cum = np.where(prefix > 0, expected[prefix - 1], 0.0)
+    return float(np.abs(np.diff(observed_cum) - np.diff(expected_cum)).sum())

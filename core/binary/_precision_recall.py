@@ -1,79 +1,76 @@
-"""Precision-recall: the curve, four areas under it that must not be confused, the break-even
-point and head precision/recall.
+"""Precision-recall: four areas under the curve that must not be confused, the break-even point
+and head precision/recall.
 
 * ``average_precision``: step-wise AP = sum_n (R_n - R_{n-1}) P_n (scikit-learn).
-* ``pr_auc_trapezoid``: trapezoids under the PR curve that starts at (R=0, P=1) and stops at the
-  first threshold reaching full recall (scikit-learn's ``auc(recall, precision)``).
+* ``pr_auc_trapezoid``: trapezoids under the PR curve that starts at (R=0, P=1)
+  (scikit-learn's ``auc(recall, precision)`` of ``precision_recall_curve``).
 * ``ap_11_point``: VOC 2007, mean over r = 0, 0.1, ..., 1 of the highest precision at recall >= r
   (0 where recall never reaches r). Seed 003 writes "R > r"; with ">" the point r = 1 could never
   be met, so the standard ">=" of the VOC code is used.
 * ``ap_all_point``: VOC 2010+, the area under the monotone envelope p(r) = max precision at
   recall >= r.
 
+Every one of them only needs the thresholds that add positives (``Hits``): between two of them
+recall stands still and precision only falls.
+
 Ties: all rows at one score enter the ranking together (one point on the curve). For ``@k`` cuts
-that fall inside a tie group, the group is counted at its expected value under a random order
-of the tied rows: the fraction of the group above the cut times its positive mass.
+that fall inside a tie group, the group counts at its expected value under a random order of
+the tied rows (each unit of weight counting as a row): the fraction of the group's mass above
+the cut times its positive mass.
 """
 
 from __future__ import annotations
 
+from typing import NamedTuple
+
 import numpy as np
 from numpy.typing import NDArray
 
-from core.binary._ranked import Ranked
+from core.binary._ranked import Hits, Ranked
 
-__all__ = [
-    "average_precision",
-    "head_counts",
-    "interpolated_aps",
-    "pr_auc_trapezoid",
-    "pr_curve",
-    "precision_series",
-]
+__all__ = ["PrAreas", "head_counts", "pr_areas"]
 
 Floats = NDArray[np.float64]
 
 
-def precision_series(ranked: Ranked) -> Floats:
-    """Precision at every distinct threshold (never 0/0: every threshold holds some mass)."""
-    return ranked.tps / (ranked.tps + ranked.fps)
+class PrAreas(NamedTuple):
+    average_precision: float
+    pr_auc_trapezoid: float
+    ap_11_point: float
+    ap_all_point: float
 
 
-def average_precision(ranked: Ranked, precision: Floats) -> float:
-    """Step-wise AP: each threshold's recall gain times its precision."""
-    return float(np.dot(ranked.pos, precision)) / ranked.positives
-
-
-def interpolated_aps(ranked: Ranked, precision: Floats) -> tuple[float, float]:
-    """(VOC 11-point AP, all-point AP) from the precision envelope."""
+def pr_areas(positives: float, hit: Hits) -> PrAreas:
+    """The four PR areas of one ranking, from its hits."""
+    precision = hit.tps / (hit.tps + hit.fps)
     envelope = np.maximum.accumulate(precision[::-1])[::-1]  # max precision at recall >= here
-    positives = ranked.positives
-    # recall >= i/10  <=>  10 * TP >= i * P, compared exactly rather than in rounded fractions
-    first = np.searchsorted(10 * ranked.tps, np.arange(11) * positives, side="left")
-    reached = first < ranked.size
-    eleven = float(envelope[first[reached]].sum()) / 11
-    all_point = float(np.dot(ranked.pos, envelope)) / positives
-    return eleven, all_point
-
-
-def pr_curve(ranked: Ranked, precision: Floats) -> tuple[Floats, Floats, Floats]:
-    """(precision, recall, thresholds) from (R=0, P=1, +inf) down to the first full recall."""
-    last = int(np.searchsorted(ranked.tps, ranked.positives, side="left"))
-    stop = min(last + 1, ranked.size)
-    return (
-        np.concatenate(([1.0], precision[:stop])),
-        np.concatenate(([0.0], ranked.tps[:stop] / ranked.positives)),
-        np.concatenate(([np.inf], ranked.thresholds[:stop])),
+    # recall >= i/10  <=>  10 TP >= i P: compared exactly, not in rounded fractions
+    first = np.searchsorted(10 * hit.tps, np.arange(11) * positives, side="left")
+    return PrAreas(
+        average_precision=float(np.dot(hit.pos, precision)) / positives,
+        pr_auc_trapezoid=_trapezoid(positives, hit, precision),
+        ap_11_point=float(envelope[first[first < hit.tps.size]].sum()) / 11,
+        ap_all_point=float(np.dot(hit.pos, envelope)) / positives,
     )
 
 
-def pr_auc_trapezoid(recall: Floats, precision: Floats) -> float:
-    return float(np.trapezoid(precision, recall))
+def _trapezoid(positives: float, hit: Hits, precision: Floats) -> float:
+    """Trapezoids over the PR points from (0, 1) on.
+
+    Recall only moves on a hit, so only the segment that ends on each hit has width. It starts
+    at the point just above the hit's threshold: the previous hits' TP over all mass strictly
+    above the threshold; with no mass above, that point is the start (R=0, P=1).
+    """
+    width = np.diff(hit.tps, prepend=0.0) / positives
+    previous_tp = hit.tps - hit.pos
+    above = previous_tp + hit.fps - hit.neg
+    before = np.divide(previous_tp, above, out=np.ones_like(previous_tp), where=above > 0)
+    return float(np.dot(width, (before + precision) / 2))
 
 
 def head_counts(ranked: Ranked, k: float) -> float:
     """Expected positive mass among the top ``k`` units of mass (ties at the cut pro rata)."""
-    mass = ranked.tps + ranked.fps
+    mass = ranked.mass
     cut = int(np.searchsorted(mass, k, side="left"))
     if cut >= ranked.size:
         return ranked.positives

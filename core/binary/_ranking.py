@@ -1,7 +1,7 @@
-"""ROC curve, ROC AUC, partial AUC, KS and the optimal thresholds.
+"""ROC AUC, partial AUC, KS and the optimal thresholds.
 
-Naming contract (as scikit-learn's ``_ranking.py``): ``*_auc``, ``*_statistic`` and every
-``optimal_*`` are higher-is-better quantities or the thresholds that maximise them.
+Naming contract (as scikit-learn's ``_ranking.py``): ``*_auc`` and ``*_statistic`` are
+higher-is-better; ``*_threshold`` values are the thresholds where a maximum is reached.
 
 Ties: tied scores form one threshold, so the ROC curve takes one diagonal step through them
 (Fawcett 2006, "An introduction to ROC analysis", seed 002); the area under that curve equals the
@@ -13,9 +13,13 @@ from __future__ import annotations
 import numpy as np
 from numpy.typing import NDArray
 
-from core.binary._ranked import Ranked
+from core.binary._ranked import Hits, Ranked
 
-__all__ = ["ks", "optimal_thresholds", "partial_roc_auc", "roc_auc", "roc_curve"]
+__all__ = ["f1_optimal_threshold", "first_max", "ks_and_youden", "partial_roc_auc", "roc_auc"]
+
+# Values within this relative distance of the maximum count as tied with it: rounding must not
+# decide between thresholds that are tied in exact arithmetic.
+TIE_TOLERANCE = 1e-12
 
 Floats = NDArray[np.float64]
 
@@ -26,26 +30,25 @@ def roc_auc(ranked: Ranked) -> float:
     Each negative counts every positive strictly above it, and half of those tied with it. The
     caller makes sure both classes are present.
     """
-    above = ranked.tps - ranked.pos
-    pairs = float(np.dot(ranked.neg, above)) + 0.5 * float(np.dot(ranked.neg, ranked.pos))
+    above = float(np.dot(ranked.neg, ranked.tps)) - float(np.dot(ranked.neg, ranked.pos))
+    pairs = above + 0.5 * float(np.dot(ranked.neg, ranked.pos))
     return pairs / (ranked.positives * ranked.negatives)
 
 
-def roc_curve(ranked: Ranked) -> tuple[Floats, Floats, Floats]:
-    """(fpr, tpr, thresholds), starting at (0, 0) with threshold +inf, one point per distinct
-    score (scikit-learn's ``roc_curve(..., drop_intermediate=False)``)."""
-    fpr = np.concatenate(([0.0], ranked.fps / ranked.negatives))
-    tpr = np.concatenate(([0.0], ranked.tps / ranked.positives))
-    thresholds = np.concatenate(([np.inf], ranked.thresholds))
-    return fpr, tpr, thresholds
-
-
-def partial_roc_auc(fpr: Floats, tpr: Floats, max_fpr: float) -> float:
+def partial_roc_auc(ranked: Ranked, max_fpr: float) -> float:
     """McClish-standardized area of the ROC curve over FPR in [0, max_fpr].
 
     As scikit-learn: the curve is cut at max_fpr with a linearly interpolated point, and the
-    area A is mapped to 0.5 * (1 + (A - m^2/2) / (m - m^2/2)), so 0.5 is chance and 1 perfect.
+    area A is mapped to 0.5 * (1 + (A - m^2/2) / (m - m^2/2)), so 0.5 is chance and 1 is
+    perfect. Only the prefix of the curve up to the first point past max_fpr is built.
     """
+    # The first threshold whose FPR exceeds max_fpr (the last one when max_fpr = 1).
+    past = min(
+        int(np.searchsorted(ranked.fps, max_fpr * ranked.negatives, side="right")),
+        ranked.size - 1,
+    )
+    fpr = np.concatenate(([0.0], ranked.fps[: past + 1] / ranked.negatives))
+    tpr = np.concatenate(([0.0], ranked.tps[: past + 1] / ranked.positives))
     if max_fpr == 1:
         return float(np.trapezoid(tpr, fpr))
     stop = int(np.searchsorted(fpr, max_fpr, side="right"))
@@ -58,25 +61,35 @@ def partial_roc_auc(fpr: Floats, tpr: Floats, max_fpr: float) -> float:
     return 0.5 * (1 + (area - min_area) / (max_fpr - min_area))
 
 
-def ks(ranked: Ranked) -> tuple[float, float]:
-    """Kolmogorov-Smirnov statistic max |TPR - FPR| (the largest vertical gap between the ROC
-    curve and the diagonal, seed 001) and the highest threshold where it is reached.
+def first_max(values: Floats) -> int:
+    """Index of the first value that ties with the maximum (within ``TIE_TOLERANCE``): with
+    thresholds in descending order, ties go to the highest threshold."""
+    best = float(values.max())
+    return int(np.argmax(values >= best - TIE_TOLERANCE * abs(best)))
 
-    Equal to the two-sample KS statistic of the positive and negative score distributions
-    (``scipy.stats.ks_2samp``).
+
+def ks_and_youden(ranked: Ranked, scaled_gap: Floats) -> tuple[float, float, float]:
+    """(KS statistic, its threshold, Youden-optimal threshold).
+
+    ``scaled_gap`` is (TPR - FPR) * P * N = TP N - FP P, exact in floating point for counts
+    below 2^53 / max(P, N), so exact ties stay ties. KS is max |TPR - FPR| (the largest
+    vertical distance between the ROC curve and the diagonal, seed 001), equal to the two-sample
+    KS statistic of the class-wise scores (``scipy.stats.ks_2samp``); Youden's J = TPR - FPR is
+    maximized without the absolute value.
     """
-    gap = np.abs(ranked.tps / ranked.positives - ranked.fps / ranked.negatives)
-    best = int(np.argmax(gap))
-    return float(gap[best]), float(ranked.thresholds[best])
+    scale = ranked.positives * ranked.negatives
+    youden = first_max(scaled_gap)
+    distance = np.abs(scaled_gap)
+    ks = first_max(distance)
+    return (
+        float(distance.max()) / scale,
+        float(ranked.thresholds[ks]),
+        float(ranked.thresholds[youden]),
+    )
 
 
-def optimal_thresholds(ranked: Ranked) -> tuple[float, float]:
-    """(Youden-optimal threshold, F1-optimal threshold); the highest one on ties.
-
-    Youden's J = TPR - FPR; F1 = 2 TP / (TP + FP + P). Both can only peak at a threshold that
-    adds positives, and all distinct scores are tried.
-    """
-    youden = ranked.tps / ranked.positives - ranked.fps / ranked.negatives
-    f1 = 2 * ranked.tps / (ranked.tps + ranked.fps + ranked.positives)
-    thresholds = ranked.thresholds
-    return float(thresholds[int(np.argmax(youden))]), float(thresholds[int(np.argmax(f1))])
+def f1_optimal_threshold(positives: float, hit: Hits) -> float:
+    """Threshold maximizing F1 = 2 TP / (TP + FP + P). Adding negatives only lowers F1, so the
+    maximum is at a threshold that adds positives; the highest one on ties."""
+    f1 = hit.tps / (hit.tps + hit.fps + positives)
+    return float(hit.thresholds[first_max(f1)])

@@ -4,7 +4,9 @@ Every binary metric here is a function of the class-conditional score distributi
 distinct score, the positive weight and the negative weight (counts when unweighted).
 ``BinaryStats`` holds exactly that, so
 
-* batches ``update`` it and shards ``merge`` it, in any order, with the same result;
+* batches ``update`` it and shards ``merge`` it, in any order, with the same result (to the
+  bit with counts or integer weights; float weights add up in a different order, so results
+  can differ by rounding);
 * its size grows with the number of distinct scores, never with a copy of every row;
 * ``compute`` in :mod:`core.binary._suite` derives every metric exactly from it.
 
@@ -52,11 +54,17 @@ class BinaryStats:
         Each class is sorted on its own: the two sorts cost about one sort of all rows, and no
         label has to travel with the scores through the sort.
         """
-        pos_w = None if sample_weight is None else sample_weight[y_true]
-        neg_w = None if sample_weight is None else sample_weight[~y_true]
-        pos_scores, pos_mass = _histogram(y_score[y_true], pos_w)
-        neg_scores, neg_mass = _histogram(y_score[~y_true], neg_w)
-        scores, pos, neg = _union((pos_scores, pos_mass, None), (neg_scores, None, neg_mass))
+        negative = ~y_true
+        if sample_weight is None:
+            pos_scores, pos_mass = _histogram(y_score[y_true])
+            neg_scores, neg_mass = _histogram(y_score[negative])
+        else:
+            pos_scores, pos_mass = _weighted_histogram(y_score[y_true], sample_weight[y_true])
+            neg_scores, neg_mass = _weighted_histogram(y_score[negative], sample_weight[negative])
+        scores, pos, neg = _union(
+            (pos_scores, pos_mass, np.zeros_like(pos_mass)),
+            (neg_scores, np.zeros_like(neg_mass), neg_mass),
+        )
         return _drop_empty(cls(scores, pos, neg, int(y_true.size), sample_weight is not None))
 
     def update(
@@ -91,45 +99,71 @@ class BinaryStats:
         return float(self.neg.sum())
 
 
-def _histogram(values: Floats, weights: Floats | None) -> tuple[Floats, Floats]:
-    """Distinct values (ascending) and the total weight (or count) at each."""
+def _run_starts(ordered: Floats) -> NDArray[np.intp]:
+    """Where each run of equal values begins in a sorted array."""
+    new_value = np.empty(ordered.size, dtype=np.bool_)
+    new_value[:1] = True
+    np.not_equal(ordered[1:], ordered[:-1], out=new_value[1:])
+    return np.flatnonzero(new_value)
+
+
+def _histogram(values: Floats) -> tuple[Floats, Floats]:
+    """Distinct values (ascending) and how often each occurs."""
     if values.size == 0:
         return np.empty(0), np.empty(0)
-    if weights is None:
-        ordered = np.sort(values)
-    else:
-        order = np.argsort(values)
-        ordered = values[order]
-        weights = weights[order]
-    new_value = np.empty(ordered.size, dtype=np.bool_)
-    new_value[0] = True
-    np.not_equal(ordered[1:], ordered[:-1], out=new_value[1:])
-    starts = np.flatnonzero(new_value)
-    if weights is None:
-        mass = np.diff(starts, append=ordered.size).astype(np.float64)
-    else:
-        mass = np.add.reduceat(weights, starts)
-    return ordered[starts], mass
+    values.sort()  # ``values`` is a fresh copy made by boolean indexing
+    starts = _run_starts(values)
+    counts = np.empty(starts.size, dtype=np.float64)
+    np.subtract(starts[1:], starts[:-1], out=counts[:-1])
+    counts[-1] = values.size - starts[-1]
+    return values[starts], counts
 
 
-def _union(*parts: tuple[Floats, Floats | None, Floats | None]) -> tuple[Floats, Floats, Floats]:
-    """Merge sorted distinct-score sets, adding each part's positive and negative mass."""
-    merged = np.concatenate([part[0] for part in parts])
-    # Sorted runs: the stable sort (timsort) merges them in linear time.
-    merged.sort(kind="stable")
-    keep = np.empty(merged.size, dtype=np.bool_)
-    if merged.size:
-        keep[0] = True
-        np.not_equal(merged[1:], merged[:-1], out=keep[1:])
-    scores = merged[keep]
-    pos, neg = np.zeros(scores.size), np.zeros(scores.size)
-    for part_scores, part_pos, part_neg in parts:
-        at = np.searchsorted(scores, part_scores)  # distinct within a part: no index repeats
-        if part_pos is not None:
-            pos[at] += part_pos
-        if part_neg is not None:
-            neg[at] += part_neg
-    return scores, pos, neg
+def _weighted_histogram(values: Floats, weights: Floats) -> tuple[Floats, Floats]:
+    """Distinct values (ascending) and the total weight at each.
+
+    Scores and weights travel together as one complex number (score + i weight): numpy sorts
+    complex numbers by real part first, so one direct sort replaces an argsort and two gathers.
+    """
+    if values.size == 0:
+        return np.empty(0), np.empty(0)
+    pairs = np.empty(values.size, dtype=np.complex128)
+    pairs.real = values
+    pairs.imag = weights
+    pairs.sort()
+    ordered = pairs.real
+    starts = _run_starts(ordered)
+    return ordered[starts], np.add.reduceat(pairs.imag, starts)
+
+
+Part = tuple[Floats, Floats, Floats]  # distinct scores (ascending), positive mass, negative mass
+
+
+def _union(first: Part, second: Part) -> Part:
+    """Merge two distinct-score sets, adding the masses at scores present in both.
+
+    The smaller set is inserted into the larger one: a binary search per inserted score and two
+    linear passes per column, instead of sorting the union again.
+    """
+    small, large = (first, second) if first[0].size <= second[0].size else (second, first)
+    small_scores, large_scores = small[0], large[0]
+    at = np.searchsorted(large_scores, small_scores)
+    shared = np.zeros(small_scores.size, dtype=np.bool_)
+    inside = np.flatnonzero(at < large_scores.size)
+    shared[inside] = large_scores[at[inside]] == small_scores[inside]
+    columns = [large[1], large[2]]
+    if shared.any():
+        # ``at`` is strictly increasing where scores are shared: no index repeats.
+        for column in (0, 1):
+            columns[column] = columns[column].copy()
+            columns[column][at[shared]] += small[column + 1][shared]
+    new = ~shared
+    where = at[new]
+    return (
+        np.insert(large_scores, where, small_scores[new]),
+        np.insert(columns[0], where, small[1][new]),
+        np.insert(columns[1], where, small[2][new]),
+    )
 
 
 def _drop_empty(stats: BinaryStats) -> BinaryStats:

@@ -1,25 +1,20 @@
-"""Every binary metric, derived from one ``BinaryStats``: ``_update`` builds the statistic,
-``compute`` here turns it into numbers (the torchmetrics ``_update``/``_compute`` split)."""
+"""Every binary metric, derived from one ``BinaryStats``: ``BinaryStats.update`` accumulates,
+``compute`` here turns the statistic into numbers (the torchmetrics ``_update``/``_compute``
+split). Each step is a few linear passes over the distinct scores; the only sorts happen while
+the statistic is built."""
 
 from __future__ import annotations
 
 import numpy as np
 from numpy.typing import NDArray
 
-from core._curves import thin
+from core._curves import sample_along
 from core._options import Options
 from core._result import MetricSink
 from core.binary._calibration import calibration_metrics
-from core.binary._precision_recall import (
-    average_precision,
-    head_counts,
-    interpolated_aps,
-    pr_auc_trapezoid,
-    pr_curve,
-    precision_series,
-)
-from core.binary._ranked import Ranked, rank
-from core.binary._ranking import ks, optimal_thresholds, partial_roc_auc, roc_auc, roc_curve
+from core.binary._precision_recall import head_counts, pr_areas
+from core.binary._ranked import Hits, Ranked, hits, rank
+from core.binary._ranking import f1_optimal_threshold, ks_and_youden, partial_roc_auc, roc_auc
 from core.binary._stats import BinaryStats
 from core.binary._threshold import NO_NEGATIVES, NO_POSITIVES, confusion_metrics
 
@@ -44,7 +39,9 @@ RANKING_METRICS = (
 
 
 def head_metric_names(k: float) -> tuple[str, str]:
-    label = f"{k:g}"
+    """precision_at_100 for k = 100; fractional k (possible with weights) keep their exact
+    repr, so distinct k never share a name: precision_at_9.5."""
+    label = str(int(k)) if float(k).is_integer() and abs(k) < 1e15 else repr(float(k))
     return f"precision_at_{label}", f"recall_at_{label}"
 
 
@@ -60,63 +57,66 @@ def compute(
         tp, fp = ranked.counts_at(options.threshold)
     else:
         tp, fp = rank(predictions).counts_at(0.5)
-    confusion_metrics(
-        sink,
-        tp,
-        fp,
-        ranked.negatives - fp,
-        ranked.positives - tp,
-        beta=options.beta,
-    )
+    confusion_metrics(sink, tp, fp, ranked.negatives - fp, ranked.positives - tp, beta=options.beta)
+    hit = hits(ranked)
     curves: Curves = {}
     if ranked.positives == 0 or ranked.negatives == 0:
         reason = NO_POSITIVES if ranked.positives == 0 else NO_NEGATIVES
         reason = f"only one class is present: {reason}"
-        for name in _ranking_names(options):
-            sink.undefine(name, reason)
+        for name in RANKING_METRICS:
+            if name != "roc_auc_partial" or options.max_fpr is not None:
+                sink.undefine(name, reason)
         sink.warn(f"ranking metrics are undefined: {reason}")
-        _head_metrics(sink, ranked, options)
     else:
-        curves = _ranking_metrics(sink, ranked, options)
-    calibration_metrics(sink, stats, bins=options.calibration_bins)
+        curves = _ranking_metrics(sink, ranked, hit, options)
+    _head_metrics(sink, ranked, options)
+    if ranked.size:
+        calibration_metrics(sink, ranked, hit, bins=options.calibration_bins)
     return sink, curves
 
 
-def _ranking_names(options: Options) -> list[str]:
-    return [n for n in RANKING_METRICS if n != "roc_auc_partial" or options.max_fpr is not None]
-
-
-def _ranking_metrics(sink: MetricSink, ranked: Ranked, options: Options) -> Curves:
+def _ranking_metrics(sink: MetricSink, ranked: Ranked, hit: Hits, options: Options) -> Curves:
     sink.set("roc_auc", roc_auc(ranked))
-    fpr, tpr, roc_thresholds = roc_curve(ranked)
     if options.max_fpr is not None:
-        sink.set("roc_auc_partial", partial_roc_auc(fpr, tpr, options.max_fpr))
-    precision = precision_series(ranked)
-    sink.set("average_precision", average_precision(ranked, precision))
-    pr_precision, pr_recall, pr_thresholds = pr_curve(ranked, precision)
-    sink.set("pr_auc_trapezoid", pr_auc_trapezoid(pr_recall, pr_precision))
-    eleven, all_point = interpolated_aps(ranked, precision)
-    sink.set("ap_11_point", eleven)
-    sink.set("ap_all_point", all_point)
+        sink.set("roc_auc_partial", partial_roc_auc(ranked, options.max_fpr))
+    areas = pr_areas(ranked.positives, hit)
+    for name, value in areas._asdict().items():
+        sink.set(name, value)
     # Break-even point as R-precision: precision at k = P, where precision equals recall.
     sink.set("break_even_point", head_counts(ranked, ranked.positives) / ranked.positives)
-    statistic, threshold = ks(ranked)
+    # TPR and FPR scaled by P N: TP N and FP P, exact for counts.
+    scaled_tpr = ranked.tps * ranked.negatives
+    scaled_fpr = ranked.fps * ranked.positives
+    gap = np.subtract(scaled_tpr, scaled_fpr)
+    statistic, ks_threshold, youden_threshold = ks_and_youden(ranked, gap)
     sink.set("ks_statistic", statistic)
-    sink.set("ks_threshold", threshold)
-    youden, f1 = optimal_thresholds(ranked)
-    sink.set("optimal_threshold_youden", youden)
-    sink.set("optimal_threshold_f1", f1)
-    _head_metrics(sink, ranked, options)
+    sink.set("ks_threshold", ks_threshold)
+    sink.set("optimal_threshold_youden", youden_threshold)
+    sink.set("optimal_threshold_f1", f1_optimal_threshold(ranked.positives, hit))
     if options.max_curve_points == 0:
         return {}
-    roc_keep = thin(fpr, tpr, options.max_curve_points)
-    pr_keep = thin(pr_recall, pr_precision, options.max_curve_points)
+    # The ROC curve's L1 arc length, scaled: strictly increasing, as every threshold holds mass.
+    arc = np.add(scaled_tpr, scaled_fpr, out=gap)
+    return _curves(ranked, arc, options.max_curve_points)
+
+
+def _curves(ranked: Ranked, arc: Floats, max_points: int) -> Curves:
+    """ROC and PR points at the same thresholds, sampled along the sweep, each curve led by its
+    start point (threshold +inf): ROC (0, 0), PR (recall 0, precision 1)."""
+    kept = sample_along(arc, max_points - 1)
+    tps, fps = ranked.tps[kept], ranked.fps[kept]
+    thresholds = np.concatenate(([np.inf], ranked.thresholds[kept]))
+    recall = np.concatenate(([0.0], tps / ranked.positives))
     return {
-        "roc": {"fpr": fpr[roc_keep], "tpr": tpr[roc_keep], "thresholds": roc_thresholds[roc_keep]},
+        "roc": {
+            "fpr": np.concatenate(([0.0], fps / ranked.negatives)),
+            "tpr": recall,
+            "thresholds": thresholds,
+        },
         "pr": {
-            "precision": pr_precision[pr_keep],
-            "recall": pr_recall[pr_keep],
-            "thresholds": pr_thresholds[pr_keep],
+            "precision": np.concatenate(([1.0], tps / (tps + fps))),
+            "recall": recall.copy(),
+            "thresholds": thresholds.copy(),
         },
     }
 
@@ -129,6 +129,6 @@ def _head_metrics(sink: MetricSink, ranked: Ranked, options: Options) -> None:
         if k > total:
             sink.warn(f"head_k {k:g} exceeds the total sample weight {total:g}; capped at it")
             cut = total
-        hits = head_counts(ranked, cut)
-        sink.set(precision_name, hits / cut)
-        sink.ratio(recall_name, hits, ranked.positives, NO_POSITIVES)
+        found = head_counts(ranked, cut)
+        sink.set(precision_name, found / cut)
+        sink.ratio(recall_name, found, ranked.positives, NO_POSITIVES)

@@ -198,14 +198,12 @@ def test_fifteen_image_pr_example(
     assert metrics["precision"] == pytest.approx(precision)
     # The seed rounds R to two places: 0.86 and 1.
     assert round(metrics["recall"] or 0, 2) == round(recall, 2)
-    # The (R, P) pair is a point of the PR curve, except past the first full recall: like
-    # scikit-learn, the curve stops there, at (1, 7/9) from threshold 0.58, which dominates the
-    # seed's (1, 0.7) at 0.5.
+    # The (R, P) pair is the PR curve's point at that threshold (0.63 and 0.55 are the lowest
+    # scores called positive at T = 0.6 and T = 0.5).
     curve = result.curves["pr"]
-    points = set(zip(np.round(curve["recall"], 12), np.round(curve["precision"], 12), strict=True))
-    expected = (round(recall, 12), round(precision, 12)) if recall < 1 else (1.0, round(7 / 9, 12))
-    assert expected in points
-    assert (curve["recall"][-1], curve["thresholds"][-1]) == (1.0, 0.58)
+    at = int(np.flatnonzero(curve["thresholds"] == {0.6: 0.63, 0.5: 0.55}[threshold])[0])
+    assert curve["recall"][at] == pytest.approx(recall)
+    assert curve["precision"][at] == pytest.approx(precision)
 
 
 def test_fifteen_image_eleven_point_ap_by_hand() -> None:
