@@ -7,7 +7,6 @@ They need scores that are probabilities. The core never guesses (no sigmoid on s
 from __future__ import annotations
 
 import numpy as np
-from numpy.typing import NDArray
 
 from core._result import MetricSink
 from core.binary._ranked import Hits, Ranked
@@ -36,20 +35,24 @@ def calibration_metrics(sink: MetricSink, ranked: Ranked, hit: Hits, *, bins: in
     np.multiply(scores, scores, out=scratch)
     brier = float(np.dot(ranked.neg, scratch)) + float(np.dot(hit.pos, (1 - hit.thresholds) ** 2))
     sink.set("brier_score", brier / total)
-    sink.set("expected_calibration_error", _ece(ranked, scratch, bins) / total)
+    sink.set("expected_calibration_error", _ece(ranked, bins) / total)
 
 
-def _ece(ranked: Ranked, scratch: NDArray[np.float64], bins: int) -> float:
+def _ece(ranked: Ranked, bins: int) -> float:
     """sum over bins of |observed positives - sum of scores|; bin i holds [i/B, (i+1)/B), the
-    last bin also 1.0. Scores are sorted, so bins are runs read off cumulative sums."""
-    np.add(ranked.pos, ranked.neg, out=scratch)
-    np.multiply(scratch, ranked.thresholds, out=scratch)
-    expected = np.cumsum(scratch, out=scratch)
+    last bin also 1.0. Scores are sorted, so each bin is a run of the descending sweep."""
     edges = np.arange(bins + 1) / bins
-    # Rows at or above each edge, top edge first: a prefix of the descending sweep.
+    # Thresholds at or above each edge, top edge first: a prefix of the descending sweep.
     prefix = ranked.size - np.searchsorted(ranked.ascending, edges[::-1], side="left")
     prefix[0] = 0  # nothing lies above the last bin: 1.0 belongs to it
     prefix[-1] = ranked.size  # every score is >= 0
-    observed_cum = np.where(prefix > 0, ranked.tps[prefix - 1], 0.0)
-    expected_cum = np.where(prefix > 0, expected[prefix - 1], 0.0)
-    return float(np.abs(np.diff(observed_cum) - np.diff(expected_cum)).sum())
+    gap = 0.0
+    for start, stop in zip(prefix[:-1].tolist(), prefix[1:].tolist(), strict=True):
+        if stop == start:
+            continue
+        scores = ranked.thresholds[start:stop]
+        expected = float(np.dot(ranked.pos[start:stop], scores))
+        expected += float(np.dot(ranked.neg[start:stop], scores))
+        observed = float(ranked.tps[stop - 1]) - (float(ranked.tps[start - 1]) if start else 0.0)
+        gap += abs(observed - expected)
+    return gap

@@ -26,6 +26,7 @@ from typing import NamedTuple
 import numpy as np
 from numpy.typing import NDArray
 
+from core._search import bisect_left
 from core.binary._ranked import Hits, Ranked
 
 __all__ = ["PrAreas", "head_counts", "pr_areas"]
@@ -70,11 +71,11 @@ def _trapezoid(positives: float, hit: Hits, precision: Floats) -> float:
 
 def head_counts(ranked: Ranked, k: float) -> float:
     """Expected positive mass among the top ``k`` units of mass (ties at the cut pro rata)."""
-    mass = ranked.mass
-    cut = int(np.searchsorted(mass, k, side="left"))
+    tps, fps = ranked.tps, ranked.fps
+    cut = int(bisect_left(lambda i: tps[i] + fps[i], ranked.size, k))
     if cut >= ranked.size:
         return ranked.positives
-    above_mass = float(mass[cut - 1]) if cut else 0.0
+    above_mass = float(tps[cut - 1] + fps[cut - 1]) if cut else 0.0
     above_pos = float(ranked.tps[cut - 1]) if cut else 0.0
     group = float(ranked.pos[cut] + ranked.neg[cut])
     return above_pos + (k - above_mass) / group * float(ranked.pos[cut])

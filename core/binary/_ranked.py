@@ -18,14 +18,13 @@ Indices = NDArray[np.intp]
 @dataclass(frozen=True, slots=True, eq=False)
 class Ranked:
     """Distinct thresholds in descending order with the positive/negative mass at each, and the
-    cumulative masses ``tps``/``fps``/``mass`` of the rows scoring ``>=`` each threshold."""
+    cumulative masses ``tps``/``fps`` of the rows scoring ``>=`` each threshold."""
 
     thresholds: Floats
     pos: Floats
     neg: Floats
     tps: Floats
     fps: Floats
-    mass: Floats
     ascending: Floats
 
     @property
@@ -76,7 +75,6 @@ def rank(stats: BinaryStats) -> Ranked:
         neg=neg,
         tps=tps,
         fps=fps,
-        mass=np.add(tps, fps),
         ascending=stats.scores,
     )
 

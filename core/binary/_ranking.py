@@ -15,7 +15,14 @@ from numpy.typing import NDArray
 
 from core.binary._ranked import Hits, Ranked
 
-__all__ = ["f1_optimal_threshold", "first_max", "ks_and_youden", "partial_roc_auc", "roc_auc"]
+__all__ = [
+    "auc_pairs",
+    "f1_optimal_threshold",
+    "first_max",
+    "ks_and_youden",
+    "partial_roc_auc",
+    "roc_auc",
+]
 
 # Values within this relative distance of the maximum count as tied with it: rounding must not
 # decide between thresholds that are tied in exact arithmetic.
@@ -24,15 +31,20 @@ TIE_TOLERANCE = 1e-12
 Floats = NDArray[np.float64]
 
 
-def roc_auc(ranked: Ranked) -> float:
+def roc_auc(ranked: Ranked, hit: Hits) -> float:
     """P(score of a random positive > that of a random negative) + half P(tie).
 
     Each negative counts every positive strictly above it, and half of those tied with it. The
     caller makes sure both classes are present.
     """
-    above = float(np.dot(ranked.neg, ranked.tps)) - float(np.dot(ranked.neg, ranked.pos))
-    pairs = above + 0.5 * float(np.dot(ranked.neg, ranked.pos))
-    return pairs / (ranked.positives * ranked.negatives)
+    return auc_pairs(ranked.negatives, hit) / (ranked.positives * ranked.negatives)
+
+
+def auc_pairs(negatives: float, hit: Hits) -> float:
+    """Positive-negative pairs ranked right, ties counting half: each positive beats the
+    negatives strictly below its threshold (N - FP) and ties with those at it."""
+    below = negatives - hit.fps
+    return float(np.dot(hit.pos, below)) + 0.5 * float(np.dot(hit.pos, hit.neg))
 
 
 def partial_roc_auc(ranked: Ranked, max_fpr: float) -> float:
@@ -68,23 +80,28 @@ def first_max(values: Floats) -> int:
     return int(np.argmax(values >= best - TIE_TOLERANCE * abs(best)))
 
 
-def ks_and_youden(ranked: Ranked, scaled_gap: Floats) -> tuple[float, float, float]:
+def ks_and_youden(ranked: Ranked, hit: Hits) -> tuple[float, float, float]:
     """(KS statistic, its threshold, Youden-optimal threshold).
 
-    ``scaled_gap`` is (TPR - FPR) * P * N = TP N - FP P, exact in floating point for counts
-    below 2^53 / max(P, N), so exact ties stay ties. KS is max |TPR - FPR| (the largest
-    vertical distance between the ROC curve and the diagonal, seed 001), equal to the two-sample
-    KS statistic of the class-wise scores (``scipy.stats.ks_2samp``); Youden's J = TPR - FPR is
-    maximized without the absolute value.
+    KS is max |TPR - FPR| (the largest vertical distance between the ROC curve and the
+    diagonal, seed 001), equal to the two-sample KS statistic of the class-wise scores
+    (``scipy.stats.ks_2samp``); Youden's J = TPR - FPR is maximized without the absolute value.
+    TPR - FPR rises only at hits and falls only along runs of negatives, so its maximum is at a
+    hit and its minimum at the end of such a run: just before a hit, or the last threshold.
+    Only those candidates are evaluated, as TP N - FP P: exact for counts below
+    2^53 / max(P, N), so ties in exact arithmetic stay ties.
     """
-    scale = ranked.positives * ranked.negatives
-    youden = first_max(scaled_gap)
-    distance = np.abs(scaled_gap)
-    ks = first_max(distance)
+    positives, negatives = ranked.positives, ranked.negatives
+    before = hit.index[hit.index > 0] - 1
+    candidates = np.concatenate((hit.index, before, [ranked.size - 1]))
+    candidates.sort()  # np.union1d would hash; a sort of a few sorted runs is cheaper
+    candidates = candidates[np.diff(candidates, append=-1) != 0]
+    gap = ranked.tps[candidates] * negatives - ranked.fps[candidates] * positives
+    distance = np.abs(gap)
     return (
-        float(distance.max()) / scale,
-        float(ranked.thresholds[ks]),
-        float(ranked.thresholds[youden]),
+        float(distance.max()) / (positives * negatives),
+        float(ranked.thresholds[candidates[first_max(distance)]]),
+        float(ranked.thresholds[candidates[first_max(gap)]]),
     )
 
 

@@ -158,11 +158,21 @@ def _union(first: Part, second: Part) -> Part:
             columns[column] = columns[column].copy()
             columns[column][at[shared]] += small[column + 1][shared]
     new = ~shared
-    where = at[new]
+    # Where the inserted scores land in the output; every other slot takes the larger set.
+    landing = at[new] + np.arange(int(new.sum()))
+    from_large = np.ones(large_scores.size + landing.size, dtype=np.bool_)
+    from_large[landing] = False
+
+    def interleave(large_column: Floats, small_column: Floats) -> Floats:
+        out = np.empty(from_large.size, dtype=np.float64)
+        out[landing] = small_column[new]
+        out[from_large] = large_column
+        return out
+
     return (
-        np.insert(large_scores, where, small_scores[new]),
-        np.insert(columns[0], where, small[1][new]),
-        np.insert(columns[1], where, small[2][new]),
+        interleave(large_scores, small_scores),
+        interleave(columns[0], small[1]),
+        interleave(columns[1], small[2]),
     )
 
 

@@ -76,7 +76,7 @@ def compute(
 
 
 def _ranking_metrics(sink: MetricSink, ranked: Ranked, hit: Hits, options: Options) -> Curves:
-    sink.set("roc_auc", roc_auc(ranked))
+    sink.set("roc_auc", roc_auc(ranked, hit))
     if options.max_fpr is not None:
         sink.set("roc_auc_partial", partial_roc_auc(ranked, options.max_fpr))
     areas = pr_areas(ranked.positives, hit)
@@ -84,26 +84,26 @@ def _ranking_metrics(sink: MetricSink, ranked: Ranked, hit: Hits, options: Optio
         sink.set(name, value)
     # Break-even point as R-precision: precision at k = P, where precision equals recall.
     sink.set("break_even_point", head_counts(ranked, ranked.positives) / ranked.positives)
-    # TPR and FPR scaled by P N: TP N and FP P, exact for counts.
-    scaled_tpr = ranked.tps * ranked.negatives
-    scaled_fpr = ranked.fps * ranked.positives
-    gap = np.subtract(scaled_tpr, scaled_fpr)
-    statistic, ks_threshold, youden_threshold = ks_and_youden(ranked, gap)
+    statistic, ks_threshold, youden_threshold = ks_and_youden(ranked, hit)
     sink.set("ks_statistic", statistic)
     sink.set("ks_threshold", ks_threshold)
     sink.set("optimal_threshold_youden", youden_threshold)
     sink.set("optimal_threshold_f1", f1_optimal_threshold(ranked.positives, hit))
     if options.max_curve_points == 0:
         return {}
-    # The ROC curve's L1 arc length, scaled: strictly increasing, as every threshold holds mass.
-    arc = np.add(scaled_tpr, scaled_fpr, out=gap)
-    return _curves(ranked, arc, options.max_curve_points)
+    return _curves(ranked, options.max_curve_points)
 
 
-def _curves(ranked: Ranked, arc: Floats, max_points: int) -> Curves:
+def _curves(ranked: Ranked, max_points: int) -> Curves:
     """ROC and PR points at the same thresholds, sampled along the sweep, each curve led by its
     start point (threshold +inf): ROC (0, 0), PR (recall 0, precision 1)."""
-    kept = sample_along(arc, max_points - 1)
+    tps_all, fps_all = ranked.tps, ranked.fps
+    positives, negatives = ranked.positives, ranked.negatives
+    # The ROC curve's L1 arc length scaled by P N: strictly increasing, as every threshold
+    # holds some mass.
+    kept = sample_along(
+        lambda i: tps_all[i] * negatives + fps_all[i] * positives, ranked.size, max_points - 1
+    )
     tps, fps = ranked.tps[kept], ranked.fps[kept]
     thresholds = np.concatenate(([np.inf], ranked.thresholds[kept]))
     recall = np.concatenate(([0.0], tps / ranked.positives))
