@@ -9,6 +9,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from service import offline
+from service.memory import retain_freed_memory
 
 __all__ = ["main"]
 
@@ -39,6 +40,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    retain_freed_memory()
     if args.command == "evaluate":
         return offline.run(args.file, task=args.task, options=args.options, out=sys.stdout)
     return 2  # unreachable: argparse requires a known command
