@@ -29,6 +29,7 @@ from sklearn import metrics as skm
 from sklearn.exceptions import UndefinedMetricWarning
 
 import core
+from core.binary._suite import RANKING_METRICS
 
 Floats = NDArray[np.float64]
 Bools = NDArray[np.bool_]
@@ -275,21 +276,6 @@ def assert_value(result: core.EvaluationResult, name: str, expected: float) -> N
     )
     assert type(value) is float
     assert value == close(expected), name
-
-
-RANKING_METRICS = (
-    "roc_auc",
-    "roc_auc_partial",
-    "average_precision",
-    "pr_auc_trapezoid",
-    "ap_11_point",
-    "ap_all_point",
-    "break_even_point",
-    "ks_statistic",
-    "ks_threshold",
-    "optimal_threshold_youden",
-    "optimal_threshold_f1",
-)
 
 
 def head_names(k: float) -> tuple[str, str]:
