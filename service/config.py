@@ -1,0 +1,34 @@
+"""Settings: environment variables ``EVALSERVE_*`` and command-line flags, with good defaults."""
+
+from __future__ import annotations
+
+from pydantic import Field
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+__all__ = ["Settings"]
+
+MIB = 1 << 20
+
+
+class Settings(BaseSettings):
+    """Every knob of the service. Each field is also the env var ``EVALSERVE_<NAME>``."""
+
+    model_config = SettingsConfigDict(env_prefix="EVALSERVE_", frozen=True)
+
+    host: str = Field("127.0.0.1", description="address both servers listen on")
+    rest_port: int = Field(8000, ge=0, le=65535, description="HTTP port (0: any free port)")
+    grpc_port: int = Field(50051, ge=0, le=65535, description="gRPC port (0: any free port)")
+    max_request_bytes: int = Field(
+        512 * MIB, ge=1024, description="largest request body / gRPC message, in bytes"
+    )
+    max_rows: int = Field(
+        50_000_000, ge=1, description="most rows in one request or one stream batch"
+    )
+    max_stream_rows: int = Field(10_000_000_000, ge=1, description="most rows in a whole stream")
+    max_classes: int = Field(1000, ge=2, description="most classes (score columns)")
+    workers: int = Field(
+        2, ge=1, le=64, description="evaluations computed at once, off the event loop"
+    )
+    shutdown_grace_seconds: float = Field(
+        20.0, ge=0, description="time in-flight requests get to finish on SIGTERM"
+    )

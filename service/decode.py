@@ -1,0 +1,335 @@
+"""The edge: JSON objects and protobuf messages in, plain validated inputs out.
+
+Both transports decode through here, straight to numpy (no pydantic lists of millions of
+floats, no ``json_format.ParseDict``), so the same bad field gets the same error on both. The
+checks of the values themselves (labels 0/1, finite scores, lengths, options) are the core's
+(``core._validation``, ``core.parse_options``): one validation layer.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+from evalserve.v1 import evaluation_pb2 as pb
+from google.protobuf.message import Message
+from numpy.typing import NDArray
+
+from core import TASKS
+from service.config import Settings
+from service.errors import MalformedRequestError, PayloadTooLargeError
+
+__all__ = [
+    "Batch",
+    "Header",
+    "ModelRef",
+    "Request",
+    "batch_from_json",
+    "batch_from_proto",
+    "header_from_json",
+    "header_from_proto",
+    "request_from_json",
+    "request_from_proto",
+]
+
+Column = NDArray[Any]
+COLUMNS = ("labels", "scores", "predictions", "weights")
+HEADER_FIELDS = ("task", "classes", "options", "model")
+REQUEST_FIELDS = (
+    *HEADER_FIELDS,
+    *COLUMNS,
+    "label_names",
+    *(f"{name}_f64" for name in COLUMNS),
+    "baseline",
+    "challenger",
+)
+BATCH_FIELDS = (*COLUMNS, "label_names", *(f"{name}_f64" for name in COLUMNS))
+MODEL_FIELDS = ("name", "version", "segment")
+OPTION_FIELDS = tuple(f.name for f in pb.Options.DESCRIPTOR.fields)
+TASK_NAMES = {pb.Task.Value(f"TASK_{task.upper()}"): task for task in TASKS}
+
+
+@dataclass(frozen=True, slots=True)
+class ModelRef:
+    name: str
+    version: str = ""
+    segment: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class Header:
+    """What a stream says once: the task and how to evaluate it."""
+
+    task: str
+    options: dict[str, Any] = field(default_factory=dict)
+    classes: tuple[str, ...] | None = None
+    model: ModelRef | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Batch:
+    """Rows; columns are numpy arrays (or None when absent). Values are checked by the core."""
+
+    labels: Column | None = None
+    scores: Column | None = None
+    predictions: Column | None = None
+    weights: Column | None = None
+    label_names: tuple[str, ...] | None = None
+
+    @property
+    def n_rows(self) -> int:
+        for column in (self.labels, self.label_names, self.scores, self.predictions):
+            if column is not None:
+                return len(column)
+        return 0
+
+
+@dataclass(frozen=True, slots=True)
+class Request:
+    header: Header
+    batch: Batch
+    baseline: dict[str, Any] | None = None
+    challenger: dict[str, Any] | None = None
+
+
+# --- JSON ------------------------------------------------------------------------------------
+
+
+def _unknown(where: str, got: Mapping[str, Any], allowed: tuple[str, ...]) -> None:
+    extra = sorted(set(got) - set(allowed))
+    if extra:
+        prefix = f"{where}." if where else ""
+        raise MalformedRequestError(
+            f"{prefix}{extra[0]}", f"unknown field; expected one of {sorted(allowed)}"
+        )
+
+
+def _object(name: str, value: Any) -> dict[str, Any]:
+    if not isinstance(value, dict):
+        raise MalformedRequestError(name, f"expected an object, but got {_kind(value)}")
+    return value
+
+
+def _kind(value: Any) -> str:
+    return {dict: "an object", list: "an array", str: "a string", bool: "a boolean"}.get(
+        type(value), "null" if value is None else "a number"
+    )
+
+
+def _json_column(name: str, value: Any, settings: Settings) -> Column | None:
+    if value is None:
+        return None
+    if not isinstance(value, list):
+        raise MalformedRequestError(name, f"expected an array of numbers, but got {_kind(value)}")
+    _check_rows(name, len(value), settings)
+    try:
+        array = np.asarray(value, dtype=np.float64)
+    except (TypeError, ValueError):
+        bad = next(
+            (i for i, v in enumerate(value) if isinstance(v, (str, dict, bool)) or v is None),
+            None,
+        )
+        where = f" (row {bad} is {value[bad]!r})" if bad is not None else ""
+        raise MalformedRequestError(
+            name, f"expected numbers or equal-length arrays of numbers{where}"
+        ) from None
+    return array
+
+
+def _json_names(name: str, value: Any, settings: Settings) -> tuple[str, ...] | None:
+    if value is None:
+        return None
+    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+        raise MalformedRequestError(name, "expected an array of strings")
+    _check_rows(name, len(value), settings)
+    return tuple(value)
+
+
+def _json_raw(name: str, value: Any, settings: Settings) -> Column | None:
+    if value is None:
+        return None
+    if not isinstance(value, str):
+        raise MalformedRequestError(name, f"expected base64 text, but got {_kind(value)}")
+    try:
+        raw = base64.b64decode(value, validate=True)
+    except (binascii.Error, ValueError):
+        raise MalformedRequestError(name, "is not valid base64") from None
+    return _raw_column(name, raw, settings)
+
+
+def _raw_column(name: str, raw: bytes, settings: Settings) -> Column:
+    if len(raw) % 8:
+        raise MalformedRequestError(
+            name, f"expected little-endian float64 (8 bytes each), but got {len(raw)} bytes"
+        )
+    _check_rows(name, len(raw) // 8, settings)
+    return np.frombuffer(raw, dtype="<f8")
+
+
+def _check_rows(name: str, n_rows: int, settings: Settings) -> None:
+    if n_rows > settings.max_rows:
+        raise PayloadTooLargeError(
+            name, f"{n_rows} values is over the limit of {settings.max_rows} rows per request"
+        )
+
+
+def _pick(name: str, packed: Column | None, raw: Column | None) -> Column | None:
+    if packed is not None and raw is not None and (packed.size or raw.size):
+        raise MalformedRequestError(name, f"send {name} or {name}_f64, not both")
+    if raw is not None and raw.size:
+        return raw
+    return packed
+
+
+def batch_from_json(body: Mapping[str, Any], settings: Settings) -> Batch:
+    columns: dict[str, Any] = {}
+    for name in COLUMNS:
+        raw = _json_raw(f"{name}_f64", body.get(f"{name}_f64"), settings)
+        labels = body.get(name)
+        if name == "labels" and isinstance(labels, list) and labels and isinstance(labels[0], str):
+            columns["label_names"] = _json_names("labels", labels, settings)
+            continue
+        columns[name] = _pick(name, _json_column(name, labels, settings), raw)
+    if "label_names" in body:
+        columns["label_names"] = _json_names("label_names", body["label_names"], settings)
+    return Batch(**columns)
+
+
+def header_from_json(body: Mapping[str, Any], settings: Settings) -> Header:
+    task = body.get("task")
+    if task is None:
+        raise MalformedRequestError("task", f"is required; expected one of {list(TASKS)}")
+    if not isinstance(task, str) or task not in TASKS:
+        raise MalformedRequestError("task", f"expected one of {list(TASKS)}, but got {task!r}")
+    options = _object("options", body.get("options") or {})
+    _unknown("options", options, OPTION_FIELDS)
+    classes = _json_names("classes", body.get("classes"), settings)
+    if classes is not None and len(classes) > settings.max_classes:
+        raise PayloadTooLargeError(
+            "classes", f"{len(classes)} classes is over the limit of {settings.max_classes}"
+        )
+    model = None
+    if body.get("model") is not None:
+        raw_model = _object("model", body["model"])
+        _unknown("model", raw_model, MODEL_FIELDS)
+        for key, value in raw_model.items():
+            if not isinstance(value, str):
+                raise MalformedRequestError(
+                    f"model.{key}", f"expected a string, but got {_kind(value)}"
+                )
+        if not raw_model.get("name"):
+            raise MalformedRequestError("model.name", "is required when model is given")
+        model = ModelRef(**raw_model)
+    return Header(task=task, options=dict(options), classes=classes, model=model)
+
+
+def request_from_json(body: Any, settings: Settings) -> Request:
+    """A whole ``POST /v1/evaluate`` JSON body."""
+    body = _object("body", body)
+    _unknown("", body, REQUEST_FIELDS)
+    baseline = body.get("baseline")
+    challenger = body.get("challenger")
+    return Request(
+        header=header_from_json(body, settings),
+        batch=batch_from_json(body, settings),
+        baseline=None if baseline is None else _object("baseline", baseline),
+        challenger=None if challenger is None else _object("challenger", challenger),
+    )
+
+
+def stream_line_from_json(line: Any, settings: Settings) -> tuple[Header | None, Batch]:
+    """One NDJSON line of a stream: a header line has ``task``; every line may hold rows."""
+    line = _object("line", line)
+    _unknown("", line, (*HEADER_FIELDS, *BATCH_FIELDS))
+    header = header_from_json(line, settings) if "task" in line else None
+    if header is None:
+        for name in HEADER_FIELDS:
+            if name in line:
+                raise MalformedRequestError(name, "belongs in the header line (the one with task)")
+    return header, batch_from_json(line, settings)
+
+
+# --- protobuf ---------------------------------------------------------------------------------
+
+
+def _proto_column(message: Message, name: str, settings: Settings) -> Column | None:
+    packed = getattr(message, name)
+    raw = getattr(message, f"{name}_f64")
+    if len(packed) and len(raw):
+        raise MalformedRequestError(name, f"send {name} or {name}_f64, not both")
+    if len(raw):
+        return _raw_column(f"{name}_f64", raw, settings)
+    if len(packed):
+        _check_rows(name, len(packed), settings)
+        return np.asarray(packed, dtype=np.float64)
+    return None
+
+
+def batch_from_proto(message: Message, settings: Settings) -> Batch:
+    columns: dict[str, Any] = {name: _proto_column(message, name, settings) for name in COLUMNS}
+    names = tuple(getattr(message, "label_names", ()))
+    if names:
+        _check_rows("label_names", len(names), settings)
+        columns["label_names"] = names
+    return Batch(**columns)
+
+
+def _options_from_proto(options: pb.Options) -> dict[str, Any]:
+    parsed: dict[str, Any] = {}
+    for descriptor, value in options.ListFields():
+        parsed[descriptor.name] = list(value) if descriptor.is_repeated else value
+    return parsed
+
+
+def header_from_proto(message: pb.EvaluateRequest | pb.StreamHeader, settings: Settings) -> Header:
+    task = TASK_NAMES.get(message.task)
+    if task is None:
+        raise MalformedRequestError("task", f"is required; expected one of {list(TASKS)}")
+    classes = tuple(message.classes) or None
+    if classes is not None and len(classes) > settings.max_classes:
+        raise PayloadTooLargeError(
+            "classes", f"{len(classes)} classes is over the limit of {settings.max_classes}"
+        )
+    model = None
+    if message.HasField("model"):
+        if not message.model.name:
+            raise MalformedRequestError("model.name", "is required when model is given")
+        model = ModelRef(message.model.name, message.model.version, message.model.segment)
+    return Header(
+        task=task,
+        options=_options_from_proto(message.options),
+        classes=classes,
+        model=model,
+    )
+
+
+def _fields(message: Message) -> dict[str, Any]:
+    return {
+        descriptor.name: list(value) if descriptor.is_repeated else value
+        for descriptor, value in message.ListFields()
+    }
+
+
+def request_from_proto(message: pb.EvaluateRequest, settings: Settings) -> Request:
+    baseline = None
+    if message.HasField("baseline"):
+        baseline = _fields(message.baseline)
+        for name in ("labels", "scores"):
+            column = _proto_column(message.baseline, name, settings)
+            baseline.pop(f"{name}_f64", None)
+            if column is not None:
+                baseline[name] = column
+    challenger = None
+    if message.HasField("challenger"):
+        scores = _proto_column(message.challenger, "scores", settings)
+        challenger = {"scores": scores}
+    return Request(
+        header=header_from_proto(message, settings),
+        batch=batch_from_proto(message, settings),
+        baseline=baseline,
+        challenger=challenger,
+    )

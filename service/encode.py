@@ -1,0 +1,113 @@
+"""Results out: ``core.EvaluationResult`` to the protobuf response, and the response back to the
+JSON shape (for protobuf-over-HTTP clients and the contract tests)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+from evalserve.v1 import evaluation_pb2 as pb
+
+from core import CATALOG, EvaluationResult, MetricInfo
+
+__all__ = ["catalog_to_json", "catalog_to_proto", "result_to_proto"]
+
+_DIRECTION = {
+    True: pb.DIRECTION_HIGHER_IS_BETTER,
+    False: pb.DIRECTION_LOWER_IS_BETTER,
+    None: pb.DIRECTION_NONE,
+}
+
+
+def result_to_proto(result: EvaluationResult) -> pb.EvaluateResponse:
+    response = pb.EvaluateResponse(
+        task=pb.Task.Value(f"TASK_{result.task.upper()}"),
+        n_samples=result.n_samples,
+        undefined=result.undefined,
+        conventions=result.conventions,
+        warnings=result.warnings,
+    )
+    for name, value in result.metrics.items():
+        if value is not None:
+            response.metrics[name] = value
+    if "roc" in result.curves:
+        roc = result.curves["roc"]
+        response.curves.roc.fpr.extend(roc["fpr"])
+        response.curves.roc.tpr.extend(roc["tpr"])
+        response.curves.roc.thresholds.extend(roc["thresholds"])
+    if "pr" in result.curves:
+        pr = result.curves["pr"]
+        response.curves.pr.precision.extend(pr["precision"])
+        response.curves.pr.recall.extend(pr["recall"])
+        response.curves.pr.thresholds.extend(pr["thresholds"])
+    for row in result.per_class:
+        entry = response.per_class.add(class_name=str(row.get("class", "")))
+        for key, value in row.items():
+            if key != "class" and isinstance(value, (int, float)):
+                entry.metrics[key] = float(value)
+    return response
+
+
+def _catalog_entry(info: MetricInfo) -> dict[str, Any]:
+    return {
+        "name": info.name,
+        "tasks": list(info.tasks),
+        "higher_is_better": info.higher_is_better,
+        "definition": info.definition,
+        "aliases": list(info.aliases),
+    }
+
+
+def catalog_to_json() -> dict[str, Any]:
+    return {"metrics": [_catalog_entry(info) for info in CATALOG.values()]}
+
+
+def catalog_to_proto() -> pb.ListMetricsResponse:
+    response = pb.ListMetricsResponse()
+    for info in CATALOG.values():
+        response.metrics.add(
+            name=info.name,
+            tasks=[pb.Task.Value(f"TASK_{task.upper()}") for task in info.tasks],
+            direction=_DIRECTION[info.higher_is_better],
+            definition=info.definition,
+            aliases=info.aliases,
+        )
+    return response
+
+
+def proto_to_json(response: pb.EvaluateResponse) -> dict[str, Any]:
+    """The JSON body for a protobuf response: undefined metrics come back as null, the +inf
+    curve start as null."""
+    metrics: dict[str, float | None] = dict(response.metrics)
+    for name in response.undefined:
+        metrics[name] = None
+
+    def floats(values: Any) -> list[float | None]:
+        array = np.asarray(values, dtype=np.float64)
+        return [float(v) if np.isfinite(v) else None for v in array]
+
+    curves: dict[str, Any] = {}
+    if response.curves.HasField("roc"):
+        roc = response.curves.roc
+        curves["roc"] = {"fpr": floats(roc.fpr), "tpr": floats(roc.tpr),
+                         "thresholds": floats(roc.thresholds)}  # fmt: skip
+    if response.curves.HasField("pr"):
+        pr = response.curves.pr
+        curves["pr"] = {"precision": floats(pr.precision), "recall": floats(pr.recall),
+                        "thresholds": floats(pr.thresholds)}  # fmt: skip
+    return {
+        "task": pb.Task.Name(response.task).removeprefix("TASK_").lower(),
+        "n_samples": response.n_samples,
+        "metrics": metrics,
+        "undefined": dict(response.undefined),
+        "per_class": [
+            {"class": row.class_name, **dict(row.metrics), **{k: None for k in row.undefined}}
+            for row in response.per_class
+        ],
+        "curves": curves,
+        "intervals": {},
+        "drift": {},
+        "comparison": {},
+        "conventions": dict(response.conventions),
+        "warnings": list(response.warnings),
+    }

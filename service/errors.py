@@ -1,0 +1,76 @@
+"""The one error table of the service: each error kind knows its HTTP status and gRPC code.
+
+The FastAPI exception handler and the gRPC servicer both read ``describe``; neither holds its
+own mapping (the pattern of d5h-foss/grpc-interceptor's ``exception_to_status``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import grpc
+
+from core import InvalidInputError
+
+__all__ = [
+    "ErrorInfo",
+    "MalformedRequestError",
+    "PayloadTooLargeError",
+    "ServiceError",
+    "StreamProtocolError",
+    "UnsupportedMediaTypeError",
+    "describe",
+]
+
+
+class ServiceError(Exception):
+    """An error of the request, raised by the shell; ``field`` names what was wrong."""
+
+    def __init__(self, field: str, message: str) -> None:
+        super().__init__(f"{field}: {message}")
+        self.field = field
+        self.message = message
+
+
+class MalformedRequestError(ServiceError):
+    """The body is not valid JSON / protobuf, or a field has the wrong type."""
+
+
+class PayloadTooLargeError(ServiceError):
+    """The body, or the number of rows or classes, is over a configured limit."""
+
+
+class UnsupportedMediaTypeError(ServiceError):
+    """A Content-Type the endpoint does not read."""
+
+
+class StreamProtocolError(ServiceError):
+    """A stream without a header, with a header twice, or with batches of the wrong shape."""
+
+
+@dataclass(frozen=True, slots=True)
+class ErrorInfo:
+    http_status: int
+    grpc_status: grpc.StatusCode
+    code: str
+    field: str
+    message: str
+
+
+# Most specific first: the first matching class wins.
+_TABLE: tuple[tuple[type[Exception], int, grpc.StatusCode, str], ...] = (
+    (PayloadTooLargeError, 413, grpc.StatusCode.RESOURCE_EXHAUSTED, "too_large"),
+    (UnsupportedMediaTypeError, 415, grpc.StatusCode.INVALID_ARGUMENT, "unsupported_media_type"),
+    (StreamProtocolError, 400, grpc.StatusCode.INVALID_ARGUMENT, "stream_protocol"),
+    (MalformedRequestError, 400, grpc.StatusCode.INVALID_ARGUMENT, "malformed"),
+    (InvalidInputError, 422, grpc.StatusCode.INVALID_ARGUMENT, "invalid_argument"),
+)
+
+
+def describe(error: Exception) -> ErrorInfo | None:
+    """How to report ``error`` to a client, or None for an unexpected (internal) error."""
+    for kind, http_status, grpc_status, code in _TABLE:
+        if isinstance(error, kind):
+            assert isinstance(error, (ServiceError, InvalidInputError))
+            return ErrorInfo(http_status, grpc_status, code, error.field, error.message)
+    return None

@@ -1,0 +1,119 @@
+"""The one use case behind both transports: evaluate a request, or a stream of batches.
+
+Inputs are the plain values of ``service.decode``; the result is ``core.EvaluationResult``. No
+transport, no HTTP or gRPC type, appears here.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from typing import TypeVar
+
+from core import (
+    BinaryStats,
+    EvaluationResult,
+    InvalidInputError,
+    evaluate,
+    evaluate_binary_stats,
+    parse_options,
+)
+from core._validation import binary_labels, finite_floats, same_length, sample_weights
+from service.config import Settings
+from service.decode import Batch, Header, Request
+from service.errors import PayloadTooLargeError, StreamProtocolError
+
+__all__ = ["Evaluator", "StreamAccumulator", "evaluate_request"]
+
+T = TypeVar("T")
+
+
+def evaluate_request(request: Request) -> EvaluationResult:
+    """Evaluate one whole request (CPU-bound: call it through ``Evaluator.run``)."""
+    header, batch = request.header, request.batch
+    labels = batch.labels if batch.labels is not None else batch.label_names
+    return evaluate(
+        header.task,
+        labels,
+        batch.scores,
+        y_pred=batch.predictions,
+        sample_weight=batch.weights,
+        options=header.options,
+        baseline=request.baseline,
+        challenger=request.challenger,
+    )
+
+
+class StreamAccumulator:
+    """Merges the batches of one stream into the core's sufficient statistic: memory grows
+    with the number of distinct scores, not with the rows."""
+
+    def __init__(self, header: Header, settings: Settings) -> None:
+        if header.task != "binary":
+            raise InvalidInputError(
+                "task", f"streaming evaluates task 'binary' in this version, not {header.task!r}"
+            )
+        self.header = header
+        self.options = parse_options(header.options)
+        self.max_rows = settings.max_stream_rows
+        self.stats = BinaryStats.empty()
+        self.predictions: BinaryStats | None = None
+        self.n_batches = 0
+
+    def add(self, batch: Batch) -> None:
+        """Check one batch and merge it (CPU-bound)."""
+        self.n_batches += 1
+        where = f"batch {self.n_batches}"
+        if batch.n_rows == 0 and batch.weights is None:
+            return  # a message that carries no rows
+        if batch.label_names is not None:
+            raise StreamProtocolError(f"{where}.labels", "expected 0/1 labels for task 'binary'")
+        try:
+            labels = binary_labels("labels", batch.labels)
+            scores_in = batch.scores if batch.scores is not None else batch.predictions
+            if scores_in is None:
+                raise InvalidInputError("scores", "is required for task 'binary'")
+            scores = finite_floats("scores", scores_in)
+            same_length("scores", scores.size, labels.size)
+            weights = sample_weights("weights", batch.weights, labels.size)
+            predicted = None
+            if batch.predictions is not None and batch.scores is not None:
+                predicted = binary_labels("predictions", batch.predictions)
+                same_length("predictions", predicted.size, labels.size)
+        except InvalidInputError as error:
+            raise StreamProtocolError(f"{where}.{error.field}", error.message) from None
+        if (self.predictions is None) != (predicted is None) and self.stats.n_rows:
+            raise StreamProtocolError(
+                f"{where}.predictions", "send predictions in every batch of a stream or in none"
+            )
+        if self.stats.n_rows + labels.size > self.max_rows:
+            raise PayloadTooLargeError(
+                where, f"the stream is over the limit of {self.max_rows} rows"
+            )
+        self.stats = self.stats.update(labels, scores, weights)
+        if predicted is not None:
+            base = self.predictions or BinaryStats.empty()
+            self.predictions = base.update(labels, predicted.astype("float64"), weights)
+
+    def finish(self) -> EvaluationResult:
+        if self.stats.n_rows == 0:
+            raise StreamProtocolError("rows", "the stream carried a header but no rows")
+        return evaluate_binary_stats(self.stats, self.options, predictions=self.predictions)
+
+
+class Evaluator:
+    """Runs CPU-bound evaluation off the event loop, at most ``workers`` at a time, so a big
+    request never stalls health checks or other connections."""
+
+    def __init__(self, workers: int) -> None:
+        self._pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="evaluate")
+        self._slots = asyncio.Semaphore(workers)
+
+    async def run(self, function: Callable[..., T], *args: object) -> T:
+        async with self._slots:
+            loop = asyncio.get_running_loop()
+            return await loop.run_in_executor(self._pool, function, *args)
+
+    def close(self) -> None:
+        self._pool.shutdown(wait=True, cancel_futures=False)
