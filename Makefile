@@ -1,12 +1,12 @@
 # The two commands of the README:
-#   make run    - install and run the main job (today: the offline evaluator on FILE)
+#   make run    - install and start the service (REST :8000, gRPC :50051 on 127.0.0.1)
 #   make test   - install everything and run every check and test
 PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
 FILE ?= examples/fawcett.csv
 
-.PHONY: install install-test run evaluate test lint typecheck unit bench clean
+.PHONY: install install-test run evaluate proto test lint typecheck unit bench clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -18,10 +18,14 @@ install: $(BIN)/python
 install-test: $(BIN)/python
 	$(BIN)/pip install --quiet -e '.[test]'
 
-run: evaluate
+run: install
+	$(BIN)/evalserve serve
 
 evaluate: install
 	$(BIN)/evalserve evaluate --task binary $(FILE)
+
+proto: install-test
+	$(BIN)/python proto/generate.py
 
 lint: install-test
 	$(BIN)/ruff check core service tests bench

@@ -13,6 +13,7 @@ __all__ = ["Options", "parse_options"]
 
 MAX_CURVE_POINTS_LIMIT = 1_000_000
 MAX_LIST_OPTION = 64
+MAX_BETA = 1e4  # beta^2 must stay far from overflow
 
 
 @dataclass(frozen=True, slots=True)
@@ -99,8 +100,10 @@ def parse_options(options: Mapping[str, Any] | Options | None) -> Options:
             parsed[name] = _number(name, value)
         elif name == "beta":
             beta = _number(name, value)
-            if beta <= 0:
-                raise InvalidInputError("options.beta", f"expected beta > 0, but got {beta}")
+            if not 0 < beta <= MAX_BETA:
+                raise InvalidInputError(
+                    "options.beta", f"expected a number in (0, {MAX_BETA:g}], but got {beta}"
+                )
             parsed[name] = beta
         elif name == "max_fpr":
             max_fpr = _number(name, value)

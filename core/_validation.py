@@ -18,6 +18,9 @@ __all__ = ["binary_labels", "finite_floats", "same_length", "sample_weights"]
 Floats = NDArray[np.float64]
 Bools = NDArray[np.bool_]
 
+MIN_WEIGHT = 1e-100
+MAX_WEIGHT = 1e100
+
 
 def _as_array(field: str, values: Any, dtype: type | None = None) -> NDArray[Any]:
     if values is None:
@@ -44,7 +47,9 @@ def finite_floats(field: str, values: Any) -> Floats:
     finite = np.isfinite(array)
     if not finite.all():
         row = int(np.argmin(finite))
-        raise InvalidInputError(field, f"expected finite numbers, but row {row} is {array[row]!r}")
+        raise InvalidInputError(
+            field, f"expected finite numbers, but row {row} is {float(array[row])}"
+        )
     return array
 
 
@@ -66,7 +71,8 @@ def binary_labels(field: str, values: Any) -> Bools:
     if not valid.all():
         row = int(np.argmin(valid))
         raise InvalidInputError(
-            field, f"expected labels 0 or 1 for task 'binary', but row {row} is {array[row]!r}"
+            field,
+            f"expected labels 0 or 1 for task 'binary', but row {row} is {array[row].item()!r}",
         )
     return np.asarray(positive, dtype=np.bool_)
 
@@ -81,10 +87,19 @@ def sample_weights(field: str, values: Any, n_rows: int) -> Floats | None:
     if negative.any():
         row = int(np.argmax(negative))
         raise InvalidInputError(
-            field, f"expected non-negative weights, but row {row} is {weights[row]!r}"
+            field, f"expected non-negative weights, but row {row} is {float(weights[row])}"
         )
     if not weights.any():
         raise InvalidInputError(field, "all weights are zero; nothing to evaluate")
+    # Weights far from 1 overflow or underflow the sums and products of the metrics.
+    out_of_range = (weights > MAX_WEIGHT) | ((weights > 0) & (weights < MIN_WEIGHT))
+    if out_of_range.any():
+        row = int(np.argmax(out_of_range))
+        raise InvalidInputError(
+            field,
+            f"expected 0 or a weight in [{MIN_WEIGHT:g}, {MAX_WEIGHT:g}], "
+            f"but row {row} is {float(weights[row])}",
+        )
     return weights
 
 

@@ -1,5 +1,11 @@
+"""``python -m service [flags]`` is ``evalserve serve [flags]``; ``python -m service evaluate
+...`` runs the offline evaluator."""
+
 import sys
 
 from service.cli import main
 
-sys.exit(main())
+arguments = sys.argv[1:]
+if not arguments or (arguments[0].startswith("-") and arguments[0] not in ("-h", "--help")):
+    arguments = ["serve", *arguments]
+sys.exit(main(arguments))

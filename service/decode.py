@@ -287,6 +287,11 @@ def _options_from_proto(options: pb.Options) -> dict[str, Any]:
 
 def header_from_proto(message: pb.EvaluateRequest | pb.StreamHeader, settings: Settings) -> Header:
     task = TASK_NAMES.get(message.task)
+    if task is None and message.task != pb.TASK_UNSPECIFIED:
+        # proto3 enums are open: a newer client may send a value this server does not know.
+        raise MalformedRequestError(
+            "task", f"expected one of {list(TASKS)}, but got unknown enum value {message.task}"
+        )
     if task is None:
         raise MalformedRequestError("task", f"is required; expected one of {list(TASKS)}")
     classes = tuple(message.classes) or None

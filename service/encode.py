@@ -12,12 +12,6 @@ from core import CATALOG, EvaluationResult, MetricInfo
 
 __all__ = ["catalog_to_json", "catalog_to_proto", "result_to_proto"]
 
-_DIRECTION = {
-    True: pb.DIRECTION_HIGHER_IS_BETTER,
-    False: pb.DIRECTION_LOWER_IS_BETTER,
-    None: pb.DIRECTION_NONE,
-}
-
 
 def result_to_proto(result: EvaluationResult) -> pb.EvaluateResponse:
     response = pb.EvaluateResponse(
@@ -65,13 +59,14 @@ def catalog_to_json() -> dict[str, Any]:
 def catalog_to_proto() -> pb.ListMetricsResponse:
     response = pb.ListMetricsResponse()
     for info in CATALOG.values():
-        response.metrics.add(
+        entry = response.metrics.add(
             name=info.name,
             tasks=[pb.Task.Value(f"TASK_{task.upper()}") for task in info.tasks],
-            direction=_DIRECTION[info.higher_is_better],
             definition=info.definition,
             aliases=info.aliases,
         )
+        if info.higher_is_better is not None:
+            entry.higher_is_better = info.higher_is_better
     return response
 
 

@@ -59,7 +59,10 @@ def confusion_metrics(
 
 
 def _mcc(sink: MetricSink, tp: float, fp: float, tn: float, fn: float) -> None:
-    # Matthews (1975); scikit-learn calls the 0/0 case 0, we call it undefined.
+    # Matthews (1975); scikit-learn calls the 0/0 case 0, we call it undefined. Computed on
+    # proportions: the product of four weighted sums would overflow or underflow.
+    total = tp + fp + tn + fn
+    tp, fp, tn, fn = tp / total, fp / total, tn / total, fn / total
     product = (tp + fp) * (tp + fn) * (tn + fp) * (tn + fn)
     if product == 0:
         sink.undefine("mcc", "a row or column of the confusion matrix is empty (0/0)")
@@ -71,7 +74,7 @@ def _cohen_kappa(sink: MetricSink, tp: float, fp: float, tn: float, fn: float) -
     # Cohen (1960): (p_o - p_e) / (1 - p_e), chance agreement from the two marginals.
     total = tp + fp + tn + fn
     observed = (tp + tn) / total
-    expected = ((tp + fp) * (tp + fn) + (tn + fn) * (tn + fp)) / (total * total)
+    expected = ((tp + fp) / total) * ((tp + fn) / total) + ((tn + fn) / total) * ((tn + fp) / total)
     if expected >= 1:
         sink.undefine(
             "cohen_kappa", "chance agreement is 1: truth and prediction are one and the same class"

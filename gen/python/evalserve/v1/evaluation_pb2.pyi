@@ -43,28 +43,6 @@ TASK_REGRESSION: Task.ValueType  # 4
 TASK_DETECTION: Task.ValueType  # 5
 Global___Task: _TypeAlias = Task  # noqa: Y015
 
-class _Direction:
-    ValueType = _typing.NewType("ValueType", _builtins.int)
-    V: _TypeAlias = ValueType  # noqa: Y015
-
-class _DirectionEnumTypeWrapper(_enum_type_wrapper._EnumTypeWrapper[_Direction.ValueType], _builtins.type):
-    DESCRIPTOR: _descriptor.EnumDescriptor
-    DIRECTION_UNSPECIFIED: _Direction.ValueType  # 0
-    DIRECTION_HIGHER_IS_BETTER: _Direction.ValueType  # 1
-    DIRECTION_LOWER_IS_BETTER: _Direction.ValueType  # 2
-    DIRECTION_NONE: _Direction.ValueType  # 3
-    """Counts and thresholds."""
-
-class Direction(_Direction, metaclass=_DirectionEnumTypeWrapper):
-    """Direction says whether a larger value of a metric is better."""
-
-DIRECTION_UNSPECIFIED: Direction.ValueType  # 0
-DIRECTION_HIGHER_IS_BETTER: Direction.ValueType  # 1
-DIRECTION_LOWER_IS_BETTER: Direction.ValueType  # 2
-DIRECTION_NONE: Direction.ValueType  # 3
-"""Counts and thresholds."""
-Global___Direction: _TypeAlias = Direction  # noqa: Y015
-
 @_typing.final
 class Options(_message.Message):
     """Options tune the evaluation; an unset field takes its default."""
@@ -897,11 +875,12 @@ class MetricInfo(_message.Message):
 
     NAME_FIELD_NUMBER: _builtins.int
     TASKS_FIELD_NUMBER: _builtins.int
-    DIRECTION_FIELD_NUMBER: _builtins.int
+    HIGHER_IS_BETTER_FIELD_NUMBER: _builtins.int
     DEFINITION_FIELD_NUMBER: _builtins.int
     ALIASES_FIELD_NUMBER: _builtins.int
     name: _builtins.str
-    direction: Global___Direction.ValueType
+    higher_is_better: _builtins.bool
+    """True when larger is better, false when smaller is; unset for counts and thresholds."""
     definition: _builtins.str
     @_builtins.property
     def tasks(self) -> _containers.RepeatedScalarFieldContainer[Global___Task.ValueType]: ...
@@ -912,15 +891,17 @@ class MetricInfo(_message.Message):
         *,
         name: _builtins.str = ...,
         tasks: _abc.Iterable[Global___Task.ValueType] | None = ...,
-        direction: Global___Direction.ValueType = ...,
+        higher_is_better: _builtins.bool | None = ...,
         definition: _builtins.str = ...,
         aliases: _abc.Iterable[_builtins.str] | None = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    _HasFieldArgType: _TypeAlias = _typing.Literal["_higher_is_better", b"_higher_is_better", "higher_is_better", b"higher_is_better"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["aliases", b"aliases", "definition", b"definition", "direction", b"direction", "name", b"name", "tasks", b"tasks"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["_higher_is_better", b"_higher_is_better", "aliases", b"aliases", "definition", b"definition", "higher_is_better", b"higher_is_better", "name", b"name", "tasks", b"tasks"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
-    def WhichOneof(self, oneof_group: _Never) -> None: ...
+    _WhichOneofReturnType__higher_is_better: _TypeAlias = _typing.Literal["higher_is_better"]  # noqa: Y015
+    _WhichOneofArgType__higher_is_better: _TypeAlias = _typing.Literal["_higher_is_better", b"_higher_is_better"]  # noqa: Y015
+    def WhichOneof(self, oneof_group: _WhichOneofArgType__higher_is_better) -> _WhichOneofReturnType__higher_is_better | None: ...
 
 Global___MetricInfo: _TypeAlias = MetricInfo  # noqa: Y015
 

@@ -1,0 +1,229 @@
+"""The gRPC door: ``EvaluationService`` on ``grpc.aio``, with health checking and reflection.
+
+A thin adapter over ``service.usecase``: decode (``service.decode``), evaluate off the event loop
+(``Evaluator.run``), encode (``service.encode``). Errors leave through one place,
+``abort_with_error``, which reads the service's one error table (``service.errors.describe``):
+a request error becomes INVALID_ARGUMENT or RESOURCE_EXHAUSTED with a message naming the field
+and a ``google.rpc.BadRequest`` detail (read it with ``grpc_status.rpc_status.from_call``);
+anything else is logged and becomes INTERNAL with a generic message.
+
+``create_grpc_server`` returns the server bound but not started, so the caller starts it in its
+own event loop next to the REST server, and owns shutdown (set NOT_SERVING on the returned health
+servicer, then ``await server.stop(grace)``).
+"""
+
+from __future__ import annotations
+
+import functools
+import logging
+from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine
+from typing import Any, Final, NoReturn, Protocol, TypeVar, cast
+
+import grpc
+from evalserve.v1 import evaluation_pb2 as pb
+from evalserve.v1 import evaluation_pb2_grpc as pb_grpc
+from google.protobuf import any_pb2
+from google.rpc import error_details_pb2, status_pb2  # type: ignore[import-untyped]
+from grpc_health.v1 import health, health_pb2, health_pb2_grpc  # type: ignore[import-untyped]
+from grpc_health.v1.health import aio as health_aio  # type: ignore[import-untyped]
+from grpc_reflection.v1alpha import reflection  # type: ignore[import-untyped]
+from grpc_status import rpc_status  # type: ignore[import-untyped]
+
+from service import decode, encode
+from service.config import Settings
+from service.errors import ServiceError, StreamProtocolError, describe
+from service.usecase import Evaluator, StreamAccumulator, evaluate_request
+
+__all__ = [
+    "CONNECTION_OPTIONS",
+    "SERVICE_NAME",
+    "EvaluationServicer",
+    "HealthServicer",
+    "abort_with_error",
+    "create_grpc_server",
+]
+
+logger = logging.getLogger(__name__)
+
+SERVICE_NAME: Final = pb.DESCRIPTOR.services_by_name["EvaluationService"].full_name
+
+
+class HealthServicer(Protocol):
+    """What a caller uses of grpc_health's asyncio ``HealthServicer`` (that package ships no
+    type information): ``set`` a service's status, or turn everything NOT_SERVING for good."""
+
+    async def set(self, service: str, status: int) -> None: ...
+
+    async def enter_graceful_shutdown(self) -> None: ...
+
+
+# Connection management. Clients may ping every 10 s (the default floor is 5 min, and a client
+# that pings more often gets GOAWAY after 2 strikes); the server pings idle connections each
+# minute to drop dead peers. Connections are closed after ~5 min (gRPC adds ±10 % jitter) so
+# clients re-resolve and rebalance across replicas; in-flight calls, long streams included, get
+# 10 min to finish on the old connection.
+CONNECTION_OPTIONS: Final[tuple[tuple[str, int], ...]] = (
+    ("grpc.keepalive_time_ms", 60_000),
+    ("grpc.keepalive_timeout_ms", 20_000),
+    ("grpc.keepalive_permit_without_calls", 1),
+    ("grpc.http2.min_recv_ping_interval_without_data_ms", 10_000),
+    ("grpc.http2.max_ping_strikes", 2),
+    ("grpc.max_connection_idle_ms", 15 * 60_000),
+    ("grpc.max_connection_age_ms", 5 * 60_000),
+    ("grpc.max_connection_age_grace_ms", 10 * 60_000),
+    # A port held by another process is an error, not a silently shared port.
+    ("grpc.so_reuseport", 0),
+)
+
+Context = grpc.aio.ServicerContext[Any, Any]
+_Servicer = TypeVar("_Servicer", bound="EvaluationServicer")
+_Request = TypeVar("_Request")
+_Response = TypeVar("_Response")
+
+_INTERNAL_MESSAGE = "internal error; the server logged it"
+
+
+async def abort_with_error(context: Context, error: Exception) -> NoReturn:
+    """End the call with the status ``error`` maps to in ``service.errors``; never returns."""
+    info = describe(error)
+    if info is None:
+        logger.exception("unexpected error in a gRPC call", exc_info=error)
+        await context.abort(grpc.StatusCode.INTERNAL, _INTERNAL_MESSAGE)
+    detail = any_pb2.Any()
+    detail.Pack(
+        error_details_pb2.BadRequest(
+            field_violations=[
+                error_details_pb2.BadRequest.FieldViolation(
+                    field=info.field, description=info.message
+                )
+            ]
+        )
+    )
+    status = status_pb2.Status(
+        code=info.grpc_status.value[0],
+        message=f"{info.field}: {info.message}",
+        details=[detail],
+    )
+    await context.abort_with_status(rpc_status.to_status(status))
+
+
+def _reported(
+    method: Callable[[_Servicer, _Request, Context], Awaitable[_Response]],
+) -> Callable[[_Servicer, _Request, Context], Coroutine[Any, Any, _Response]]:
+    """Route every exception of a servicer method through ``abort_with_error``."""
+
+    @functools.wraps(method)
+    async def reported(self: _Servicer, request: _Request, context: Context) -> _Response:
+        try:
+            return await method(self, request, context)
+        except grpc.aio.AbortError:
+            raise
+        except Exception as error:
+            await abort_with_error(context, error)
+
+    return reported
+
+
+def _stream_batch(
+    message: pb.EvaluateStreamRequest, index: int, settings: Settings
+) -> decode.Batch:
+    """Decode the rows of message ``index`` (1-based); errors name the batch, as the
+    accumulator's do."""
+    try:
+        return decode.batch_from_proto(message, settings)
+    except ServiceError as error:
+        raise type(error)(f"batch {index}.{error.field}", error.message) from None
+
+
+class EvaluationServicer(pb_grpc.EvaluationServiceServicer):
+    """``evalserve.v1.EvaluationService``: decode, evaluate off the loop, encode."""
+
+    def __init__(self, settings: Settings, evaluator: Evaluator) -> None:
+        self._settings = settings
+        self._evaluator = evaluator
+
+    @_reported
+    async def Evaluate(  # noqa: N802 (the proto's name)
+        self, request: pb.EvaluateRequest, context: Context
+    ) -> pb.EvaluateResponse:
+        evaluate_input = decode.request_from_proto(request, self._settings)
+        result = await self._evaluator.run(evaluate_request, evaluate_input)
+        return encode.result_to_proto(result)
+
+    @_reported
+    async def EvaluateStream(  # noqa: N802 (the proto's name)
+        self, request_iterator: AsyncIterator[pb.EvaluateStreamRequest], context: Context
+    ) -> pb.EvaluateResponse:
+        accumulator: StreamAccumulator | None = None
+        index = 0
+        async for message in request_iterator:
+            index += 1
+            has_header = message.HasField("header")
+            if accumulator is None:
+                if not has_header:
+                    raise StreamProtocolError(
+                        "header", "expected the header in message 1, but message 1 has none"
+                    )
+                header = decode.header_from_proto(message.header, self._settings)
+                accumulator = StreamAccumulator(header, self._settings)
+            elif has_header:
+                raise StreamProtocolError(
+                    "header",
+                    f"header twice: message {index} carries a header; only message 1 may",
+                )
+            batch = _stream_batch(message, index, self._settings)
+            await self._evaluator.run(accumulator.add, batch)
+        if accumulator is None:
+            raise StreamProtocolError(
+                "header", "the stream is empty; expected the header in message 1"
+            )
+        result = await self._evaluator.run(accumulator.finish)
+        return encode.result_to_proto(result)
+
+    @_reported
+    async def ListMetrics(  # noqa: N802 (the proto's name)
+        self, request: pb.ListMetricsRequest, context: Context
+    ) -> pb.ListMetricsResponse:
+        return encode.catalog_to_proto()
+
+
+async def create_grpc_server(
+    settings: Settings, evaluator: Evaluator, *, port: int | None = None
+) -> tuple[grpc.aio.Server, int, HealthServicer]:
+    """Build the gRPC server, bound to ``settings.host`` but not started.
+
+    ``port`` overrides ``settings.grpc_port``; 0 picks a free port. Returns the server, the port
+    it is bound to, and its health servicer (SERVING for the server and the service; set
+    NOT_SERVING on it when shutting down). Call it inside the event loop that will run the
+    server, then ``await server.start()``.
+    """
+    options: list[tuple[str, Any]] = [
+        # Oversize requests are refused by gRPC itself, before the handler runs.
+        ("grpc.max_receive_message_length", settings.max_request_bytes),
+        # Responses are not capped by the request limit: their size is bounded by the
+        # max_curve_points option (about 50 MB at its limit of 1e6 points), not by the request,
+        # and a 1 KiB request limit must not break a 2 KiB response.
+        ("grpc.max_send_message_length", -1),
+        *CONNECTION_OPTIONS,
+    ]
+    server = grpc.aio.server(options=options)
+    pb_grpc.add_EvaluationServiceServicer_to_server(EvaluationServicer(settings, evaluator), server)
+
+    health_servicer = cast(HealthServicer, health_aio.HealthServicer())
+    for name in (health.OVERALL_HEALTH, SERVICE_NAME):
+        await health_servicer.set(name, health_pb2.HealthCheckResponse.SERVING)
+    health_pb2_grpc.add_HealthServicer_to_server(health_servicer, server)
+
+    reflection.enable_server_reflection(
+        (SERVICE_NAME, health.SERVICE_NAME, reflection.SERVICE_NAME), server
+    )
+
+    host = f"[{settings.host}]" if ":" in settings.host else settings.host  # IPv6 literal
+    address = f"{host}:{settings.grpc_port if port is None else port}"
+    try:
+        bound_port = server.add_insecure_port(address)
+    except RuntimeError as error:  # grpc raises RuntimeError("Failed to bind to address ...")
+        raise OSError(f"gRPC server cannot listen on {address}: {error}") from error
+    if bound_port == 0:  # older grpc versions report a failed bind as port 0
+        raise OSError(f"gRPC server cannot listen on {address}")
+    return server, bound_port, health_servicer

@@ -1,0 +1,542 @@
+"""The REST transport: a thin FastAPI adapter over ``service.decode`` and ``service.usecase``.
+
+Bodies are read as raw bytes and decoded by ``service.decode`` (orjson or protobuf straight to
+numpy); FastAPI parses nothing, so its own validation errors never appear. Decoding, evaluating
+and encoding run in one ``Evaluator.run`` call, off the event loop, so a large body never
+stalls health checks. Every error answers with the one error table of ``service.errors``:
+``{"error": {"code", "field", "message"}}``.
+
+The pydantic models of ``service.rest_models`` only document the API (``/docs``).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import AsyncIterator, Callable
+from dataclasses import dataclass
+from importlib import metadata
+from typing import Any
+
+import orjson
+import prometheus_client
+from evalserve.v1 import evaluation_pb2 as pb
+from fastapi import FastAPI
+from fastapi.exceptions import RequestValidationError
+from google.protobuf.message import DecodeError
+from starlette.datastructures import Headers
+from starlette.exceptions import HTTPException
+from starlette.requests import ClientDisconnect, Request
+from starlette.responses import Response
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from core import EvaluationResult, InvalidInputError
+from service import encode, rest_models
+from service.config import Settings
+from service.decode import Request as EvaluationRequest
+from service.decode import request_from_json, request_from_proto, stream_line_from_json
+from service.errors import (
+    MalformedRequestError,
+    PayloadTooLargeError,
+    ServiceError,
+    StreamProtocolError,
+    UnsupportedMediaTypeError,
+    describe,
+)
+from service.usecase import Evaluator, StreamAccumulator, evaluate_request
+
+__all__ = ["BodyLimitMiddleware", "InternalErrorMiddleware", "Readiness", "create_app"]
+
+logger = logging.getLogger(__name__)
+
+JSON = "application/json"
+PROTOBUF = "application/x-protobuf"
+NDJSON = "application/x-ndjson"
+PROTOBUF_TYPES = frozenset({PROTOBUF, "application/protobuf", "application/vnd.google.protobuf"})
+NDJSON_TYPES = frozenset(
+    {NDJSON, "application/ndjson", "application/jsonl", "application/jsonlines"}
+)
+
+Decoder = Callable[[bytes, Settings], EvaluationRequest]
+
+
+@dataclass
+class Readiness:
+    """Whether ``/readyz`` answers 200; the server flips it to False when it starts to drain."""
+
+    ready: bool = True
+
+
+# --- bodies in and out -----------------------------------------------------------------------
+
+
+def _media_type(headers: Headers, name: str) -> str:
+    return headers.get(name, "").split(";", 1)[0].strip().lower()
+
+
+def _is_json(media_type: str) -> bool:
+    # A missing Content-Type is read as JSON, the API's default format.
+    return media_type in ("", JSON) or media_type.endswith("+json")
+
+
+def _quality(parameters: str) -> float:
+    for parameter in parameters.split(";"):
+        key, _, value = parameter.partition("=")
+        if key.strip().lower() == "q":
+            try:
+                return float(value)
+            except ValueError:
+                return 0.0
+    return 1.0
+
+
+def _answer_protobuf(headers: Headers, default: bool) -> bool:
+    """Whether the Accept header prefers protobuf to JSON; ``default`` when it names neither
+    (then the answer is in the request's own format)."""
+    ranked: list[tuple[float, int, bool]] = []
+    for position, item in enumerate(headers.get("accept", "").split(",")):
+        media_type, _, parameters = item.partition(";")
+        media_type = media_type.strip().lower()
+        protobuf = media_type in PROTOBUF_TYPES
+        quality = _quality(parameters)
+        if quality > 0 and (protobuf or media_type == JSON):
+            ranked.append((-quality, position, protobuf))
+    return min(ranked)[2] if ranked else default
+
+
+def _json_response(content: Any, status_code: int = 200) -> Response:
+    return Response(orjson.dumps(content), status_code=status_code, media_type=JSON)
+
+
+def _error_response(status_code: int, code: str, field: str, message: str) -> Response:
+    body = {"error": {"code": code, "field": field, "message": message}}
+    return _json_response(body, status_code)
+
+
+def _encode(result: EvaluationResult, protobuf: bool) -> bytes:
+    if protobuf:
+        return encode.result_to_proto(result).SerializeToString()
+    return orjson.dumps(result.to_dict(), option=orjson.OPT_SERIALIZE_NUMPY)
+
+
+def _decode_json(body: bytes, settings: Settings) -> EvaluationRequest:
+    try:
+        document = orjson.loads(body)
+    except orjson.JSONDecodeError as error:
+        raise MalformedRequestError("body", f"is not valid JSON: {error}") from None
+    return request_from_json(document, settings)
+
+
+def _decode_protobuf(body: bytes, settings: Settings) -> EvaluationRequest:
+    try:
+        message = pb.EvaluateRequest.FromString(body)
+    except DecodeError as error:
+        raise MalformedRequestError(
+            "body", f"is not a valid evalserve.v1.EvaluateRequest protobuf message: {error}"
+        ) from None
+    return request_from_proto(message, settings)
+
+
+def _evaluate_body(decode: Decoder, body: bytes, settings: Settings, protobuf: bool) -> bytes:
+    """Decode, evaluate, encode: the CPU-bound part of one request, run off the event loop."""
+    return _encode(evaluate_request(decode(body, settings)), protobuf)
+
+
+# --- NDJSON streams ----------------------------------------------------------------------------
+
+
+async def _lines(chunks: AsyncIterator[bytes]) -> AsyncIterator[tuple[int, bytearray]]:
+    """Numbered lines of a body as it arrives; a line may span any number of chunks."""
+    buffer = bytearray()
+    number = 0
+    async for chunk in chunks:
+        search_from = len(buffer)  # the part before the new chunk holds no newline
+        buffer += chunk
+        start = 0
+        while (end := buffer.find(b"\n", search_from)) >= 0:
+            number += 1
+            yield number, buffer[start:end]
+            start = search_from = end + 1
+        if start:
+            del buffer[:start]
+    if buffer:
+        yield number + 1, buffer
+
+
+def _json_kind(value: Any) -> str:
+    kinds = {list: "an array", str: "a string", bool: "a boolean", type(None): "null"}
+    return kinds.get(type(value), "a number")
+
+
+def _at_line(error: ServiceError | InvalidInputError, line: int, batch: str) -> Exception:
+    """The same error with its field located on the stream's line (the use case counts
+    batches, which are the non-empty lines)."""
+    if error.field == batch or error.field.startswith(f"{batch}."):
+        field = f"line {line}{error.field[len(batch) :]}"
+    else:
+        field = f"line {line}.{error.field}"
+    return type(error)(field, error.message)
+
+
+class _NdjsonStream:
+    """One ``POST /v1/evaluate/stream``: the header line, then batches, merged as they come.
+    Its methods are CPU-bound and run through ``Evaluator.run``, one at a time."""
+
+    def __init__(self, settings: Settings) -> None:
+        self.settings = settings
+        self.accumulator: StreamAccumulator | None = None
+        self.header_line = 0
+
+    def feed(self, number: int, line: bytearray) -> None:
+        if not line or line.isspace():  # isspace stops at the first other byte: no copy
+            return
+        try:
+            document = orjson.loads(line)
+        except orjson.JSONDecodeError as error:
+            raise MalformedRequestError(f"line {number}", f"is not valid JSON: {error}") from None
+        if not isinstance(document, dict):
+            raise MalformedRequestError(
+                f"line {number}", f"expected a JSON object, but got {_json_kind(document)}"
+            )
+        is_header = "task" in document
+        if self.accumulator is None and not is_header:
+            raise StreamProtocolError(
+                f"line {number}", "expected the header first: a JSON object with task"
+            )
+        if self.accumulator is not None and is_header:
+            raise StreamProtocolError(
+                f"line {number}", f"a second header; the header was line {self.header_line}"
+            )
+        batch_label = f"batch {self.accumulator.n_batches + 1 if self.accumulator else 1}"
+        try:
+            header, batch = stream_line_from_json(document, self.settings)
+            if header is not None:
+                self.accumulator = StreamAccumulator(header, self.settings)
+                self.header_line = number
+            assert self.accumulator is not None
+            self.accumulator.add(batch)
+        except (ServiceError, InvalidInputError) as error:
+            raise _at_line(error, number, batch_label) from None
+
+    def finish(self, protobuf: bool) -> bytes:
+        if self.accumulator is None:
+            raise StreamProtocolError(
+                "line 1", "the stream is empty; expected a header line with task"
+            )
+        return _encode(self.accumulator.finish(), protobuf)
+
+
+# --- the body size limit -----------------------------------------------------------------------
+
+
+class BodyTooLargeError(PayloadTooLargeError):
+    def __init__(self, limit: int) -> None:
+        super().__init__("body", f"the request body is over the limit of {limit} bytes")
+
+
+class BodyLimitMiddleware:
+    """Refuses a body over ``max_bytes`` with 413 before it is read whole: a Content-Length over
+    the limit before the app runs, a chunked body as soon as the bytes received pass it."""
+
+    def __init__(self, app: ASGIApp, max_bytes: int) -> None:
+        self.app = app
+        self.max_bytes = max_bytes
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        declared = Headers(scope=scope).get("content-length", "")
+        if declared.isdigit() and int(declared) > self.max_bytes:
+            await _too_large(BodyTooLargeError(self.max_bytes))(scope, receive, send)
+            return
+        received = 0
+        response_started = False
+
+        async def counting_receive() -> Message:
+            nonlocal received
+            message = await receive()
+            if message["type"] == "http.request":
+                received += len(message.get("body", b""))
+                if received > self.max_bytes:
+                    raise BodyTooLargeError(self.max_bytes)
+            return message
+
+        async def tracking_send(message: Message) -> None:
+            nonlocal response_started
+            response_started = response_started or message["type"] == "http.response.start"
+            await send(message)
+
+        try:
+            await self.app(scope, counting_receive, tracking_send)
+        except BodyTooLargeError as error:
+            # Normally the app's error handler has answered already; this is the fallback.
+            if response_started:
+                raise
+            await _too_large(error)(scope, receive, send)
+
+
+def _too_large(error: BodyTooLargeError) -> Response:
+    return _error_response(413, "too_large", error.field, error.message)
+
+
+class InternalErrorMiddleware:
+    """Anything unexpected: logged once, a generic 500 in the error shape, and the connection
+    kept open. (Starlette's own handler for ``Exception`` re-raises to the server, which then
+    logs a second time and drops the keep-alive connection.)"""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        response_started = False
+
+        async def tracking_send(message: Message) -> None:
+            nonlocal response_started
+            response_started = response_started or message["type"] == "http.response.start"
+            await send(message)
+
+        try:
+            await self.app(scope, receive, tracking_send)
+        except Exception as exc:
+            if response_started:
+                raise
+            _log_internal(scope["method"], scope["path"], exc)
+            await _internal_response()(scope, receive, send)
+
+
+def _log_internal(method: str, path: str, exc: Exception) -> None:
+    logger.error("unexpected error on %s %s", method, path, exc_info=exc)
+
+
+def _internal_response() -> Response:
+    return _error_response(500, "internal", "", "internal error; the request was not evaluated")
+
+
+# --- error handlers ---------------------------------------------------------------------------
+
+
+async def _service_error(request: Request, exc: Exception) -> Response:
+    info = describe(exc)
+    if info is None:
+        return await _internal_error(request, exc)
+    return _error_response(info.http_status, info.code, info.field, info.message)
+
+
+async def _internal_error(request: Request, exc: Exception) -> Response:
+    _log_internal(request.method, request.url.path, exc)
+    return _internal_response()
+
+
+async def _http_error(request: Request, exc: Exception) -> Response:
+    assert isinstance(exc, HTTPException)
+    code, field = {404: ("not_found", "path"), 405: ("method_not_allowed", "method")}.get(
+        exc.status_code, ("http_error", "")
+    )
+    response = _error_response(exc.status_code, code, field, str(exc.detail))
+    response.headers.update(exc.headers or {})
+    return response
+
+
+async def _validation_error(request: Request, exc: Exception) -> Response:
+    # Unreachable by design (no route declares a parsed parameter); kept so that no FastAPI
+    # error shape can leak if one ever does.
+    assert isinstance(exc, RequestValidationError)
+    first = exc.errors()[0] if exc.errors() else {}
+    field = ".".join(str(part) for part in first.get("loc", ()))
+    return _error_response(400, "malformed", field, str(first.get("msg", "invalid request")))
+
+
+async def _client_disconnect(request: Request, exc: Exception) -> Response:
+    logger.info("client left during %s %s", request.method, request.url.path)
+    return Response(status_code=400)  # nobody is listening
+
+
+# --- routes ---------------------------------------------------------------------------------
+
+
+class _Routes:
+    def __init__(
+        self,
+        settings: Settings,
+        evaluator: Evaluator,
+        registry: prometheus_client.CollectorRegistry,
+        readiness: Readiness,
+    ) -> None:
+        self.settings = settings
+        self.evaluator = evaluator
+        self.registry = registry
+        self.readiness = readiness
+        self.catalog = orjson.dumps(encode.catalog_to_json())
+
+    async def evaluate(self, request: Request) -> Response:
+        media_type = _media_type(request.headers, "content-type")
+        decode: Decoder
+        if media_type in PROTOBUF_TYPES:
+            decode = _decode_protobuf
+        elif _is_json(media_type):
+            decode = _decode_json
+        else:
+            raise UnsupportedMediaTypeError(
+                "content-type", f"expected {JSON} or {PROTOBUF}, but got {media_type!r}"
+            )
+        protobuf = _answer_protobuf(request.headers, default=decode is _decode_protobuf)
+        body = await request.body()
+        content = await self.evaluator.run(_evaluate_body, decode, body, self.settings, protobuf)
+        return Response(content, media_type=PROTOBUF if protobuf else JSON)
+
+    async def evaluate_stream(self, request: Request) -> Response:
+        media_type = _media_type(request.headers, "content-type")
+        if media_type not in NDJSON_TYPES and media_type != "":
+            raise UnsupportedMediaTypeError(
+                "content-type", f"expected {NDJSON}, but got {media_type!r}"
+            )
+        protobuf = _answer_protobuf(request.headers, default=False)
+        stream = _NdjsonStream(self.settings)
+        async for number, line in _lines(request.stream()):
+            await self.evaluator.run(stream.feed, number, line)
+        content = await self.evaluator.run(stream.finish, protobuf)
+        return Response(content, media_type=PROTOBUF if protobuf else JSON)
+
+    async def metric_catalog(self) -> Response:
+        return Response(self.catalog, media_type=JSON)
+
+    async def healthz(self) -> Response:
+        return _json_response({"status": "ok"})
+
+    async def readyz(self) -> Response:
+        if self.readiness.ready:
+            return _json_response({"status": "ready"})
+        return _json_response({"status": "not ready"}, 503)
+
+    async def prometheus(self) -> Response:
+        latest = prometheus_client.generate_latest(self.registry)
+        return Response(latest, media_type=prometheus_client.CONTENT_TYPE_LATEST)
+
+
+# --- OpenAPI ----------------------------------------------------------------------------------
+
+_ERRORS: dict[int | str, dict[str, Any]] = {
+    status: {"model": rest_models.ErrorBody, "description": description}
+    for status, description in (
+        (400, "malformed body (bad JSON, protobuf or types, unknown field) or stream protocol"),
+        (413, "body, rows or classes over a configured limit"),
+        (415, "a Content-Type the endpoint does not read"),
+        (422, "values that cannot be evaluated (lengths, NaN, labels, weights, options)"),
+        (500, "internal error"),
+    )
+}
+_PROTOBUF_BODY = {"schema": {"type": "string", "format": "binary"}}
+
+
+def _ref(model: type[Any]) -> dict[str, str]:
+    return {"$ref": rest_models.SCHEMA_REF.format(model=model.__name__)}
+
+
+def _evaluate_doc(message: str, request_content: dict[str, Any]) -> dict[str, Any]:
+    return {
+        "response_model": None,
+        "responses": {
+            200: {
+                "model": rest_models.EvaluateResponse,
+                "description": "the result; protobuf (evalserve.v1.EvaluateResponse) when the "
+                "request was protobuf or Accept prefers application/x-protobuf",
+                "content": {PROTOBUF: _PROTOBUF_BODY},
+            },
+            **_ERRORS,
+        },
+        "openapi_extra": {
+            "requestBody": {"required": True, "description": message, "content": request_content}
+        },
+    }
+
+
+_EVALUATE_DOC = _evaluate_doc(
+    "an evalserve.v1.EvaluateRequest, as JSON or as protobuf",
+    {JSON: {"schema": _ref(rest_models.EvaluateRequest)}, PROTOBUF: _PROTOBUF_BODY},
+)
+_STREAM_DOC = _evaluate_doc(
+    "NDJSON: the header line first (StreamHeaderLine, with task), then one batch per line "
+    "(StreamBatchLine). Errors name the line; `batch k` of the use case is the k-th non-empty "
+    "line.",
+    {
+        NDJSON: {
+            "schema": {
+                "oneOf": [
+                    _ref(rest_models.StreamHeaderLine),
+                    _ref(rest_models.StreamBatchLine),
+                ]
+            }
+        }
+    },
+)
+
+
+class _App(FastAPI):
+    def openapi(self) -> dict[str, Any]:
+        if self.openapi_schema is None:
+            schema = super().openapi()  # cached in self.openapi_schema, completed here
+            components = schema.setdefault("components", {}).setdefault("schemas", {})
+            components.update(rest_models.request_schemas())
+        assert self.openapi_schema is not None
+        return self.openapi_schema
+
+
+def _version() -> str:
+    try:
+        return metadata.version("evalserve")
+    except metadata.PackageNotFoundError:
+        return "0+unknown"
+
+
+def create_app(
+    settings: Settings,
+    evaluator: Evaluator,
+    registry: prometheus_client.CollectorRegistry,
+    readiness: Readiness | None = None,
+) -> FastAPI:
+    """The REST app: evaluate, stream, catalog, health, readiness, Prometheus and OpenAPI."""
+    app = _App(
+        title="evalserve",
+        version=_version(),
+        description="Stateless model evaluation: exact metrics, curves and intervals. The same "
+        "API is served over gRPC (evalserve.v1.EvaluationService).",
+    )
+    routes = _Routes(settings, evaluator, registry, readiness or Readiness())
+    app.add_api_route("/v1/evaluate", routes.evaluate, methods=["POST"], **_EVALUATE_DOC)
+    app.add_api_route(
+        "/v1/evaluate/stream", routes.evaluate_stream, methods=["POST"], **_STREAM_DOC
+    )
+    app.add_api_route(
+        "/v1/metrics",
+        routes.metric_catalog,
+        methods=["GET"],
+        response_model=rest_models.MetricCatalog,
+    )
+    app.add_api_route(
+        "/healthz", routes.healthz, methods=["GET"], response_model=rest_models.Status
+    )
+    app.add_api_route(
+        "/readyz",
+        routes.readyz,
+        methods=["GET"],
+        response_model=rest_models.Status,
+        responses={503: {"model": rest_models.Status, "description": "draining"}},
+    )
+    app.add_api_route(
+        "/metrics",
+        routes.prometheus,
+        methods=["GET"],
+        response_class=Response,
+        responses={200: {"content": {prometheus_client.CONTENT_TYPE_LATEST: {}}}},
+    )
+    for kind in (ServiceError, InvalidInputError):
+        app.add_exception_handler(kind, _service_error)
+    app.add_exception_handler(HTTPException, _http_error)
+    app.add_exception_handler(RequestValidationError, _validation_error)
+    app.add_exception_handler(ClientDisconnect, _client_disconnect)
+    app.add_middleware(BodyLimitMiddleware, max_bytes=settings.max_request_bytes)
+    app.add_middleware(InternalErrorMiddleware)  # the outermost: it sees everything
+    return app

@@ -1,0 +1,269 @@
+"""The REST API's documentation models: the proto messages of ``evalserve.v1``, field by field.
+
+They give ``/docs`` its schemas and nothing else: request bodies are parsed by
+``service.decode`` straight to numpy (a pydantic ``list[float]`` of a million scores costs more
+than the evaluation). ``tests/service/test_rest.py`` fails when a model and its proto message
+have different field names.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+from pydantic.json_schema import models_json_schema
+
+__all__ = [
+    "REQUEST_MODELS",
+    "Baseline",
+    "Challenger",
+    "Comparison",
+    "Curves",
+    "DriftTest",
+    "ErrorBody",
+    "ErrorDetail",
+    "EvaluateRequest",
+    "EvaluateResponse",
+    "Interval",
+    "MetricCatalog",
+    "MetricEntry",
+    "Model",
+    "Options",
+    "PrCurve",
+    "RocCurve",
+    "Status",
+    "StreamBatchLine",
+    "StreamHeaderLine",
+    "request_schemas",
+]
+
+Task = Literal["binary", "multiclass", "multilabel", "regression", "detection"]
+Labels = list[float] | list[str] | list[list[float]]
+Scores = list[float] | list[list[float]]
+
+
+def _raw(column: str) -> Any:
+    return Field(
+        None,
+        description=f"`{column}` as base64 of little-endian float64 bytes (the fast form for "
+        f"large arrays); send `{column}` or `{column}_f64`, not both.",
+        json_schema_extra={"contentEncoding": "base64"},
+    )
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class Options(_Strict):
+    """Tuning of the evaluation; an absent or null option takes its default."""
+
+    threshold: float | None = Field(None, description="score >= threshold is positive (0.5)")
+    beta: float | None = Field(None, description="F-beta weight of recall, > 0 (1)", gt=0)
+    top_k: list[int] | None = Field(None, description="k of top-k accuracy ([1, 5])")
+    head_k: list[float] | None = Field(
+        None, description="k of precision_at_{k} / recall_at_{k}, in units of sample weight"
+    )
+    max_fpr: float | None = Field(None, description="FPR bound of the partial AUC, in (0, 1]")
+    max_curve_points: int | None = Field(
+        None, description="curves thinned to at most this many points; 0 omits them (1000)"
+    )
+    confidence_level: float | None = Field(None, description="level of every interval (0.95)")
+    n_params: int | None = Field(None, description="parameters of a regression model")
+    calibration_bins: int | None = Field(
+        None, description="equal-width bins of the expected calibration error (10)"
+    )
+
+
+class Model(_Strict):
+    """Names the evaluated model; a request that carries one updates its Prometheus gauges."""
+
+    name: str
+    version: str = ""
+    segment: str = ""
+
+
+class Baseline(_Strict):
+    """Reference of the drift test: a summary, or a reference payload of labels and scores."""
+
+    roc_auc: float | None = None
+    roc_auc_variance: float | None = None
+    n_positive: float | None = None
+    n_negative: float | None = None
+    labels: list[float] | None = None
+    scores: list[float] | None = None
+    labels_f64: str | None = _raw("labels")
+    scores_f64: str | None = _raw("scores")
+
+
+class Challenger(_Strict):
+    """A second model's scores on the same rows (paired comparison)."""
+
+    scores: Scores | None = None
+    scores_f64: str | None = _raw("scores")
+
+
+class EvaluateRequest(_Strict):
+    """The body of ``POST /v1/evaluate`` (JSON; protobuf bodies carry the same message)."""
+
+    task: Task
+    labels: Labels | None = Field(
+        None,
+        description="ground truth: 0/1 (binary), class index or name (multiclass), n x k 0/1 "
+        "(multilabel), targets (regression)",
+    )
+    scores: Scores | None = Field(None, description="n (binary) or n x k scores")
+    predictions: list[float] | None = Field(
+        None, description="optional hard predictions; the predictions of a regression model"
+    )
+    weights: list[float] | None = Field(None, description="optional non-negative sample weights")
+    classes: list[str] | None = Field(None, description="class names in score-column order")
+    label_names: list[str] | None = Field(
+        None, description="multiclass ground truth as class names, instead of `labels`"
+    )
+    options: Options | None = None
+    model: Model | None = None
+    baseline: Baseline | None = None
+    challenger: Challenger | None = None
+    labels_f64: str | None = _raw("labels")
+    scores_f64: str | None = _raw("scores")
+    predictions_f64: str | None = _raw("predictions")
+    weights_f64: str | None = _raw("weights")
+
+
+class StreamBatchLine(_Strict):
+    """A line of ``POST /v1/evaluate/stream`` after the header: a batch of rows."""
+
+    labels: Labels | None = None
+    scores: Scores | None = None
+    predictions: list[float] | None = None
+    weights: list[float] | None = None
+    label_names: list[str] | None = None
+    labels_f64: str | None = _raw("labels")
+    scores_f64: str | None = _raw("scores")
+    predictions_f64: str | None = _raw("predictions")
+    weights_f64: str | None = _raw("weights")
+
+
+class StreamHeaderLine(StreamBatchLine):
+    """The first line of ``POST /v1/evaluate/stream``: the stream's header (it may carry rows
+    too)."""
+
+    task: Task
+    classes: list[str] | None = None
+    options: Options | None = None
+    model: Model | None = None
+
+
+class RocCurve(BaseModel):
+    fpr: list[float]
+    tpr: list[float]
+    thresholds: list[float | None] = Field(description="the first threshold (+inf) is null")
+
+
+class PrCurve(BaseModel):
+    precision: list[float]
+    recall: list[float]
+    thresholds: list[float | None]
+
+
+class Curves(BaseModel):
+    roc: RocCurve | None = None
+    pr: PrCurve | None = None
+
+
+class Interval(BaseModel):
+    lower: float
+    upper: float
+    level: float
+    method: str
+    std_error: float | None = None
+
+
+class DriftTest(BaseModel):
+    """The current metric against the baseline's (unpaired)."""
+
+    baseline: float
+    delta: float
+    z: float
+    p_value: float
+    significant: bool
+    method: str
+
+
+class Comparison(BaseModel):
+    """The challenger's metric against the champion's on the same rows (paired)."""
+
+    challenger: float
+    delta: float
+    z: float
+    p_value: float
+    significant: bool
+    method: str
+
+
+class EvaluateResponse(BaseModel):
+    """The JSON result. An undefined metric is null in ``metrics``, its reason in
+    ``undefined``."""
+
+    task: Task
+    n_samples: int
+    metrics: dict[str, float | None]
+    undefined: dict[str, str]
+    per_class: list[dict[str, Any]] = Field(
+        description='one row per class: {"class": name, metric: value, ...}'
+    )
+    curves: Curves
+    intervals: dict[str, Interval]
+    drift: dict[str, DriftTest]
+    comparison: dict[str, Comparison]
+    conventions: dict[str, str]
+    warnings: list[str]
+
+
+class MetricEntry(BaseModel):
+    name: str
+    tasks: list[Task]
+    higher_is_better: bool | None = Field(description="null for counts and thresholds")
+    definition: str
+    aliases: list[str]
+
+
+class MetricCatalog(BaseModel):
+    """``GET /v1/metrics``: every metric name the service can return."""
+
+    metrics: list[MetricEntry]
+
+
+class ErrorDetail(BaseModel):
+    code: str = Field(
+        description="malformed, invalid_argument, stream_protocol, too_large, "
+        "unsupported_media_type, not_found, method_not_allowed or internal"
+    )
+    field: str = Field(description="the offending field, e.g. `scores` or `options.beta`")
+    message: str = Field(description="what was expected and what came")
+
+
+class ErrorBody(BaseModel):
+    """Every error response of the REST API."""
+
+    error: ErrorDetail
+
+
+class Status(BaseModel):
+    status: str
+
+
+# Request bodies are documented through ``openapi_extra`` (FastAPI does not parse them), so
+# their schemas are added to the OpenAPI components by hand.
+REQUEST_MODELS: tuple[type[BaseModel], ...] = (EvaluateRequest, StreamHeaderLine, StreamBatchLine)
+SCHEMA_REF = "#/components/schemas/{model}"
+
+
+def request_schemas() -> dict[str, Any]:
+    """The JSON schemas of the request models (and their parts), keyed by component name."""
+    _, top = models_json_schema(
+        [(model, "validation") for model in REQUEST_MODELS], ref_template=SCHEMA_REF
+    )
+    definitions: dict[str, Any] = top["$defs"]
+    return definitions

@@ -1,0 +1,118 @@
+"""One process, three doors: REST (FastAPI on uvicorn), gRPC (grpc.aio) and ``/metrics``.
+
+Both servers share one event loop and one ``Evaluator`` (the bounded thread pool that keeps
+numpy work off the loop). On SIGTERM or SIGINT: readiness and gRPC health turn NOT_SERVING, both
+servers stop accepting, in-flight requests get ``shutdown_grace_seconds`` to finish, then the
+process exits.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import signal
+import sys
+from collections.abc import Callable, Generator
+from dataclasses import dataclass
+
+import uvicorn
+from prometheus_client import CollectorRegistry, GCCollector, PlatformCollector, ProcessCollector
+
+from service.config import Settings
+from service.grpc_server import create_grpc_server
+from service.memory import retain_freed_memory
+from service.rest import Readiness, create_app
+from service.usecase import Evaluator
+
+__all__ = ["Ports", "run", "serve"]
+
+log = logging.getLogger("evalserve")
+
+
+@dataclass(frozen=True, slots=True)
+class Ports:
+    rest: int
+    grpc: int
+
+
+class _RestServer(uvicorn.Server):
+    """uvicorn without its own signal handlers: this module decides when both servers stop."""
+
+    @contextlib.contextmanager
+    def capture_signals(self) -> Generator[None, None, None]:
+        yield
+
+
+def default_registry() -> CollectorRegistry:
+    registry = CollectorRegistry()
+    ProcessCollector(registry=registry)
+    PlatformCollector(registry=registry)
+    GCCollector(registry=registry)
+    return registry
+
+
+async def run(
+    settings: Settings,
+    *,
+    stop: asyncio.Event | None = None,
+    on_started: Callable[[Ports], None] | None = None,
+) -> None:
+    """Serve until ``stop`` is set (or SIGTERM/SIGINT arrive), then shut down gracefully."""
+    stop = stop or asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
+            loop.add_signal_handler(sig, stop.set)
+    evaluator = Evaluator(settings.workers)
+    readiness = Readiness()
+    app = create_app(settings, evaluator, default_registry(), readiness)
+    grpc_server, grpc_port, health = await create_grpc_server(settings, evaluator)
+    await grpc_server.start()
+    rest = _RestServer(
+        uvicorn.Config(
+            app,
+            host=settings.host,
+            port=settings.rest_port,
+            log_level="warning",
+            lifespan="off",
+            timeout_graceful_shutdown=max(int(settings.shutdown_grace_seconds), 1),
+            h11_max_incomplete_event_size=1 << 20,
+        )
+    )
+    rest_task = asyncio.create_task(rest.serve())
+    while not rest.started and not rest_task.done():
+        await asyncio.sleep(0.01)
+    if rest_task.done():  # could not bind, for example
+        await grpc_server.stop(None)
+        evaluator.close()
+        await rest_task
+        raise SystemExit(f"evalserve: the REST server did not start on port {settings.rest_port}")
+    rest_port = int(rest.servers[0].sockets[0].getsockname()[1])
+    ports = Ports(rest=rest_port, grpc=grpc_port)
+    print(
+        f"evalserve: REST on http://{settings.host}:{ports.rest}, "
+        f"gRPC on {settings.host}:{ports.grpc}",
+        file=sys.stderr,
+        flush=True,
+    )
+    if on_started is not None:
+        on_started(ports)
+    stopper = asyncio.create_task(stop.wait())
+    await asyncio.wait({stopper, rest_task}, return_when=asyncio.FIRST_COMPLETED)
+    print("evalserve: shutting down, finishing in-flight requests", file=sys.stderr, flush=True)
+    readiness.ready = False
+    await health.enter_graceful_shutdown()
+    rest.should_exit = True
+    await asyncio.gather(grpc_server.stop(settings.shutdown_grace_seconds), rest_task)
+    stopper.cancel()
+    evaluator.close()
+    print("evalserve: stopped", file=sys.stderr, flush=True)
+
+
+def serve(settings: Settings) -> int:
+    """Run the service in the foreground; the exit status."""
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s %(message)s")
+    retain_freed_memory()
+    asyncio.run(run(settings))
+    return 0
