@@ -16,3 +16,14 @@ def test_readme_catalog_lists_every_binary_metric() -> None:
     documented = set(re.findall(r"^\| `([^`]+)` \|", table, flags=re.MULTILINE))
     expected = {name for name, info in CATALOG.items() if "binary" in info.tasks}
     assert documented == expected
+
+
+def test_readme_settings_table_matches_the_settings() -> None:
+    from service.config import Settings
+
+    text = README.read_text(encoding="utf-8")
+    table = text.split("<!-- settings -->")[1].split("<!-- /settings -->")[0]
+    rows = re.findall(r"^\| `([^`]+)` \| ([^|]+) \|", table, flags=re.MULTILINE)
+    documented = {name: default.strip() for name, default in rows}
+    expected = {name: str(field.default) for name, field in Settings.model_fields.items()}
+    assert documented == expected
