@@ -34,10 +34,12 @@ __all__ = [
     "header_from_proto",
     "request_from_json",
     "request_from_proto",
+    "stream_line_from_json",
 ]
 
 Column = NDArray[Any]
 COLUMNS = ("labels", "scores", "predictions", "weights")
+OPTIONAL_COLUMNS = ("predictions", "weights")
 HEADER_FIELDS = ("task", "classes", "options", "model")
 REQUEST_FIELDS = (
     *HEADER_FIELDS,
@@ -81,11 +83,10 @@ class Batch:
     label_names: tuple[str, ...] | None = None
 
     @property
-    def n_rows(self) -> int:
-        for column in (self.labels, self.label_names, self.scores, self.predictions):
-            if column is not None:
-                return len(column)
-        return 0
+    def is_empty(self) -> bool:
+        """No column carries a value (a stream message without rows)."""
+        columns = (self.labels, self.label_names, self.scores, self.predictions, self.weights)
+        return all(column is None or len(column) == 0 for column in columns)
 
 
 @dataclass(frozen=True, slots=True)
@@ -193,7 +194,10 @@ def batch_from_json(body: Mapping[str, Any], settings: Settings) -> Batch:
         if name == "labels" and isinstance(labels, list) and labels and isinstance(labels[0], str):
             columns["label_names"] = _json_names("labels", labels, settings)
             continue
-        columns[name] = _pick(name, _json_column(name, labels, settings), raw)
+        column = _pick(name, _json_column(name, labels, settings), raw)
+        if name in OPTIONAL_COLUMNS and column is not None and column.size == 0:
+            column = None  # as in protobuf, where an empty repeated field is an absent one
+        columns[name] = column
     if "label_names" in body:
         columns["label_names"] = _json_names("label_names", body["label_names"], settings)
     return Batch(**columns)

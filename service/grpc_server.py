@@ -23,6 +23,7 @@ import grpc
 from evalserve.v1 import evaluation_pb2 as pb
 from evalserve.v1 import evaluation_pb2_grpc as pb_grpc
 from google.protobuf import any_pb2
+from google.protobuf.message import DecodeError, Message
 from google.rpc import error_details_pb2, status_pb2  # type: ignore[import-untyped]
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc  # type: ignore[import-untyped]
 from grpc_health.v1.health import aio as health_aio  # type: ignore[import-untyped]
@@ -31,7 +32,7 @@ from grpc_status import rpc_status  # type: ignore[import-untyped]
 
 from service import decode, encode
 from service.config import Settings
-from service.errors import ServiceError, StreamProtocolError, describe
+from service.errors import MalformedRequestError, ServiceError, StreamProtocolError, describe
 from service.usecase import Evaluator, StreamAccumulator, evaluate_request
 
 __all__ = [
@@ -135,6 +136,57 @@ def _stream_batch(
         raise type(error)(f"batch {index}.{error.field}", error.message) from None
 
 
+_M = TypeVar("_M", bound=Message)
+
+
+class _Undecodable:
+    """What a request that is not a valid protobuf message becomes: the handler reports it as
+    a malformed ``body`` through the error table (gRPC itself would answer UNKNOWN)."""
+
+    def __init__(self, error: DecodeError) -> None:
+        self.error = error
+
+
+def _lenient(message_type: type[_M]) -> Callable[[bytes], _M | _Undecodable]:
+    def parse(data: bytes) -> _M | _Undecodable:
+        try:
+            return message_type.FromString(data)
+        except DecodeError as error:
+            return _Undecodable(error)
+
+    return parse
+
+
+def _decoded(message: _M | _Undecodable, where: str) -> _M:
+    if isinstance(message, _Undecodable):
+        raise MalformedRequestError(
+            "body", f"{where} is not a valid evalserve.v1 protobuf message ({message.error})"
+        )
+    return message
+
+
+def _add_servicer(servicer: EvaluationServicer, server: grpc.aio.Server) -> None:
+    """Register the service with lenient request decoding (see ``_Undecodable``)."""
+    handlers: dict[str, grpc.RpcMethodHandler[Any, Any]] = {
+        "Evaluate": grpc.unary_unary_rpc_method_handler(
+            servicer.Evaluate,
+            request_deserializer=_lenient(pb.EvaluateRequest),
+            response_serializer=pb.EvaluateResponse.SerializeToString,
+        ),
+        "EvaluateStream": grpc.stream_unary_rpc_method_handler(
+            servicer.EvaluateStream,
+            request_deserializer=_lenient(pb.EvaluateStreamRequest),
+            response_serializer=pb.EvaluateResponse.SerializeToString,
+        ),
+        "ListMetrics": grpc.unary_unary_rpc_method_handler(
+            servicer.ListMetrics,
+            request_deserializer=_lenient(pb.ListMetricsRequest),
+            response_serializer=pb.ListMetricsResponse.SerializeToString,
+        ),
+    }
+    server.add_generic_rpc_handlers((grpc.method_handlers_generic_handler(SERVICE_NAME, handlers),))
+
+
 class EvaluationServicer(pb_grpc.EvaluationServiceServicer):
     """``evalserve.v1.EvaluationService``: decode, evaluate off the loop, encode."""
 
@@ -146,7 +198,8 @@ class EvaluationServicer(pb_grpc.EvaluationServiceServicer):
     async def Evaluate(  # noqa: N802 (the proto's name)
         self, request: pb.EvaluateRequest, context: Context
     ) -> pb.EvaluateResponse:
-        evaluate_input = decode.request_from_proto(request, self._settings)
+        message = _decoded(request, "the request")
+        evaluate_input = decode.request_from_proto(message, self._settings)
         result = await self._evaluator.run(evaluate_request, evaluate_input)
         return encode.result_to_proto(result)
 
@@ -156,8 +209,9 @@ class EvaluationServicer(pb_grpc.EvaluationServiceServicer):
     ) -> pb.EvaluateResponse:
         accumulator: StreamAccumulator | None = None
         index = 0
-        async for message in request_iterator:
+        async for received in request_iterator:
             index += 1
+            message = _decoded(received, f"message {index}")
             has_header = message.HasField("header")
             if accumulator is None:
                 if not has_header:
@@ -207,7 +261,7 @@ async def create_grpc_server(
         *CONNECTION_OPTIONS,
     ]
     server = grpc.aio.server(options=options)
-    pb_grpc.add_EvaluationServiceServicer_to_server(EvaluationServicer(settings, evaluator), server)
+    _add_servicer(EvaluationServicer(settings, evaluator), server)
 
     health_servicer = cast(HealthServicer, health_aio.HealthServicer())
     for name in (health.OVERALL_HEALTH, SERVICE_NAME):

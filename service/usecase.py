@@ -65,7 +65,7 @@ class StreamAccumulator:
         """Check one batch and merge it (CPU-bound)."""
         self.n_batches += 1
         where = f"batch {self.n_batches}"
-        if batch.n_rows == 0 and batch.weights is None:
+        if batch.is_empty:
             return  # a message that carries no rows
         if batch.label_names is not None:
             raise StreamProtocolError(f"{where}.labels", "expected 0/1 labels for task 'binary'")

@@ -1,0 +1,404 @@
+"""Bad input: one clear error, the same on every door, and nothing else breaks.
+
+``CASES`` is the one table. Each case is written once, transport-neutral (the JSON body, a
+stream's lines, or raw bytes; see ``tests/contract/doors.py``), with what must come back: the
+HTTP status, the gRPC code, the field the error names, and a fragment the message says. It runs
+through every door that can carry it: REST JSON, REST protobuf and gRPC ``Evaluate`` for a
+request; NDJSON and gRPC ``EvaluateStream`` for a stream. A case only one encoding can express
+says so (``only``): wrong types, unknown options and malformed JSON are JSON's; non-finite packed
+numbers, unknown enum values and corrupt messages are protobuf's.
+
+After the whole table, both services still answer ``/healthz``, ``/readyz``, gRPC health and a
+good request on every door.
+
+Fields of a stream are named per line on REST (``line 3.scores``; line 1 is the header) and per
+message on gRPC (``batch 3.scores``, ``header``); ``grpc_field`` says so where they differ. A
+message over the size limit is refused by gRPC itself before the service sees it, so it names
+no field there (``grpc_field=None``); its message still names the limit.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Literal
+
+import grpc
+import pytest
+
+from tests.contract.doors import (
+    JSON,
+    NDJSON,
+    PROTOBUF,
+    Refusal,
+    assert_still_serving,
+    f64,
+    grpc_raw_evaluate,
+    grpc_refusal,
+    json_body,
+    ndjson_body,
+    post,
+    proto_request,
+    proto_stream,
+    rest_refusal,
+)
+from tests.contract.servers import Service
+from tests.core.test_seed_examples import FAWCETT_LABELS, FAWCETT_SCORES
+
+INVALID = grpc.StatusCode.INVALID_ARGUMENT
+EXHAUSTED = grpc.StatusCode.RESOURCE_EXHAUSTED
+NAN = float("nan")
+INF = float("inf")
+
+Door = Literal["rest-json", "rest-protobuf", "grpc", "rest-ndjson", "grpc-stream"]
+REQUEST_DOORS: tuple[Door, ...] = ("rest-json", "rest-protobuf", "grpc")
+STREAM_DOORS: tuple[Door, ...] = ("rest-ndjson", "grpc-stream")
+GRPC_DOORS = ("grpc", "grpc-stream")
+
+_DEFAULT = object()
+
+
+@dataclass(frozen=True)
+class Bad:
+    """One bad input and the refusal it must get on every door that can carry it."""
+
+    request: Mapping[str, Any] | Sequence[Mapping[str, Any]] | bytes
+    http: int
+    grpc: grpc.StatusCode
+    field: str
+    says: str = ""
+    grpc_field: str | object | None = _DEFAULT  # when gRPC names the field otherwise
+    only: Literal["json", "protobuf"] | None = None  # the one encoding that can express it
+    stream: bool = False
+    server: Literal["service", "limited"] = "service"
+    xfail: Mapping[Door, str] = dataclasses.field(default_factory=dict)
+    # False where JSON and protobuf cannot say the same thing, so the messages differ too.
+    same_message: bool = True
+
+    def doors(self) -> tuple[Door, ...]:
+        if self.stream:
+            return STREAM_DOORS[:1] if self.only == "json" else STREAM_DOORS
+        if self.only == "json":
+            return ("rest-json",)
+        if self.only == "protobuf":
+            return ("rest-protobuf", "grpc")
+        return REQUEST_DOORS
+
+    def expected_field(self, door: Door) -> str | None:
+        if door in GRPC_DOORS and self.grpc_field is not _DEFAULT:
+            assert self.grpc_field is None or isinstance(self.grpc_field, str)
+            return self.grpc_field
+        return self.field
+
+
+def fawcett(**fields: Any) -> dict[str, Any]:
+    """The Fawcett request with some fields replaced (None removes one)."""
+    body = {"task": "binary", "labels": FAWCETT_LABELS, "scores": FAWCETT_SCORES, **fields}
+    return {k: v for k, v in body.items() if v is not None}
+
+
+def options(**values: Any) -> dict[str, Any]:
+    return fawcett(options=values)
+
+
+def rows(n: int, **fields: Any) -> dict[str, Any]:
+    """A batch (or body) of ``n`` good rows."""
+    return {"labels": [i % 2 for i in range(n)], "scores": [i / n for i in range(n)], **fields}
+
+
+HEADER = {"task": "binary"}
+BIG = 5000  # rows: 80 KB of raw labels and scores, over the limited service's 64 KiB
+OPTION = 422, INVALID
+
+CASES: dict[str, Bad] = {
+    # --- lengths and emptiness
+    "length-mismatch-scores": Bad(fawcett(scores=FAWCETT_SCORES[:-1]), 422, INVALID, "scores",
+                                  "expected 20 values"),
+    "length-mismatch-weights": Bad(fawcett(weights=[1.0] * 19), 422, INVALID, "weights",
+                                   "expected 20 values"),
+    "length-mismatch-predictions": Bad(fawcett(predictions=[1.0] * 21), 422, INVALID,
+                                       "predictions", "expected 20 values"),
+    "length-mismatch-raw-columns": Bad({"task": "binary", "labels_f64": f64([0, 1, 1]),
+                                        "scores_f64": f64([0.1, 0.9])}, 422, INVALID, "scores",
+                                       "expected 3 values"),
+    # protobuf has no empty-but-present column: there, empty columns are absent ("required").
+    "empty-columns": Bad(fawcett(labels=[], scores=[]), 422, INVALID, "labels",
+                         same_message=False),
+    "no-rows-at-all": Bad(HEADER, 422, INVALID, "labels", "required"),
+    "no-scores-or-predictions": Bad(fawcett(scores=None), 422, INVALID, "scores", "required"),
+    # --- numbers that are not finite
+    "nan-score-raw": Bad(fawcett(scores=None, scores_f64=f64([NAN, *FAWCETT_SCORES[1:]])),
+                         422, INVALID, "scores", "finite"),
+    "inf-score-raw": Bad(fawcett(scores=None, scores_f64=f64([*FAWCETT_SCORES[:-1], INF])),
+                         422, INVALID, "scores", "row 19 is inf"),
+    "minus-inf-weight-raw": Bad(fawcett(weights_f64=f64([1.0] * 19 + [-INF])), 422, INVALID,
+                                "weights", "finite"),
+    "nan-score-packed": Bad(fawcett(scores=[NAN, *FAWCETT_SCORES[1:]]), 422, INVALID, "scores",
+                            "finite", only="protobuf"),
+    # --- labels and predictions
+    "label-2": Bad(fawcett(labels=[2, *FAWCETT_LABELS[1:]]), 422, INVALID, "labels",
+                   "0 or 1"),
+    "label-minus-1": Bad(fawcett(labels=[*FAWCETT_LABELS[:-1], -1]), 422, INVALID, "labels",
+                         "row 19 is -1"),
+    "label-half": Bad(fawcett(labels=[0.5, *FAWCETT_LABELS[1:]]), 422, INVALID, "labels",
+                      "0 or 1"),
+    "label-names-for-binary": Bad(fawcett(labels=["p", "n"] * 10), 422, INVALID, "labels",
+                                  "0 or 1"),
+    "prediction-outside-0-1": Bad(fawcett(predictions=[3.0] * 20), 422, INVALID,
+                                  "predictions", "0 or 1"),
+    # --- weights
+    "negative-weight": Bad(fawcett(weights=[1.0] * 19 + [-1.0]), 422, INVALID, "weights",
+                           "non-negative"),
+    "all-zero-weights": Bad(fawcett(weights=[0.0] * 20), 422, INVALID, "weights", "zero"),
+    "huge-weight": Bad(fawcett(weights=[1e300] + [1.0] * 19), 422, INVALID, "weights",
+                       "row 0"),
+    "tiny-weight": Bad(fawcett(weights=[1.0] * 19 + [1e-300]), 422, INVALID, "weights",
+                       "row 19"),
+    # --- options out of range
+    "threshold-inf": Bad(options(threshold=INF), *OPTION, "options.threshold", "finite",
+                         only="protobuf"),
+    "threshold-nan": Bad(options(threshold=NAN), *OPTION, "options.threshold", "finite",
+                         only="protobuf"),
+    "threshold-string": Bad(options(threshold="high"), *OPTION, "options.threshold",
+                            "expected a number", only="json"),
+    "beta-0": Bad(options(beta=0.0), *OPTION, "options.beta", "(0, 10000]"),
+    "beta-negative": Bad(options(beta=-1.0), *OPTION, "options.beta", "(0, 10000]"),
+    "beta-huge": Bad(options(beta=1e5), *OPTION, "options.beta", "(0, 10000]"),
+    "head-k-0": Bad(options(head_k=[5, 0]), *OPTION, "options.head_k", "k > 0"),
+    "head-k-negative": Bad(options(head_k=[-5]), *OPTION, "options.head_k", "k > 0"),
+    "head-k-65-values": Bad(options(head_k=list(range(1, 66))), *OPTION, "options.head_k",
+                            "at most 64"),
+    "head-k-inf": Bad(options(head_k=[INF]), *OPTION, "options.head_k", "finite",
+                      only="protobuf"),
+    "top-k-0": Bad(options(top_k=[0]), *OPTION, "options.top_k", "[1, 1000000]"),
+    "top-k-huge": Bad(options(top_k=[2_000_000]), *OPTION, "options.top_k", "[1, 1000000]"),
+    "top-k-fraction": Bad(options(top_k=[1.5]), *OPTION, "options.top_k", "integer",
+                          only="json"),
+    "max-fpr-0": Bad(options(max_fpr=0.0), *OPTION, "options.max_fpr", "(0, 1]"),
+    "max-fpr-above-1": Bad(options(max_fpr=1.5), *OPTION, "options.max_fpr", "(0, 1]"),
+    "confidence-level-0": Bad(options(confidence_level=0.0), *OPTION,
+                              "options.confidence_level", "(0, 1)"),
+    "confidence-level-1": Bad(options(confidence_level=1.0), *OPTION,
+                              "options.confidence_level", "(0, 1)"),
+    "confidence-level-95": Bad(options(confidence_level=95.0), *OPTION,
+                               "options.confidence_level", "(0, 1)"),
+    "max-curve-points-1": Bad(options(max_curve_points=1), *OPTION, "options.max_curve_points",
+                              "at least 2"),
+    "max-curve-points-negative": Bad(options(max_curve_points=-1), *OPTION,
+                                     "options.max_curve_points", "[0, 1000000]"),
+    "max-curve-points-huge": Bad(options(max_curve_points=10**7), *OPTION,
+                                 "options.max_curve_points", "[0, 1000000]"),
+    "calibration-bins-0": Bad(options(calibration_bins=0), *OPTION, "options.calibration_bins",
+                              "[1, 10000]"),
+    "n-params-negative": Bad(options(n_params=-3), *OPTION, "options.n_params", "integer"),
+    "unknown-option": Bad(options(treshold=0.5), 400, INVALID, "options.treshold",
+                          "unknown field", only="json"),
+    # --- the task
+    "unknown-task-name": Bad(fawcett(task="ranking"), 400, INVALID, "task", "ranking",
+                             only="json"),
+    # JSON: a number where a task name belongs; protobuf: an enum value this server lacks.
+    "unknown-task-number": Bad(fawcett(task=99), 400, INVALID, "task", "99",
+                               same_message=False),
+    "unspecified-task": Bad(fawcett(task=None), 400, INVALID, "task", "required"),
+    "task-not-available": Bad(fawcett(task="multiclass"), 422, INVALID, "task", "multiclass"),
+    "baseline-not-available": Bad(fawcett(baseline={"roc_auc": 0.9}), 422, INVALID, "baseline",
+                                  "not available"),
+    "challenger-not-available": Bad(fawcett(challenger={"scores": FAWCETT_SCORES}), 422,
+                                    INVALID, "challenger", "not available"),
+    # --- malformed bodies and wrong types
+    "malformed-json": Bad(b'{"task": "binary", "labels": [0, 1', 400, INVALID, "body",
+                          "not valid JSON", only="json"),
+    "json-not-an-object": Bad(b"[0, 1]", 400, INVALID, "body", "expected an object",
+                              only="json"),
+    "json-nan-literal": Bad(b'{"task": "binary", "labels": [1], "scores": [NaN]}', 400,
+                            INVALID, "body", "not valid JSON", only="json"),
+    "corrupt-protobuf": Bad(b"\xff\xff\xff\xff", 400, INVALID, "body", "protobuf",
+                            only="protobuf"),
+    "truncated-protobuf": Bad(
+        proto_request(fawcett()).SerializeToString()[:-3], 400, INVALID, "body", "protobuf",
+        only="protobuf",
+    ),
+    "labels-a-string": Bad(fawcett(labels="0101"), 400, INVALID, "labels", "array",
+                           only="json"),
+    "scores-with-an-object": Bad(fawcett(scores=[0.1, {"a": 1}] * 10), 400, INVALID, "scores",
+                                 "row 1", only="json"),
+    "scores-2-d": Bad(fawcett(scores=[[0.1, 0.9]] * 20), 422, INVALID, "scores", "1-d",
+                      only="json"),
+    "options-an-array": Bad(fawcett(options=[0.5]), 400, INVALID, "options",
+                            "expected an object", only="json"),
+    "model-name-a-number": Bad(fawcett(model={"name": 7}), 400, INVALID, "model.name",
+                               "expected a string", only="json"),
+    "unknown-field": Bad(fawcett(lables=[1]), 400, INVALID, "lables", "unknown field",
+                         only="json"),
+    "bad-base64": Bad(fawcett(scores=None, scores_f64="not base64!"), 400, INVALID,
+                      "scores_f64", "base64", only="json"),
+    # --- the raw form of a column
+    "scores-packed-and-raw": Bad(fawcett(scores_f64=f64(FAWCETT_SCORES)), 400, INVALID,
+                                 "scores", "not both"),
+    "labels-packed-and-raw": Bad(fawcett(labels_f64=f64(FAWCETT_LABELS)), 400, INVALID,
+                                 "labels", "not both"),
+    "raw-bytes-not-a-multiple-of-8": Bad(fawcett(scores=None, scores_f64=b"\0" * 159), 400,
+                                         INVALID, "scores_f64", "159 bytes"),
+    # --- the model
+    "model-without-name": Bad(fawcett(model={"version": "7"}), 400, INVALID, "model.name",
+                              "required"),
+    "model-with-empty-name": Bad(fawcett(model={"name": "", "segment": "eu"}), 400, INVALID,
+                                 "model.name", "required"),
+    # --- limits
+    "too-many-classes": Bad(fawcett(classes=[f"c{i}" for i in range(1001)]), 413, EXHAUSTED,
+                            "classes", "1001 classes"),
+    "too-many-classes-small-limit": Bad(fawcett(classes=["a", "b", "c", "d"]), 413, EXHAUSTED,
+                                        "classes", "limit of 3", server="limited"),
+    "body-over-the-size-limit": Bad(
+        {"task": "binary", "labels_f64": f64([0.0] * BIG), "scores_f64": f64([0.5] * BIG)},
+        413, EXHAUSTED, "body", "65536", grpc_field=None, server="limited",
+    ),
+    "too-many-rows": Bad({**HEADER, **rows(2001)}, 413, EXHAUSTED, "labels", "limit of 2000",
+                         server="limited"),
+    "too-many-rows-raw": Bad({"task": "binary", "labels_f64": f64([0.0] * 2001),
+                              "scores": [0.5]}, 413, EXHAUSTED, "labels_f64", "limit of 2000",
+                             server="limited"),
+    # --- streams
+    "stream-no-header": Bad([rows(4), HEADER], 400, INVALID, "line 1", "header",
+                            grpc_field="header", stream=True),
+    "stream-header-twice": Bad([HEADER, rows(4), HEADER], 400, INVALID, "line 3", "header",
+                               grpc_field="header", stream=True),
+    "stream-empty": Bad([], 400, INVALID, "line 1", "empty", grpc_field="header",
+                        stream=True),
+    "stream-header-only": Bad([HEADER], 400, INVALID, "rows", "no rows", stream=True),
+    "stream-batch-length-mismatch": Bad(
+        [HEADER, rows(4), {"labels": [0, 1, 1], "scores": [0.2, 0.3]}], 400, INVALID,
+        "line 3.scores", "expected 3 values", grpc_field="batch 3.scores", stream=True,
+    ),
+    "stream-batch-empty-labels": Bad(
+        [HEADER, rows(4), {"labels": [], "scores": [0.3, 0.7]}], 400, INVALID, "line 3.labels",
+        grpc_field="batch 3.labels", stream=True,
+    ),
+    "stream-batch-label-2": Bad([HEADER, {"labels": [0, 2], "scores": [0.1, 0.2]}], 400,
+                                INVALID, "line 2.labels", "0 or 1",
+                                grpc_field="batch 2.labels", stream=True),
+    "stream-batch-nan-raw": Bad(
+        [HEADER, {"labels": [0, 1], "scores_f64": f64([0.1, NAN])}], 400, INVALID,
+        "line 2.scores", "finite", grpc_field="batch 2.scores", stream=True,
+    ),
+    "stream-batch-raw-not-a-multiple-of-8": Bad(
+        [HEADER, {"labels": [0, 1], "scores_f64": b"\0" * 9}], 400, INVALID,
+        "line 2.scores_f64", "9 bytes", grpc_field="batch 2.scores_f64", stream=True,
+    ),
+    "stream-predictions-in-some-batches": Bad(
+        [HEADER, rows(2, predictions=[0, 1]), rows(2)], 400, INVALID, "line 3.predictions",
+        "every batch", grpc_field="batch 3.predictions", stream=True,
+    ),
+    "stream-bad-option": Bad([{"task": "binary", "options": {"beta": 0.0}}, rows(2)], 422,
+                             INVALID, "line 1.options.beta", "(0, 10000]",
+                             grpc_field="options.beta", stream=True),
+    "stream-task-not-binary": Bad([{"task": "regression"}, rows(2)], 422, INVALID,
+                                  "line 1.task", "binary", grpc_field="task", stream=True),
+    "stream-model-without-name": Bad([{"task": "binary", "model": {"version": "1"}}, rows(2)],
+                                     400, INVALID, "line 1.model.name", "required",
+                                     grpc_field="model.name", stream=True),
+    "stream-malformed-line": Bad([HEADER, rows(2)], 400, INVALID, "line 3", "not valid JSON",
+                                 only="json", stream=True),
+    "stream-over-the-row-limit": Bad(
+        [HEADER, *[{"labels": [0, 1] * 550, "scores": [0.5] * 1100}] * 3],  # 20 KB of NDJSON
+        413, EXHAUSTED, "line 4", "limit of 3000", grpc_field="batch 4", stream=True,
+        server="limited",
+    ),
+    "stream-over-the-size-limit": Bad(
+        [HEADER, {"labels_f64": f64([0.0] * BIG), "scores_f64": f64([0.5] * BIG)}], 413,
+        EXHAUSTED, "body", "65536", grpc_field=None, stream=True, server="limited",
+    ),
+}  # fmt: skip
+
+# A line that is not JSON can only be written as bytes; the table keeps its lines readable.
+RAW_LINES = {"stream-malformed-line": b'{"labels": [0, 1], "scores": [0.1,\n'}
+
+
+def _params() -> Iterator[Any]:
+    for name, case in CASES.items():
+        for door in case.doors():
+            reason = case.xfail.get(door)
+            marks = [pytest.mark.xfail(strict=True, reason=reason)] if reason else []
+            yield pytest.param(name, door, id=f"{name}-{door}", marks=marks)
+
+
+def test_the_table() -> None:
+    assert len(CASES) >= 40
+    everywhere = [name for name, case in CASES.items() if len(case.doors()) > 1]
+    assert len(everywhere) >= 40, "most cases run on more than one door"
+    for name, case in CASES.items():
+        assert case.field, name
+        assert 400 <= case.http < 500, name
+        assert case.grpc in (INVALID, EXHAUSTED), name
+        assert (case.http == 413) == (case.grpc == EXHAUSTED), name
+
+
+def _refusal(service: Service, case: Bad, door: Door, name: str) -> Refusal:
+    request = case.request
+    if door == "rest-json":
+        content = request if isinstance(request, bytes) else json_body(_mapping(request))
+        return rest_refusal(post(service, "/v1/evaluate", content, JSON))
+    if door == "rest-protobuf":
+        if not isinstance(request, bytes):
+            request = proto_request(_mapping(request)).SerializeToString()
+        return rest_refusal(post(service, "/v1/evaluate", request, PROTOBUF))
+    if door == "rest-ndjson":
+        assert isinstance(request, list)
+        content = ndjson_body(request) + RAW_LINES.get(name, b"")
+        return rest_refusal(post(service, "/v1/evaluate/stream", content, NDJSON))
+    try:
+        if door == "grpc" and isinstance(request, bytes):
+            grpc_raw_evaluate(service, request)
+        elif door == "grpc":
+            service.stub.Evaluate(proto_request(_mapping(request)), timeout=60)
+        else:
+            assert isinstance(request, list)
+            service.stub.EvaluateStream(iter(proto_stream(request)), timeout=60)
+    except grpc.RpcError as error:
+        return grpc_refusal(error)
+    raise AssertionError("the call succeeded")
+
+
+def _mapping(request: Any) -> Mapping[str, Any]:
+    assert isinstance(request, Mapping)
+    return request
+
+
+@pytest.mark.parametrize(("name", "door"), list(_params()))
+def test_bad_input_gets_one_clear_error(
+    request: pytest.FixtureRequest, name: str, door: Door
+) -> None:
+    case = CASES[name]
+    service: Service = request.getfixturevalue(case.server)
+    refusal = _refusal(service, case, door, name)
+    expected_status = case.grpc if door in GRPC_DOORS else case.http
+    assert refusal.status == expected_status, refusal
+    assert refusal.field == case.expected_field(door), refusal
+    assert case.says in refusal.message, refusal
+
+
+@pytest.mark.parametrize(
+    "name",
+    [
+        name
+        for name, case in CASES.items()
+        if set(case.doors()) == set(REQUEST_DOORS) and case.grpc_field is _DEFAULT
+    ],
+)
+def test_a_request_error_says_the_same_on_every_door(
+    request: pytest.FixtureRequest, name: str
+) -> None:
+    """REST protobuf and gRPC decode one message alike, and JSON says what they say."""
+    case = CASES[name]
+    service: Service = request.getfixturevalue(case.server)
+    said = {door: _refusal(service, case, door, name) for door in REQUEST_DOORS}
+    assert said["rest-protobuf"].message == said["grpc"].message, said
+    if case.same_message:
+        assert said["rest-json"].message == said["grpc"].message, said
+
+
+def test_both_services_still_serve_after_the_table(service: Service, limited: Service) -> None:
+    """Runs after the table (pytest keeps the file's order): nothing broke."""
+    for running in (service, limited):
+        assert_still_serving(running)
