@@ -42,6 +42,7 @@ test: lint typecheck unit
 bench: install-test
 	$(BIN)/python bench/binary_core.py
 	$(BIN)/python bench/binary_core.py --allocator default
+	$(BIN)/python bench/service_bench.py
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache *.egg-info

@@ -36,6 +36,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+# The checkout this script belongs to goes first on sys.path, so it measures this tree's core
+# and service even where another copy is installed.
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
 import numpy as np
 import sklearn
 from numpy.typing import NDArray
