@@ -15,6 +15,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
+import orjson
+import simdjson
 from evalserve.v1 import evaluation_pb2 as pb
 from google.protobuf.message import Message
 from numpy.typing import NDArray
@@ -32,6 +34,7 @@ __all__ = [
     "batch_from_proto",
     "header_from_json",
     "header_from_proto",
+    "parse_json",
     "request_from_json",
     "request_from_proto",
     "stream_line_from_json",
@@ -124,11 +127,17 @@ def _kind(value: Any) -> str:
 def _json_column(name: str, value: Any, settings: Settings) -> Column | None:
     if value is None:
         return None
+    if isinstance(value, np.ndarray):  # read straight to float64 by ``parse_json``
+        _check_rows(name, value.size, settings)
+        return value
     if not isinstance(value, list):
         raise MalformedRequestError(name, f"expected an array of numbers, but got {_kind(value)}")
     _check_rows(name, len(value), settings)
     try:
-        array = np.asarray(value, dtype=np.float64)
+        array = np.asarray(value)
+        if array.dtype.kind not in "biuf":  # strings, nulls: numpy would read "0.5" as 0.5
+            raise TypeError(array.dtype)
+        array = array.astype(np.float64, copy=False)
     except (TypeError, ValueError):
         bad = next(
             (i for i, v in enumerate(value) if isinstance(v, (str, dict, bool)) or v is None),
@@ -255,6 +264,71 @@ def stream_line_from_json(line: Any, settings: Settings) -> tuple[Header | None,
             if name in line:
                 raise MalformedRequestError(name, "belongs in the header line (the one with task)")
     return header, batch_from_json(line, settings)
+
+
+# Above this size a JSON body's flat numeric columns are read by simdjson straight into float64
+# buffers: about 4x faster than building a list of Python floats and converting it.
+FAST_JSON_BYTES = 1 << 20
+
+
+def parse_json(body: bytes) -> Any:
+    """The JSON document of a request body; large flat numeric columns come as float64 arrays.
+
+    Anything the fast path does not take (strings, booleans, nested arrays, invalid JSON) goes
+    through orjson, whose result the checks above report on exactly as before.
+    """
+    if len(body) >= FAST_JSON_BYTES:
+        document = _parse_columns_fast(body)
+        if document is not None:
+            return document
+    try:
+        return orjson.loads(body)
+    except orjson.JSONDecodeError as error:
+        raise MalformedRequestError("body", f"is not valid JSON: {error}") from None
+
+
+def _parse_columns_fast(body: bytes) -> dict[str, Any] | None:
+    try:
+        root = simdjson.Parser().parse(body)
+        if not isinstance(root, simdjson.Object):
+            return None
+        document: dict[str, Any] = {}
+        for key in root.keys():  # noqa: SIM118 (a simdjson Object, not a dict)
+            value = root[key]
+            if key in COLUMNS and isinstance(value, simdjson.Array) and _flat_numbers(value):
+                document[key] = np.frombuffer(value.as_buffer(of_type="d"), dtype=np.float64)
+            elif isinstance(value, simdjson.Object):
+                document[key] = value.as_dict()
+            elif isinstance(value, simdjson.Array):
+                document[key] = value.as_list()
+            else:
+                document[key] = value
+    except (ValueError, TypeError, RuntimeError):
+        return None  # let orjson parse it and the checks name the problem
+    # as_buffer flattens nested arrays: take the document only when every "[" of the body is
+    # accounted for by one array (a fast column counts one) or by a character of a string.
+    if body.count(b"[") != _brackets(document):
+        return None
+    return document
+
+
+def _brackets(value: Any) -> int:
+    if isinstance(value, np.ndarray):
+        return 1
+    if isinstance(value, str):
+        return value.count("[")
+    if isinstance(value, list):
+        return 1 + sum(_brackets(item) for item in value)
+    if isinstance(value, dict):
+        return sum(_brackets(key) + _brackets(item) for key, item in value.items())
+    return 0
+
+
+def _flat_numbers(array: Any) -> bool:
+    if len(array) == 0:
+        return False
+    first, last = array[0], array[-1]
+    return all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in (first, last))
 
 
 # --- protobuf ---------------------------------------------------------------------------------

@@ -33,7 +33,12 @@ from core import EvaluationResult, InvalidInputError
 from service import encode, rest_models
 from service.config import Settings
 from service.decode import Request as EvaluationRequest
-from service.decode import request_from_json, request_from_proto, stream_line_from_json
+from service.decode import (
+    parse_json,
+    request_from_json,
+    request_from_proto,
+    stream_line_from_json,
+)
 from service.errors import (
     MalformedRequestError,
     PayloadTooLargeError,
@@ -119,11 +124,7 @@ def _encode(result: EvaluationResult, protobuf: bool) -> bytes:
 
 
 def _decode_json(body: bytes, settings: Settings) -> EvaluationRequest:
-    try:
-        document = orjson.loads(body)
-    except orjson.JSONDecodeError as error:
-        raise MalformedRequestError("body", f"is not valid JSON: {error}") from None
-    return request_from_json(document, settings)
+    return request_from_json(parse_json(body), settings)
 
 
 def _decode_protobuf(body: bytes, settings: Settings) -> EvaluationRequest:
