@@ -47,7 +47,12 @@ def evaluate_request(request: Request) -> EvaluationResult:
 
 class StreamAccumulator:
     """Merges the batches of one stream into the core's sufficient statistic: memory grows
-    with the number of distinct scores, not with the rows."""
+    with the number of distinct scores, not with the rows.
+
+    Batches are merged like a binary counter: a statistic is merged into the one below it only
+    when that one is not more than twice its size, so each distinct score takes part in about
+    log2(batches) merges instead of one per batch (100 batches of distinct scores: ~7, not ~50).
+    """
 
     def __init__(self, header: Header, settings: Settings) -> None:
         if header.task != "binary":
@@ -57,7 +62,8 @@ class StreamAccumulator:
         self.header = header
         self.options = parse_options(header.options)
         self.max_rows = settings.max_stream_rows
-        self.stats = BinaryStats.empty()
+        self.levels: list[BinaryStats] = []
+        self.n_rows = 0
         self.predictions: BinaryStats | None = None
         self.n_batches = 0
 
@@ -83,23 +89,32 @@ class StreamAccumulator:
                 same_length("predictions", predicted.size, labels.size)
         except InvalidInputError as error:
             raise StreamProtocolError(f"{where}.{error.field}", error.message) from None
-        if (self.predictions is None) != (predicted is None) and self.stats.n_rows:
+        if (self.predictions is None) != (predicted is None) and self.n_rows:
             raise StreamProtocolError(
                 f"{where}.predictions", "send predictions in every batch of a stream or in none"
             )
-        if self.stats.n_rows + labels.size > self.max_rows:
+        if self.n_rows + labels.size > self.max_rows:
             raise PayloadTooLargeError(
                 where, f"the stream is over the limit of {self.max_rows} rows"
             )
-        self.stats = self.stats.update(labels, scores, weights)
+        self._push(BinaryStats.from_arrays(labels, scores, weights))
+        self.n_rows += int(labels.size)
         if predicted is not None:
             base = self.predictions or BinaryStats.empty()
             self.predictions = base.update(labels, predicted.astype("float64"), weights)
 
     def finish(self) -> EvaluationResult:
-        if self.stats.n_rows == 0:
+        if self.n_rows == 0:
             raise StreamProtocolError("rows", "the stream carried a header but no rows")
-        return evaluate_binary_stats(self.stats, self.options, predictions=self.predictions)
+        stats = BinaryStats.empty()
+        for level in reversed(self.levels):  # smallest first
+            stats = level.merge(stats)
+        return evaluate_binary_stats(stats, self.options, predictions=self.predictions)
+
+    def _push(self, stats: BinaryStats) -> None:
+        while self.levels and self.levels[-1].n_distinct <= 2 * stats.n_distinct:
+            stats = self.levels.pop().merge(stats)
+        self.levels.append(stats)
 
 
 class Evaluator:
