@@ -8,7 +8,7 @@ from typing import Any
 from core._errors import InvalidInputError
 from core._options import Options, parse_options
 from core._result import EvaluationResult
-from core._validation import binary_labels, finite_floats, same_length, sample_weights
+from core._validation import binary_inputs
 from core.binary._stats import BinaryStats
 from core.binary._suite import compute
 
@@ -51,18 +51,13 @@ def evaluate(
     if challenger is not None:
         raise InvalidInputError("challenger", "model comparison is not available in this version")
     parsed = parse_options(options)
-    labels = binary_labels("labels", y_true)
-    if y_score is None and y_pred is None:
-        raise InvalidInputError("scores", "is required for task 'binary' (or send predictions)")
-    scores = finite_floats("scores", y_score if y_score is not None else y_pred)
-    same_length("scores", scores.size, labels.size)
-    weights = sample_weights("weights", sample_weight, labels.size)
-    stats = BinaryStats.from_arrays(labels, scores, weights)
+    rows = binary_inputs(y_true, y_score, y_pred, sample_weight)
+    stats = BinaryStats.from_arrays(rows.labels, rows.scores, rows.weights)
     predictions = None
-    if y_pred is not None and y_score is not None:
-        predicted = binary_labels("predictions", y_pred)
-        same_length("predictions", predicted.size, labels.size)
-        predictions = BinaryStats.from_arrays(labels, predicted.astype("float64"), weights)
+    if rows.predicted is not None:
+        predictions = BinaryStats.from_arrays(
+            rows.labels, rows.predicted.astype("float64"), rows.weights
+        )
     return evaluate_binary_stats(stats, parsed, predictions=predictions)
 
 

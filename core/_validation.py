@@ -6,6 +6,7 @@ relies on them too, so both transports report the same error for the same bad in
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -13,7 +14,14 @@ from numpy.typing import NDArray
 
 from core._errors import InvalidInputError
 
-__all__ = ["binary_labels", "finite_floats", "same_length", "sample_weights"]
+__all__ = [
+    "BinaryInputs",
+    "binary_inputs",
+    "binary_labels",
+    "finite_floats",
+    "same_length",
+    "sample_weights",
+]
 
 Floats = NDArray[np.float64]
 Bools = NDArray[np.bool_]
@@ -106,3 +114,29 @@ def sample_weights(field: str, values: Any, n_rows: int) -> Floats | None:
 def same_length(field: str, got: int, expected: int) -> None:
     if got != expected:
         raise InvalidInputError(field, f"expected {expected} values (one per label), but got {got}")
+
+
+@dataclass(frozen=True, slots=True)
+class BinaryInputs:
+    """Checked binary rows: ``predicted`` is set only when both scores and hard predictions
+    came (the predictions then set the confusion counts)."""
+
+    labels: Bools
+    scores: Floats
+    weights: Floats | None
+    predicted: Bools | None
+
+
+def binary_inputs(y_true: Any, y_score: Any, y_pred: Any, sample_weight: Any) -> BinaryInputs:
+    """Every check of one batch of binary rows; without scores, predictions serve as scores."""
+    labels = binary_labels("labels", y_true)
+    if y_score is None and y_pred is None:
+        raise InvalidInputError("scores", "is required for task 'binary' (or send predictions)")
+    scores = finite_floats("scores", y_score if y_score is not None else y_pred)
+    same_length("scores", scores.size, labels.size)
+    weights = sample_weights("weights", sample_weight, labels.size)
+    predicted = None
+    if y_pred is not None and y_score is not None:
+        predicted = binary_labels("predictions", y_pred)
+        same_length("predictions", predicted.size, labels.size)
+    return BinaryInputs(labels, scores, weights, predicted)

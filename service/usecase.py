@@ -19,7 +19,7 @@ from core import (
     evaluate_binary_stats,
     parse_options,
 )
-from core._validation import binary_labels, finite_floats, same_length, sample_weights
+from core._validation import binary_inputs
 from service.config import Settings
 from service.decode import Batch, Header, Request
 from service.errors import PayloadTooLargeError, StreamProtocolError
@@ -76,19 +76,10 @@ class StreamAccumulator:
         if batch.label_names is not None:
             raise StreamProtocolError(f"{where}.labels", "expected 0/1 labels for task 'binary'")
         try:
-            labels = binary_labels("labels", batch.labels)
-            scores_in = batch.scores if batch.scores is not None else batch.predictions
-            if scores_in is None:
-                raise InvalidInputError("scores", "is required for task 'binary'")
-            scores = finite_floats("scores", scores_in)
-            same_length("scores", scores.size, labels.size)
-            weights = sample_weights("weights", batch.weights, labels.size)
-            predicted = None
-            if batch.predictions is not None and batch.scores is not None:
-                predicted = binary_labels("predictions", batch.predictions)
-                same_length("predictions", predicted.size, labels.size)
+            rows = binary_inputs(batch.labels, batch.scores, batch.predictions, batch.weights)
         except InvalidInputError as error:
             raise StreamProtocolError(f"{where}.{error.field}", error.message) from None
+        labels, predicted = rows.labels, rows.predicted
         if (self.predictions is None) != (predicted is None) and self.n_rows:
             raise StreamProtocolError(
                 f"{where}.predictions", "send predictions in every batch of a stream or in none"
@@ -97,11 +88,11 @@ class StreamAccumulator:
             raise PayloadTooLargeError(
                 where, f"the stream is over the limit of {self.max_rows} rows"
             )
-        self._push(BinaryStats.from_arrays(labels, scores, weights))
+        self._push(BinaryStats.from_arrays(labels, rows.scores, rows.weights))
         self.n_rows += int(labels.size)
         if predicted is not None:
             base = self.predictions or BinaryStats.empty()
-            self.predictions = base.update(labels, predicted.astype("float64"), weights)
+            self.predictions = base.update(labels, predicted.astype("float64"), rows.weights)
 
     def finish(self) -> EvaluationResult:
         if self.n_rows == 0:

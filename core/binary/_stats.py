@@ -90,14 +90,6 @@ class BinaryStats:
     def n_distinct(self) -> int:
         return int(self.scores.size)
 
-    @property
-    def positive_total(self) -> float:
-        return float(self.pos.sum())
-
-    @property
-    def negative_total(self) -> float:
-        return float(self.neg.sum())
-
 
 def _run_starts(ordered: Floats) -> NDArray[np.intp]:
     """Where each run of equal values begins in a sorted array."""
