@@ -34,6 +34,7 @@ __all__ = [
     "batch_from_proto",
     "header_from_json",
     "header_from_proto",
+    "json_kind",
     "parse_json",
     "request_from_json",
     "request_from_proto",
@@ -114,11 +115,12 @@ def _unknown(where: str, got: Mapping[str, Any], allowed: tuple[str, ...]) -> No
 
 def _object(name: str, value: Any) -> dict[str, Any]:
     if not isinstance(value, dict):
-        raise MalformedRequestError(name, f"expected an object, but got {_kind(value)}")
+        raise MalformedRequestError(name, f"expected an object, but got {json_kind(value)}")
     return value
 
 
-def _kind(value: Any) -> str:
+def json_kind(value: Any) -> str:
+    """How a JSON value is named in error messages: "an object", "null", "a number", ..."""
     return {dict: "an object", list: "an array", str: "a string", bool: "a boolean"}.get(
         type(value), "null" if value is None else "a number"
     )
@@ -131,7 +133,9 @@ def _json_column(name: str, value: Any, settings: Settings) -> Column | None:
         _check_rows(name, value.size, settings)
         return value
     if not isinstance(value, list):
-        raise MalformedRequestError(name, f"expected an array of numbers, but got {_kind(value)}")
+        raise MalformedRequestError(
+            name, f"expected an array of numbers, but got {json_kind(value)}"
+        )
     _check_rows(name, len(value), settings)
     try:
         array = np.asarray(value)
@@ -163,7 +167,7 @@ def _json_raw(name: str, value: Any, settings: Settings) -> Column | None:
     if value is None:
         return None
     if not isinstance(value, str):
-        raise MalformedRequestError(name, f"expected base64 text, but got {_kind(value)}")
+        raise MalformedRequestError(name, f"expected base64 text, but got {json_kind(value)}")
     try:
         raw = base64.b64decode(value, validate=True)
     except (binascii.Error, ValueError):
@@ -232,7 +236,7 @@ def header_from_json(body: Mapping[str, Any], settings: Settings) -> Header:
         for key, value in raw_model.items():
             if not isinstance(value, str):
                 raise MalformedRequestError(
-                    f"model.{key}", f"expected a string, but got {_kind(value)}"
+                    f"model.{key}", f"expected a string, but got {json_kind(value)}"
                 )
         if not raw_model.get("name"):
             raise MalformedRequestError("model.name", "is required when model is given")

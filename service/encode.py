@@ -10,7 +10,7 @@ from evalserve.v1 import evaluation_pb2 as pb
 
 from core import CATALOG, EvaluationResult, MetricInfo
 
-__all__ = ["catalog_to_json", "catalog_to_proto", "result_to_proto"]
+__all__ = ["catalog_to_json", "catalog_to_proto", "proto_to_json", "result_to_proto"]
 
 
 def result_to_proto(result: EvaluationResult) -> pb.EvaluateResponse:

@@ -34,6 +34,7 @@ from service import encode, rest_models
 from service.config import Settings
 from service.decode import Request as EvaluationRequest
 from service.decode import (
+    json_kind,
     parse_json,
     request_from_json,
     request_from_proto,
@@ -163,11 +164,6 @@ async def _lines(chunks: AsyncIterator[bytes]) -> AsyncIterator[tuple[int, bytea
         yield number + 1, buffer
 
 
-def _json_kind(value: Any) -> str:
-    kinds = {list: "an array", str: "a string", bool: "a boolean", type(None): "null"}
-    return kinds.get(type(value), "a number")
-
-
 def _at_line(error: ServiceError | InvalidInputError, line: int, batch: str) -> Exception:
     """The same error with its field located on the stream's line (the use case counts
     batches, which are the non-empty lines)."""
@@ -196,7 +192,7 @@ class _NdjsonStream:
             raise MalformedRequestError(f"line {number}", f"is not valid JSON: {error}") from None
         if not isinstance(document, dict):
             raise MalformedRequestError(
-                f"line {number}", f"expected a JSON object, but got {_json_kind(document)}"
+                f"line {number}", f"expected a JSON object, but got {json_kind(document)}"
             )
         is_header = "task" in document
         if self.accumulator is None and not is_header:
