@@ -368,9 +368,9 @@ class ServerProcess:
         return False
 
 
-def start_service(workers: int) -> ServerProcess:
+def start_service(workers: int, *flags: str) -> ServerProcess:
     command = [sys.executable, "-m", "service", "--host", "127.0.0.1", "--rest-port", "0",
-               "--grpc-port", "0", "--workers", str(workers)]  # fmt: skip
+               "--grpc-port", "0", "--workers", str(workers), *flags]  # fmt: skip
     return ServerProcess.start("evalserve", command, READY_LINE)
 
 
@@ -783,7 +783,9 @@ def bench_stream(
     variant = (
         "all scores distinct" if decimals is None else f"scores rounded to {decimals} decimals"
     )
-    server = start_service(workers)
+    # All-distinct scores need the cap on distinct scores per stream raised to the row count.
+    flags = () if decimals is not None else ("--max-stream-distinct-scores", str(rows))
+    server = start_service(workers, *flags)
     try:
         client = GrpcClient(server.grpc_target)
         # One small call first, so the connection and the server's lazy imports are warm.
@@ -1207,8 +1209,10 @@ def render_section(
   is against that sum ("less the client's encode and decode" subtracts the in-process times of
   those two stages from the end-to-end time: the server's side and the transfer).
 * 2 (stream): batches of {STREAM_BATCH_ROWS:,} rows (raw bytes, about 10% positives) generated
-  while streaming; a fresh server per stream; RSS before = `VmRSS` after one small warm-up call,
-  peak = `VmHWM` after the stream.
+  while streaming; a fresh server per stream (for all-distinct scores started with
+  `--max-stream-distinct-scores` equal to the rows: the default cap is
+  {Settings().max_stream_distinct_scores:,}); RSS before = `VmRSS` after one small warm-up
+  call, peak = `VmHWM` after the stream.
 * 3 (small requests): {args.clients} client threads in this process, each with its own
   connection (REST: `http.client`, keep-alive; gRPC: one channel), the same pre-encoded body in
   every request (gRPC: packed fields), the answer decoded; {args.small_rounds} interleaved

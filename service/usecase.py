@@ -52,6 +52,10 @@ class StreamAccumulator:
     Batches are merged like a binary counter: a statistic is merged into the one below it only
     when that one is not more than twice its size, so each distinct score takes part in about
     log2(batches) merges instead of one per batch (100 batches of distinct scores: ~7, not ~50).
+
+    The memory is bounded by ``max_stream_distinct_scores``: a stream whose scores are all
+    distinct would otherwise hold every row. Past the cap the stream is refused
+    (RESOURCE_EXHAUSTED) with a hint to round the scores.
     """
 
     def __init__(self, header: Header, settings: Settings) -> None:
@@ -62,6 +66,7 @@ class StreamAccumulator:
         self.header = header
         self.options = parse_options(header.options)
         self.max_rows = settings.max_stream_rows
+        self.max_distinct = settings.max_stream_distinct_scores
         self.levels: list[BinaryStats] = []
         self.n_rows = 0
         self.predictions: BinaryStats | None = None
@@ -88,7 +93,7 @@ class StreamAccumulator:
             raise PayloadTooLargeError(
                 where, f"the stream is over the limit of {self.max_rows} rows"
             )
-        self._push(BinaryStats.from_arrays(labels, rows.scores, rows.weights))
+        self._push(BinaryStats.from_arrays(labels, rows.scores, rows.weights), where)
         self.n_rows += int(labels.size)
         if predicted is not None:
             base = self.predictions or BinaryStats.empty()
@@ -97,15 +102,28 @@ class StreamAccumulator:
     def finish(self) -> EvaluationResult:
         if self.n_rows == 0:
             raise StreamProtocolError("rows", "the stream carried a header but no rows")
-        stats = BinaryStats.empty()
-        for level in reversed(self.levels):  # smallest first
-            stats = level.merge(stats)
-        return evaluate_binary_stats(stats, self.options, predictions=self.predictions)
+        return evaluate_binary_stats(self._merged(), self.options, predictions=self.predictions)
 
-    def _push(self, stats: BinaryStats) -> None:
+    def _push(self, stats: BinaryStats, where: str) -> None:
         while self.levels and self.levels[-1].n_distinct <= 2 * stats.n_distinct:
             stats = self.levels.pop().merge(stats)
         self.levels.append(stats)
+        if sum(level.n_distinct for level in self.levels) > self.max_distinct:
+            # The levels may share scores: merge them all to count the distinct ones exactly.
+            self.levels = [self._merged()]
+            if self.levels[0].n_distinct > self.max_distinct:
+                raise PayloadTooLargeError(
+                    f"{where}.scores",
+                    f"the stream holds more than {self.max_distinct} distinct scores (memory"
+                    " grows with them): round the scores, for example to 6 decimals, or raise"
+                    " max_stream_distinct_scores",
+                )
+
+    def _merged(self) -> BinaryStats:
+        stats = BinaryStats.empty()
+        for level in reversed(self.levels):  # smallest first
+            stats = level.merge(stats)
+        return stats
 
 
 class Evaluator:

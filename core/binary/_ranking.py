@@ -92,10 +92,16 @@ def ks_and_youden(ranked: Ranked, hit: Hits) -> tuple[float, float, float]:
     2^53 / max(P, N), so ties in exact arithmetic stay ties.
     """
     positives, negatives = ranked.positives, ranked.negatives
-    before = hit.index[hit.index > 0] - 1
-    candidates = np.concatenate((hit.index, before, [ranked.size - 1]))
-    candidates.sort()  # np.union1d would hash; a sort of a few sorted runs is cheaper
-    candidates = candidates[np.diff(candidates, append=-1) != 0]
+    # Hit indices ascend strictly, so (i0 - 1, i0, i1 - 1, i1, ..., last) is already sorted:
+    # interleave instead of sorting, then drop -1 and repeats (i - 1 equal to the previous hit).
+    candidates = np.empty(2 * hit.index.size + 1, dtype=np.int64)
+    np.subtract(hit.index, 1, out=candidates[0:-1:2])
+    candidates[1::2] = hit.index
+    candidates[-1] = ranked.size - 1
+    keep = np.empty(candidates.size, dtype=np.bool_)
+    keep[0] = candidates[0] >= 0
+    np.greater(candidates[1:], candidates[:-1], out=keep[1:])
+    candidates = candidates[keep]
     gap = ranked.tps[candidates] * negatives - ranked.fps[candidates] * positives
     distance = np.abs(gap)
     return (

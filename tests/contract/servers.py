@@ -29,6 +29,7 @@ LIMITED = Settings(
     max_request_bytes=64 * 1024,
     max_rows=2000,
     max_stream_rows=3000,
+    max_stream_distinct_scores=2500,
     max_classes=3,
 )
 

@@ -305,6 +305,12 @@ CASES: dict[str, Bad] = {
         413, EXHAUSTED, "line 4", "limit of 3000", grpc_field="batch 4", stream=True,
         server="limited",
     ),
+    "stream-over-the-distinct-score-limit": Bad(
+        [HEADER, *[{"labels": [0, 1] * 500, "scores": [i + k / 1000 for k in range(1000)]}
+                   for i in range(3)]],  # 3000 rows, 3000 distinct scores: over 2500
+        413, EXHAUSTED, "line 4.scores", "2500 distinct scores",
+        grpc_field="batch 4.scores", stream=True, server="limited",
+    ),
     "stream-over-the-size-limit": Bad(
         [HEADER, {"labels_f64": f64([0.0] * BIG), "scores_f64": f64([0.5] * BIG)}], 413,
         EXHAUSTED, "body", "65536", grpc_field=None, stream=True, server="limited",

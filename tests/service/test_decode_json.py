@@ -3,10 +3,13 @@ and every body the fast path does not take gets exactly the errors of the plain 
 
 from __future__ import annotations
 
+from concurrent.futures import ThreadPoolExecutor
+
 import numpy as np
 import orjson
 import pytest
 
+from service import decode
 from service.config import Settings
 from service.decode import FAST_JSON_BYTES, parse_json, request_from_json
 from service.errors import MalformedRequestError
@@ -70,3 +73,43 @@ def test_large_invalid_json_names_the_body() -> None:
     with pytest.raises(MalformedRequestError) as error:
         parse_json(raw)
     assert error.value.field == "body"
+
+
+def test_the_reused_parser_reads_each_new_body_and_recovers_after_a_bad_one() -> None:
+    """Each worker thread keeps its simdjson parser between bodies: every body must still take
+    the fast path, whatever came before it, in this thread or in another."""
+    bodies = [_body(scores=np.linspace(0.0, 1.0, ROWS).tolist()), _body()]
+    broken = orjson.dumps(bodies[0])[:-10]
+
+    def read_all() -> list[np.ndarray]:
+        columns = []
+        for body in bodies:
+            with pytest.raises(MalformedRequestError):
+                parse_json(broken)
+            column = parse_json(orjson.dumps(body))["scores"]
+            assert isinstance(column, np.ndarray)  # the fast path, not the fallback
+            columns.append(column)
+        return columns
+
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        results = [read_all(), *pool.map(lambda _: read_all(), range(2))]
+    for columns in results:
+        for column, body in zip(columns, bodies, strict=True):
+            np.testing.assert_array_equal(column, np.asarray(body["scores"]))
+
+
+def test_bodies_over_the_reuse_size_get_a_parser_of_their_own(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(decode, "REUSED_PARSER_BYTES", FAST_JSON_BYTES)
+    body = _body()
+
+    def read() -> tuple[object, object]:  # in a fresh thread: no parser kept before
+        column = parse_json(orjson.dumps(body))["scores"]
+        return column, getattr(decode._parsers, "parser", None)
+
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        column, kept = pool.submit(read).result()
+    assert kept is None
+    assert isinstance(column, np.ndarray)
+    np.testing.assert_array_equal(column, np.asarray(body["scores"]))
