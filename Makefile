@@ -46,3 +46,9 @@ bench: install-test
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache *.egg-info
+
+# Reference values from the R package pROC for tests/core/test_proc_reference.py; not part of
+# `make test`. Needs Debian's r-base-core, r-cran-proc and r-cran-jsonlite.
+.PHONY: proc-fixtures
+proc-fixtures:
+	Rscript tests/fixtures/proc/generate.R

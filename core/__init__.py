@@ -2,7 +2,7 @@
 
 from core._catalog import CATALOG, MetricInfo, catalog_entry
 from core._errors import InvalidInputError
-from core._evaluate import TASKS, evaluate, evaluate_binary_stats
+from core._evaluate import TASKS, check_baseline, evaluate, evaluate_binary_stats
 from core._options import Options, parse_options
 from core._result import EvaluationResult
 from core.binary._stats import BinaryStats
@@ -16,6 +16,7 @@ __all__ = [
     "MetricInfo",
     "Options",
     "catalog_entry",
+    "check_baseline",
     "evaluate",
     "evaluate_binary_stats",
     "parse_options",

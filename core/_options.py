@@ -14,6 +14,8 @@ __all__ = ["Options", "parse_options"]
 MAX_CURVE_POINTS_LIMIT = 1_000_000
 MAX_LIST_OPTION = 64
 MAX_BETA = 1e4  # beta^2 must stay far from overflow
+MAX_BOOTSTRAP_REPLICATES = 100_000
+AUC_INTERVALS = ("wald", "logit")
 
 
 @dataclass(frozen=True, slots=True)
@@ -30,6 +32,14 @@ class Options:
     ``confidence_level``: the level of every interval.
     ``n_params``: model parameters, for adjusted R2, AIC, BIC and Mallows' Cp.
     ``calibration_bins``: equal-width bins of the expected calibration error.
+    ``auc_interval``: ``"wald"`` (pROC's DeLong interval, clipped to [0, 1]) or ``"logit"``
+    (DeLong on the logit scale: stays inside (0, 1), better near the bounds).
+    ``alpha``: the significance level of the drift test and the challenger comparison.
+    ``drift_min_samples``: the fewest positives and negatives (each, in units of weight) the
+    current data and a baseline payload need for a drift verdict; below it the drift result
+    says "insufficient data".
+    ``bootstrap_replicates``: replicates of the bootstrap intervals (0 skips them).
+    ``bootstrap_seed``: the seed of the bootstrap: the same request gives the same intervals.
     """
 
     threshold: float = 0.5
@@ -41,6 +51,11 @@ class Options:
     confidence_level: float = 0.95
     n_params: int | None = None
     calibration_bins: int = 10
+    auc_interval: str = "wald"
+    alpha: float = 0.05
+    drift_min_samples: float = 20.0
+    bootstrap_replicates: int = 200
+    bootstrap_seed: int = 0
 
 
 def _number(name: str, value: Any) -> float:
@@ -139,4 +154,35 @@ def parse_options(options: Mapping[str, Any] | Options | None) -> Options:
             parsed[name] = _integer(name, value, low=0, high=1_000_000_000)
         elif name == "calibration_bins":
             parsed[name] = _integer(name, value, low=1, high=10_000)
+        elif name == "auc_interval":
+            if value not in AUC_INTERVALS:
+                raise InvalidInputError(
+                    "options.auc_interval",
+                    f"expected one of {list(AUC_INTERVALS)}, but got {value!r}",
+                )
+            parsed[name] = value
+        elif name == "alpha":
+            alpha = _number(name, value)
+            if not 0 < alpha < 1:
+                raise InvalidInputError(
+                    "options.alpha", f"expected a number in (0, 1), but got {alpha}"
+                )
+            parsed[name] = alpha
+        elif name == "drift_min_samples":
+            least = _number(name, value)
+            if not 2 <= least <= 1e12:
+                raise InvalidInputError(
+                    "options.drift_min_samples", f"expected a number in [2, 1e12], but got {least}"
+                )
+            parsed[name] = least
+        elif name == "bootstrap_replicates":
+            count = _integer(name, value, low=0, high=MAX_BOOTSTRAP_REPLICATES)
+            if count == 1:
+                raise InvalidInputError(
+                    "options.bootstrap_replicates",
+                    "expected 0 (no bootstrap) or at least 2, but got 1",
+                )
+            parsed[name] = count
+        elif name == "bootstrap_seed":
+            parsed[name] = _integer(name, value, low=0, high=2**63 - 1)
     return Options(**parsed)

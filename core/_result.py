@@ -25,6 +25,7 @@ class MetricSink:
     metrics: dict[str, float | None] = field(default_factory=dict)
     undefined: dict[str, str] = field(default_factory=dict)
     warnings: list[str] = field(default_factory=list)
+    intervals: dict[str, dict[str, Any]] = field(default_factory=dict)
 
     def set(self, name: str, value: float | np.floating[Any] | int) -> None:
         number = float(value)

@@ -127,16 +127,21 @@ class BinaryInputs:
     predicted: Bools | None
 
 
-def binary_inputs(y_true: Any, y_score: Any, y_pred: Any, sample_weight: Any) -> BinaryInputs:
-    """Every check of one batch of binary rows; without scores, predictions serve as scores."""
-    labels = binary_labels("labels", y_true)
+def binary_inputs(
+    y_true: Any, y_score: Any, y_pred: Any, sample_weight: Any, *, prefix: str = ""
+) -> BinaryInputs:
+    """Every check of one batch of binary rows; without scores, predictions serve as scores.
+    ``prefix`` names where the rows sit in the request (``baseline.``)."""
+    labels = binary_labels(f"{prefix}labels", y_true)
     if y_score is None and y_pred is None:
-        raise InvalidInputError("scores", "is required for task 'binary' (or send predictions)")
-    scores = finite_floats("scores", y_score if y_score is not None else y_pred)
-    same_length("scores", scores.size, labels.size)
-    weights = sample_weights("weights", sample_weight, labels.size)
+        raise InvalidInputError(
+            f"{prefix}scores", "is required for task 'binary' (or send predictions)"
+        )
+    scores = finite_floats(f"{prefix}scores", y_score if y_score is not None else y_pred)
+    same_length(f"{prefix}scores", scores.size, labels.size)
+    weights = sample_weights(f"{prefix}weights", sample_weight, labels.size)
     predicted = None
     if y_pred is not None and y_score is not None:
-        predicted = binary_labels("predictions", y_pred)
-        same_length("predictions", predicted.size, labels.size)
+        predicted = binary_labels(f"{prefix}predictions", y_pred)
+        same_length(f"{prefix}predictions", predicted.size, labels.size)
     return BinaryInputs(labels, scores, weights, predicted)

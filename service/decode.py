@@ -45,15 +45,18 @@ __all__ = [
 Column = NDArray[Any]
 COLUMNS = ("labels", "scores", "predictions", "weights")
 OPTIONAL_COLUMNS = ("predictions", "weights")
-HEADER_FIELDS = ("task", "classes", "options", "model")
+HEADER_FIELDS = ("task", "classes", "options", "model", "baseline")
 REQUEST_FIELDS = (
     *HEADER_FIELDS,
     *COLUMNS,
     "label_names",
     *(f"{name}_f64" for name in COLUMNS),
-    "baseline",
     "challenger",
 )
+BASELINE_COLUMNS = ("labels", "scores", "weights")
+BASELINE_SUMMARY = ("roc_auc", "roc_auc_variance", "n_positive", "n_negative")
+BASELINE_FIELDS = tuple(f.name for f in pb.Baseline.DESCRIPTOR.fields)
+CHALLENGER_FIELDS = tuple(f.name for f in pb.Challenger.DESCRIPTOR.fields)
 BATCH_FIELDS = (*COLUMNS, "label_names", *(f"{name}_f64" for name in COLUMNS))
 MODEL_FIELDS = ("name", "version", "segment")
 OPTION_FIELDS = tuple(f.name for f in pb.Options.DESCRIPTOR.fields)
@@ -75,6 +78,9 @@ class Header:
     options: dict[str, Any] = field(default_factory=dict)
     classes: tuple[str, ...] | None = None
     model: ModelRef | None = None
+    # The drift baseline: summary numbers as sent, payload columns as numpy arrays (checked by
+    # the core, which names the field).
+    baseline: dict[str, Any] | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -98,7 +104,6 @@ class Batch:
 class Request:
     header: Header
     batch: Batch
-    baseline: dict[str, Any] | None = None
     challenger: dict[str, Any] | None = None
 
 
@@ -242,20 +247,46 @@ def header_from_json(body: Mapping[str, Any], settings: Settings) -> Header:
         if not raw_model.get("name"):
             raise MalformedRequestError("model.name", "is required when model is given")
         model = ModelRef(**raw_model)
-    return Header(task=task, options=dict(options), classes=classes, model=model)
+    baseline = None if body.get("baseline") is None else _baseline_from_json(body, settings)
+    return Header(task=task, options=dict(options), classes=classes, model=model, baseline=baseline)
+
+
+def _baseline_from_json(body: Mapping[str, Any], settings: Settings) -> dict[str, Any]:
+    raw = _object("baseline", body["baseline"])
+    _unknown("baseline", raw, BASELINE_FIELDS)
+    baseline = {k: v for k, v in raw.items() if k in BASELINE_SUMMARY and v is not None}
+    for name in BASELINE_COLUMNS:
+        where = f"baseline.{name}"
+        column = _pick(
+            where,
+            _json_column(where, raw.get(name), settings),
+            _json_raw(f"{where}_f64", raw.get(f"{name}_f64"), settings),
+        )
+        if column is not None and column.size:
+            baseline[name] = column
+    return baseline
+
+
+def _challenger_from_json(value: Any, settings: Settings) -> dict[str, Any]:
+    raw = _object("challenger", value)
+    _unknown("challenger", raw, CHALLENGER_FIELDS)
+    scores = _pick(
+        "challenger.scores",
+        _json_column("challenger.scores", raw.get("scores"), settings),
+        _json_raw("challenger.scores_f64", raw.get("scores_f64"), settings),
+    )
+    return {"scores": scores}
 
 
 def request_from_json(body: Any, settings: Settings) -> Request:
     """A whole ``POST /v1/evaluate`` JSON body."""
     body = _object("body", body)
     _unknown("", body, REQUEST_FIELDS)
-    baseline = body.get("baseline")
     challenger = body.get("challenger")
     return Request(
         header=header_from_json(body, settings),
         batch=batch_from_json(body, settings),
-        baseline=None if baseline is None else _object("baseline", baseline),
-        challenger=None if challenger is None else _object("challenger", challenger),
+        challenger=None if challenger is None else _challenger_from_json(challenger, settings),
     )
 
 
@@ -357,15 +388,17 @@ def _flat_numbers(array: Any) -> bool:
 # --- protobuf ---------------------------------------------------------------------------------
 
 
-def _proto_column(message: Message, name: str, settings: Settings) -> Column | None:
+def _proto_column(
+    message: Message, name: str, settings: Settings, *, where: str = ""
+) -> Column | None:
     packed = getattr(message, name)
     raw = getattr(message, f"{name}_f64")
     if len(packed) and len(raw):
-        raise MalformedRequestError(name, f"send {name} or {name}_f64, not both")
+        raise MalformedRequestError(f"{where}{name}", f"send {name} or {name}_f64, not both")
     if len(raw):
-        return _raw_column(f"{name}_f64", raw, settings)
+        return _raw_column(f"{where}{name}_f64", raw, settings)
     if len(packed):
-        _check_rows(name, len(packed), settings)
+        _check_rows(f"{where}{name}", len(packed), settings)
         return np.asarray(packed, dtype=np.float64)
     return None
 
@@ -405,11 +438,23 @@ def header_from_proto(message: pb.EvaluateRequest | pb.StreamHeader, settings: S
         if not message.model.name:
             raise MalformedRequestError("model.name", "is required when model is given")
         model = ModelRef(message.model.name, message.model.version, message.model.segment)
+    baseline = None
+    if message.HasField("baseline"):
+        baseline = {
+            name: value
+            for name, value in _fields(message.baseline).items()
+            if name in BASELINE_SUMMARY
+        }
+        for name in BASELINE_COLUMNS:
+            column = _proto_column(message.baseline, name, settings, where="baseline.")
+            if column is not None and column.size:
+                baseline[name] = column
     return Header(
         task=task,
         options=_options_from_proto(message.options),
         classes=classes,
         model=model,
+        baseline=baseline,
     )
 
 
@@ -421,21 +466,12 @@ def _fields(message: Message) -> dict[str, Any]:
 
 
 def request_from_proto(message: pb.EvaluateRequest, settings: Settings) -> Request:
-    baseline = None
-    if message.HasField("baseline"):
-        baseline = _fields(message.baseline)
-        for name in ("labels", "scores"):
-            column = _proto_column(message.baseline, name, settings)
-            baseline.pop(f"{name}_f64", None)
-            if column is not None:
-                baseline[name] = column
     challenger = None
     if message.HasField("challenger"):
-        scores = _proto_column(message.challenger, "scores", settings)
+        scores = _proto_column(message.challenger, "scores", settings, where="challenger.")
         challenger = {"scores": scores}
     return Request(
         header=header_from_proto(message, settings),
         batch=batch_from_proto(message, settings),
-        baseline=baseline,
         challenger=challenger,
     )

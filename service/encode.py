@@ -7,6 +7,7 @@ from typing import Any
 
 import numpy as np
 from evalserve.v1 import evaluation_pb2 as pb
+from google.protobuf.message import Message
 
 from core import CATALOG, EvaluationResult, MetricInfo
 
@@ -39,7 +40,46 @@ def result_to_proto(result: EvaluationResult) -> pb.EvaluateResponse:
         for key, value in row.items():
             if key != "class" and isinstance(value, (int, float)):
                 entry.metrics[key] = float(value)
+    for name, interval in result.intervals.items():
+        response.intervals[name].CopyFrom(pb.Interval(**interval))
+    for name, test in result.drift.items():
+        response.drift[name].CopyFrom(pb.DriftTest(**_set_fields(test)))
+    for name, test in result.comparison.items():
+        response.comparison[name].CopyFrom(pb.Comparison(**_set_fields(test)))
     return response
+
+
+def _set_fields(test: dict[str, Any]) -> dict[str, Any]:
+    """A test's fields without the None ones: unset optional fields in protobuf."""
+    return {key: value for key, value in test.items() if value is not None}
+
+
+# Every field of a test entry, in the JSON shape (unset optional fields are null).
+DRIFT_KEYS = tuple(f.name for f in pb.DriftTest.DESCRIPTOR.fields)
+COMPARISON_KEYS = tuple(f.name for f in pb.Comparison.DESCRIPTOR.fields)
+
+
+def _message_to_json(message: Message, keys: tuple[str, ...]) -> dict[str, Any]:
+    return {
+        key: getattr(message, key)
+        if not message.DESCRIPTOR.fields_by_name[key].has_presence or message.HasField(key)
+        else None
+        for key in keys
+    }
+
+
+def _interval_to_json(interval: pb.Interval) -> dict[str, Any]:
+    entry: dict[str, Any] = {
+        "lower": interval.lower,
+        "upper": interval.upper,
+        "level": interval.level,
+        "method": interval.method,
+        "std_error": interval.std_error,
+    }
+    for key in ("replicates", "seed"):
+        if interval.HasField(key):
+            entry[key] = getattr(interval, key)
+    return entry
 
 
 def _catalog_entry(info: MetricInfo) -> dict[str, Any]:
@@ -100,9 +140,11 @@ def proto_to_json(response: pb.EvaluateResponse) -> dict[str, Any]:
             for row in response.per_class
         ],
         "curves": curves,
-        "intervals": {},
-        "drift": {},
-        "comparison": {},
+        "intervals": {k: _interval_to_json(v) for k, v in response.intervals.items()},
+        "drift": {k: _message_to_json(v, DRIFT_KEYS) for k, v in response.drift.items()},
+        "comparison": {
+            k: _message_to_json(v, COMPARISON_KEYS) for k, v in response.comparison.items()
+        },
         "conventions": dict(response.conventions),
         "warnings": list(response.warnings),
     }

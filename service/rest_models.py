@@ -73,6 +73,19 @@ class Options(_Strict):
     calibration_bins: int | None = Field(
         None, description="equal-width bins of the expected calibration error (10)"
     )
+    auc_interval: Literal["wald", "logit"] | None = Field(
+        None, description='DeLong interval of the ROC AUC: "wald" (as pROC; default) or "logit"'
+    )
+    alpha: float | None = Field(
+        None, description="significance level of the drift and challenger tests (0.05)"
+    )
+    drift_min_samples: float | None = Field(
+        None, description="fewest positives and negatives (each) for a test verdict (20)"
+    )
+    bootstrap_replicates: int | None = Field(
+        None, description="replicates of the bootstrap intervals; 0 skips them (200)"
+    )
+    bootstrap_seed: int | None = Field(None, description="seed of the bootstrap (0)")
 
 
 class Model(_Strict):
@@ -94,6 +107,8 @@ class Baseline(_Strict):
     scores: list[float] | None = None
     labels_f64: str | None = _raw("labels")
     scores_f64: str | None = _raw("scores")
+    weights: list[float] | None = None
+    weights_f64: str | None = _raw("weights")
 
 
 class Challenger(_Strict):
@@ -153,6 +168,7 @@ class StreamHeaderLine(StreamBatchLine):
     classes: list[str] | None = None
     options: Options | None = None
     model: Model | None = None
+    baseline: Baseline | None = None
 
 
 class RocCurve(BaseModel):
@@ -176,30 +192,41 @@ class Interval(BaseModel):
     lower: float
     upper: float
     level: float
-    method: str
+    method: str = Field(description='"delong", "delong-logit", "wilson" or "bootstrap-percentile"')
     std_error: float | None = None
+    replicates: int | None = Field(None, description="bootstrap replicates (bootstrap only)")
+    seed: int | None = Field(None, description="bootstrap seed (bootstrap only)")
 
 
 class DriftTest(BaseModel):
-    """The current metric against the baseline's (unpaired)."""
+    """The current metric against the baseline's (unpaired). Without a verdict (status
+    "insufficient_data" or "undefined") the numbers are null and ``reason`` says why."""
 
     baseline: float
-    delta: float
-    z: float
-    p_value: float
-    significant: bool
+    delta: float | None
+    z: float | None
+    p_value: float | None
+    significant: bool | None
     method: str
+    df: float | None = Field(description="Welch-Satterthwaite degrees of freedom, or null: normal")
+    std_error: float | None
+    status: Literal["ok", "insufficient_data", "undefined"]
+    reason: str | None
 
 
 class Comparison(BaseModel):
     """The challenger's metric against the champion's on the same rows (paired)."""
 
-    challenger: float
-    delta: float
-    z: float
-    p_value: float
-    significant: bool
+    challenger: float | None
+    delta: float | None
+    z: float | None
+    p_value: float | None
+    significant: bool | None
     method: str
+    std_error: float | None
+    status: Literal["ok", "insufficient_data", "undefined"]
+    reason: str | None
+    df: float | None = Field(description="always null: the paired test is normal")
 
 
 class EvaluateResponse(BaseModel):

@@ -15,6 +15,7 @@ from core import (
     BinaryStats,
     EvaluationResult,
     InvalidInputError,
+    check_baseline,
     evaluate,
     evaluate_binary_stats,
     parse_options,
@@ -40,7 +41,7 @@ def evaluate_request(request: Request) -> EvaluationResult:
         y_pred=batch.predictions,
         sample_weight=batch.weights,
         options=header.options,
-        baseline=request.baseline,
+        baseline=header.baseline,
         challenger=request.challenger,
     )
 
@@ -65,6 +66,8 @@ class StreamAccumulator:
             )
         self.header = header
         self.options = parse_options(header.options)
+        if header.baseline is not None:
+            check_baseline(header.baseline, self.options)  # now, not after the last batch
         self.max_rows = settings.max_stream_rows
         self.max_distinct = settings.max_stream_distinct_scores
         self.levels: list[BinaryStats] = []
@@ -102,7 +105,12 @@ class StreamAccumulator:
     def finish(self) -> EvaluationResult:
         if self.n_rows == 0:
             raise StreamProtocolError("rows", "the stream carried a header but no rows")
-        return evaluate_binary_stats(self._merged(), self.options, predictions=self.predictions)
+        return evaluate_binary_stats(
+            self._merged(),
+            self.options,
+            predictions=self.predictions,
+            baseline=self.header.baseline,
+        )
 
     def _push(self, stats: BinaryStats, where: str) -> None:
         while self.levels and self.levels[-1].n_distinct <= 2 * stats.n_distinct:

@@ -11,7 +11,10 @@ from numpy.typing import NDArray
 from core._curves import sample_along
 from core._options import Options
 from core._result import MetricSink
+from core.binary._bootstrap import bootstrap_intervals
 from core.binary._calibration import calibration_metrics
+from core.binary._delong import placements
+from core.binary._intervals import auc_interval, wilson_intervals
 from core.binary._precision_recall import head_counts, pr_areas
 from core.binary._ranked import Hits, Ranked, hits, rank
 from core.binary._ranking import f1_optimal_threshold, ks_and_youden, partial_roc_auc, roc_auc
@@ -57,7 +60,9 @@ def compute(
         tp, fp = ranked.counts_at(options.threshold)
     else:
         tp, fp = rank(predictions).counts_at(0.5)
-    confusion_metrics(sink, tp, fp, ranked.negatives - fp, ranked.positives - tp, beta=options.beta)
+    tn, fn = ranked.negatives - fp, ranked.positives - tp
+    confusion_metrics(sink, tp, fp, tn, fn, beta=options.beta)
+    wilson_intervals(sink.intervals, sink, (tp, fp, tn, fn), options.confidence_level)
     hit = hits(ranked)
     curves: Curves = {}
     if ranked.positives == 0 or ranked.negatives == 0:
@@ -69,6 +74,7 @@ def compute(
         sink.warn(f"ranking metrics are undefined: {reason}")
     else:
         curves = _ranking_metrics(sink, ranked, hit, options)
+        _ranking_intervals(sink, stats, options, (tp, fp))
     _head_metrics(sink, ranked, options)
     if ranked.size:
         calibration_metrics(sink, ranked, hit, bins=options.calibration_bins)
@@ -92,6 +98,29 @@ def _ranking_metrics(sink: MetricSink, ranked: Ranked, hit: Hits, options: Optio
     if options.max_curve_points == 0:
         return {}
     return _curves(ranked, options.max_curve_points)
+
+
+def _ranking_intervals(
+    sink: MetricSink, stats: BinaryStats, options: Options, confusion: tuple[float, float]
+) -> None:
+    """DeLong's interval of the AUC and the bootstrap intervals (both classes present)."""
+    interval = auc_interval(placements(stats), options.confidence_level, options.auc_interval)
+    if isinstance(interval, str):
+        sink.warn(f"no interval for roc_auc: {interval}")
+    else:
+        sink.intervals["roc_auc"] = interval
+    if options.bootstrap_replicates:
+        exact = {name: value for name, value in sink.metrics.items() if value is not None}
+        sink.intervals.update(
+            bootstrap_intervals(
+                stats,
+                exact,
+                confusion,
+                replicates=options.bootstrap_replicates,
+                seed=options.bootstrap_seed,
+                level=options.confidence_level,
+            )
+        )
 
 
 def _curves(ranked: Ranked, max_points: int) -> Curves:

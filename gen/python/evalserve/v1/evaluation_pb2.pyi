@@ -58,6 +58,11 @@ class Options(_message.Message):
     CONFIDENCE_LEVEL_FIELD_NUMBER: _builtins.int
     N_PARAMS_FIELD_NUMBER: _builtins.int
     CALIBRATION_BINS_FIELD_NUMBER: _builtins.int
+    AUC_INTERVAL_FIELD_NUMBER: _builtins.int
+    ALPHA_FIELD_NUMBER: _builtins.int
+    DRIFT_MIN_SAMPLES_FIELD_NUMBER: _builtins.int
+    BOOTSTRAP_REPLICATES_FIELD_NUMBER: _builtins.int
+    BOOTSTRAP_SEED_FIELD_NUMBER: _builtins.int
     threshold: _builtins.float
     """A score >= threshold is predicted positive (default 0.5)."""
     beta: _builtins.float
@@ -72,6 +77,16 @@ class Options(_message.Message):
     """Parameters of a regression model, for adjusted R2, AIC, BIC and Mallows' Cp."""
     calibration_bins: _builtins.int
     """Equal-width bins of the expected calibration error (default 10)."""
+    auc_interval: _builtins.str
+    """DeLong interval of the ROC AUC: "wald" (default, as pROC) or "logit"."""
+    alpha: _builtins.float
+    """Significance level of the drift test and the challenger comparison (default 0.05)."""
+    drift_min_samples: _builtins.float
+    """Fewest positives and negatives (each) for a drift or comparison verdict (default 20)."""
+    bootstrap_replicates: _builtins.int
+    """Replicates of the bootstrap intervals; 0 skips them (default 200)."""
+    bootstrap_seed: _builtins.int
+    """Seed of the bootstrap (default 0): the same request gives the same intervals."""
     @_builtins.property
     def top_k(self) -> _containers.RepeatedScalarFieldContainer[_builtins.int]:
         """k of multiclass top-k accuracy (default 1 and 5)."""
@@ -92,17 +107,32 @@ class Options(_message.Message):
         confidence_level: _builtins.float | None = ...,
         n_params: _builtins.int | None = ...,
         calibration_bins: _builtins.int | None = ...,
+        auc_interval: _builtins.str | None = ...,
+        alpha: _builtins.float | None = ...,
+        drift_min_samples: _builtins.float | None = ...,
+        bootstrap_replicates: _builtins.int | None = ...,
+        bootstrap_seed: _builtins.int | None = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _typing.Literal["_beta", b"_beta", "_calibration_bins", b"_calibration_bins", "_confidence_level", b"_confidence_level", "_max_curve_points", b"_max_curve_points", "_max_fpr", b"_max_fpr", "_n_params", b"_n_params", "_threshold", b"_threshold", "beta", b"beta", "calibration_bins", b"calibration_bins", "confidence_level", b"confidence_level", "max_curve_points", b"max_curve_points", "max_fpr", b"max_fpr", "n_params", b"n_params", "threshold", b"threshold"]  # noqa: Y015
+    _HasFieldArgType: _TypeAlias = _typing.Literal["_alpha", b"_alpha", "_auc_interval", b"_auc_interval", "_beta", b"_beta", "_bootstrap_replicates", b"_bootstrap_replicates", "_bootstrap_seed", b"_bootstrap_seed", "_calibration_bins", b"_calibration_bins", "_confidence_level", b"_confidence_level", "_drift_min_samples", b"_drift_min_samples", "_max_curve_points", b"_max_curve_points", "_max_fpr", b"_max_fpr", "_n_params", b"_n_params", "_threshold", b"_threshold", "alpha", b"alpha", "auc_interval", b"auc_interval", "beta", b"beta", "bootstrap_replicates", b"bootstrap_replicates", "bootstrap_seed", b"bootstrap_seed", "calibration_bins", b"calibration_bins", "confidence_level", b"confidence_level", "drift_min_samples", b"drift_min_samples", "max_curve_points", b"max_curve_points", "max_fpr", b"max_fpr", "n_params", b"n_params", "threshold", b"threshold"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["_beta", b"_beta", "_calibration_bins", b"_calibration_bins", "_confidence_level", b"_confidence_level", "_max_curve_points", b"_max_curve_points", "_max_fpr", b"_max_fpr", "_n_params", b"_n_params", "_threshold", b"_threshold", "beta", b"beta", "calibration_bins", b"calibration_bins", "confidence_level", b"confidence_level", "head_k", b"head_k", "max_curve_points", b"max_curve_points", "max_fpr", b"max_fpr", "n_params", b"n_params", "threshold", b"threshold", "top_k", b"top_k"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["_alpha", b"_alpha", "_auc_interval", b"_auc_interval", "_beta", b"_beta", "_bootstrap_replicates", b"_bootstrap_replicates", "_bootstrap_seed", b"_bootstrap_seed", "_calibration_bins", b"_calibration_bins", "_confidence_level", b"_confidence_level", "_drift_min_samples", b"_drift_min_samples", "_max_curve_points", b"_max_curve_points", "_max_fpr", b"_max_fpr", "_n_params", b"_n_params", "_threshold", b"_threshold", "alpha", b"alpha", "auc_interval", b"auc_interval", "beta", b"beta", "bootstrap_replicates", b"bootstrap_replicates", "bootstrap_seed", b"bootstrap_seed", "calibration_bins", b"calibration_bins", "confidence_level", b"confidence_level", "drift_min_samples", b"drift_min_samples", "head_k", b"head_k", "max_curve_points", b"max_curve_points", "max_fpr", b"max_fpr", "n_params", b"n_params", "threshold", b"threshold", "top_k", b"top_k"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    _WhichOneofReturnType__alpha: _TypeAlias = _typing.Literal["alpha"]  # noqa: Y015
+    _WhichOneofArgType__alpha: _TypeAlias = _typing.Literal["_alpha", b"_alpha"]  # noqa: Y015
+    _WhichOneofReturnType__auc_interval: _TypeAlias = _typing.Literal["auc_interval"]  # noqa: Y015
+    _WhichOneofArgType__auc_interval: _TypeAlias = _typing.Literal["_auc_interval", b"_auc_interval"]  # noqa: Y015
     _WhichOneofReturnType__beta: _TypeAlias = _typing.Literal["beta"]  # noqa: Y015
     _WhichOneofArgType__beta: _TypeAlias = _typing.Literal["_beta", b"_beta"]  # noqa: Y015
+    _WhichOneofReturnType__bootstrap_replicates: _TypeAlias = _typing.Literal["bootstrap_replicates"]  # noqa: Y015
+    _WhichOneofArgType__bootstrap_replicates: _TypeAlias = _typing.Literal["_bootstrap_replicates", b"_bootstrap_replicates"]  # noqa: Y015
+    _WhichOneofReturnType__bootstrap_seed: _TypeAlias = _typing.Literal["bootstrap_seed"]  # noqa: Y015
+    _WhichOneofArgType__bootstrap_seed: _TypeAlias = _typing.Literal["_bootstrap_seed", b"_bootstrap_seed"]  # noqa: Y015
     _WhichOneofReturnType__calibration_bins: _TypeAlias = _typing.Literal["calibration_bins"]  # noqa: Y015
     _WhichOneofArgType__calibration_bins: _TypeAlias = _typing.Literal["_calibration_bins", b"_calibration_bins"]  # noqa: Y015
     _WhichOneofReturnType__confidence_level: _TypeAlias = _typing.Literal["confidence_level"]  # noqa: Y015
     _WhichOneofArgType__confidence_level: _TypeAlias = _typing.Literal["_confidence_level", b"_confidence_level"]  # noqa: Y015
+    _WhichOneofReturnType__drift_min_samples: _TypeAlias = _typing.Literal["drift_min_samples"]  # noqa: Y015
+    _WhichOneofArgType__drift_min_samples: _TypeAlias = _typing.Literal["_drift_min_samples", b"_drift_min_samples"]  # noqa: Y015
     _WhichOneofReturnType__max_curve_points: _TypeAlias = _typing.Literal["max_curve_points"]  # noqa: Y015
     _WhichOneofArgType__max_curve_points: _TypeAlias = _typing.Literal["_max_curve_points", b"_max_curve_points"]  # noqa: Y015
     _WhichOneofReturnType__max_fpr: _TypeAlias = _typing.Literal["max_fpr"]  # noqa: Y015
@@ -112,11 +142,21 @@ class Options(_message.Message):
     _WhichOneofReturnType__threshold: _TypeAlias = _typing.Literal["threshold"]  # noqa: Y015
     _WhichOneofArgType__threshold: _TypeAlias = _typing.Literal["_threshold", b"_threshold"]  # noqa: Y015
     @_typing.overload
+    def WhichOneof(self, oneof_group: _WhichOneofArgType__alpha) -> _WhichOneofReturnType__alpha | None: ...
+    @_typing.overload
+    def WhichOneof(self, oneof_group: _WhichOneofArgType__auc_interval) -> _WhichOneofReturnType__auc_interval | None: ...
+    @_typing.overload
     def WhichOneof(self, oneof_group: _WhichOneofArgType__beta) -> _WhichOneofReturnType__beta | None: ...
+    @_typing.overload
+    def WhichOneof(self, oneof_group: _WhichOneofArgType__bootstrap_replicates) -> _WhichOneofReturnType__bootstrap_replicates | None: ...
+    @_typing.overload
+    def WhichOneof(self, oneof_group: _WhichOneofArgType__bootstrap_seed) -> _WhichOneofReturnType__bootstrap_seed | None: ...
     @_typing.overload
     def WhichOneof(self, oneof_group: _WhichOneofArgType__calibration_bins) -> _WhichOneofReturnType__calibration_bins | None: ...
     @_typing.overload
     def WhichOneof(self, oneof_group: _WhichOneofArgType__confidence_level) -> _WhichOneofReturnType__confidence_level | None: ...
+    @_typing.overload
+    def WhichOneof(self, oneof_group: _WhichOneofArgType__drift_min_samples) -> _WhichOneofReturnType__drift_min_samples | None: ...
     @_typing.overload
     def WhichOneof(self, oneof_group: _WhichOneofArgType__max_curve_points) -> _WhichOneofReturnType__max_curve_points | None: ...
     @_typing.overload
@@ -175,16 +215,24 @@ class Baseline(_message.Message):
     SCORES_FIELD_NUMBER: _builtins.int
     LABELS_F64_FIELD_NUMBER: _builtins.int
     SCORES_F64_FIELD_NUMBER: _builtins.int
+    WEIGHTS_FIELD_NUMBER: _builtins.int
+    WEIGHTS_F64_FIELD_NUMBER: _builtins.int
     roc_auc: _builtins.float
+    """A summary: the baseline AUC with its variance, or with its class counts."""
     roc_auc_variance: _builtins.float
     n_positive: _builtins.float
     n_negative: _builtins.float
     labels_f64: _builtins.bytes
     scores_f64: _builtins.bytes
+    weights_f64: _builtins.bytes
     @_builtins.property
-    def labels(self) -> _containers.RepeatedScalarFieldContainer[_builtins.float]: ...
+    def labels(self) -> _containers.RepeatedScalarFieldContainer[_builtins.float]:
+        """Or a reference payload: labels and scores (and optional weights) of the baseline period."""
+
     @_builtins.property
     def scores(self) -> _containers.RepeatedScalarFieldContainer[_builtins.float]: ...
+    @_builtins.property
+    def weights(self) -> _containers.RepeatedScalarFieldContainer[_builtins.float]: ...
     def __init__(
         self,
         *,
@@ -196,10 +244,12 @@ class Baseline(_message.Message):
         scores: _abc.Iterable[_builtins.float] | None = ...,
         labels_f64: _builtins.bytes = ...,
         scores_f64: _builtins.bytes = ...,
+        weights: _abc.Iterable[_builtins.float] | None = ...,
+        weights_f64: _builtins.bytes = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _typing.Literal["_n_negative", b"_n_negative", "_n_positive", b"_n_positive", "_roc_auc", b"_roc_auc", "_roc_auc_variance", b"_roc_auc_variance", "n_negative", b"n_negative", "n_positive", b"n_positive", "roc_auc", b"roc_auc", "roc_auc_variance", b"roc_auc_variance"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["_n_negative", b"_n_negative", "_n_positive", b"_n_positive", "_roc_auc", b"_roc_auc", "_roc_auc_variance", b"_roc_auc_variance", "labels", b"labels", "labels_f64", b"labels_f64", "n_negative", b"n_negative", "n_positive", b"n_positive", "roc_auc", b"roc_auc", "roc_auc_variance", b"roc_auc_variance", "scores", b"scores", "scores_f64", b"scores_f64"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["_n_negative", b"_n_negative", "_n_positive", b"_n_positive", "_roc_auc", b"_roc_auc", "_roc_auc_variance", b"_roc_auc_variance", "labels", b"labels", "labels_f64", b"labels_f64", "n_negative", b"n_negative", "n_positive", b"n_positive", "roc_auc", b"roc_auc", "roc_auc_variance", b"roc_auc_variance", "scores", b"scores", "scores_f64", b"scores_f64", "weights", b"weights", "weights_f64", b"weights_f64"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     _WhichOneofReturnType__n_negative: _TypeAlias = _typing.Literal["n_negative"]  # noqa: Y015
     _WhichOneofArgType__n_negative: _TypeAlias = _typing.Literal["_n_negative", b"_n_negative"]  # noqa: Y015
@@ -340,6 +390,7 @@ class StreamHeader(_message.Message):
     CLASSES_FIELD_NUMBER: _builtins.int
     OPTIONS_FIELD_NUMBER: _builtins.int
     MODEL_FIELD_NUMBER: _builtins.int
+    BASELINE_FIELD_NUMBER: _builtins.int
     task: Global___Task.ValueType
     @_builtins.property
     def classes(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]: ...
@@ -347,6 +398,10 @@ class StreamHeader(_message.Message):
     def options(self) -> Global___Options: ...
     @_builtins.property
     def model(self) -> Global___Model: ...
+    @_builtins.property
+    def baseline(self) -> Global___Baseline:
+        """Optional drift test of the whole stream against this baseline."""
+
     def __init__(
         self,
         *,
@@ -354,10 +409,11 @@ class StreamHeader(_message.Message):
         classes: _abc.Iterable[_builtins.str] | None = ...,
         options: Global___Options | None = ...,
         model: Global___Model | None = ...,
+        baseline: Global___Baseline | None = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _typing.Literal["model", b"model", "options", b"options"]  # noqa: Y015
+    _HasFieldArgType: _TypeAlias = _typing.Literal["baseline", b"baseline", "model", b"model", "options", b"options"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["classes", b"classes", "model", b"model", "options", b"options", "task", b"task"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["baseline", b"baseline", "classes", b"classes", "model", b"model", "options", b"options", "task", b"task"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
@@ -508,11 +564,18 @@ class Interval(_message.Message):
     LEVEL_FIELD_NUMBER: _builtins.int
     METHOD_FIELD_NUMBER: _builtins.int
     STD_ERROR_FIELD_NUMBER: _builtins.int
+    REPLICATES_FIELD_NUMBER: _builtins.int
+    SEED_FIELD_NUMBER: _builtins.int
     lower: _builtins.float
     upper: _builtins.float
     level: _builtins.float
     method: _builtins.str
+    """"delong", "delong-logit", "wilson" or "bootstrap-percentile"."""
     std_error: _builtins.float
+    """Standard error of the metric (bootstrap: the replicates' standard deviation)."""
+    replicates: _builtins.int
+    """Bootstrap only: replicates and seed."""
+    seed: _builtins.int
     def __init__(
         self,
         *,
@@ -521,18 +584,30 @@ class Interval(_message.Message):
         level: _builtins.float = ...,
         method: _builtins.str = ...,
         std_error: _builtins.float = ...,
+        replicates: _builtins.int | None = ...,
+        seed: _builtins.int | None = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    _HasFieldArgType: _TypeAlias = _typing.Literal["_replicates", b"_replicates", "_seed", b"_seed", "replicates", b"replicates", "seed", b"seed"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["level", b"level", "lower", b"lower", "method", b"method", "std_error", b"std_error", "upper", b"upper"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["_replicates", b"_replicates", "_seed", b"_seed", "level", b"level", "lower", b"lower", "method", b"method", "replicates", b"replicates", "seed", b"seed", "std_error", b"std_error", "upper", b"upper"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
-    def WhichOneof(self, oneof_group: _Never) -> None: ...
+    _WhichOneofReturnType__replicates: _TypeAlias = _typing.Literal["replicates"]  # noqa: Y015
+    _WhichOneofArgType__replicates: _TypeAlias = _typing.Literal["_replicates", b"_replicates"]  # noqa: Y015
+    _WhichOneofReturnType__seed: _TypeAlias = _typing.Literal["seed"]  # noqa: Y015
+    _WhichOneofArgType__seed: _TypeAlias = _typing.Literal["_seed", b"_seed"]  # noqa: Y015
+    @_typing.overload
+    def WhichOneof(self, oneof_group: _WhichOneofArgType__replicates) -> _WhichOneofReturnType__replicates | None: ...
+    @_typing.overload
+    def WhichOneof(self, oneof_group: _WhichOneofArgType__seed) -> _WhichOneofReturnType__seed | None: ...
 
 Global___Interval: _TypeAlias = Interval  # noqa: Y015
 
 @_typing.final
 class DriftTest(_message.Message):
-    """DriftTest compares the current metric with the baseline's (unpaired)."""
+    """DriftTest compares the current metric with the baseline's (unpaired). Without a verdict
+    (status "insufficient_data" or "undefined") delta, z, df, p_value, significant and std_error
+    are unset and `reason` says why.
+    """
 
     DESCRIPTOR: _descriptor.Descriptor
 
@@ -542,27 +617,68 @@ class DriftTest(_message.Message):
     P_VALUE_FIELD_NUMBER: _builtins.int
     SIGNIFICANT_FIELD_NUMBER: _builtins.int
     METHOD_FIELD_NUMBER: _builtins.int
+    DF_FIELD_NUMBER: _builtins.int
+    STD_ERROR_FIELD_NUMBER: _builtins.int
+    STATUS_FIELD_NUMBER: _builtins.int
+    REASON_FIELD_NUMBER: _builtins.int
     baseline: _builtins.float
     delta: _builtins.float
     z: _builtins.float
     p_value: _builtins.float
     significant: _builtins.bool
     method: _builtins.str
+    df: _builtins.float
+    """Welch-Satterthwaite degrees of freedom of the t test (payload baselines only)."""
+    std_error: _builtins.float
+    status: _builtins.str
+    """"ok", "insufficient_data" or "undefined"."""
+    reason: _builtins.str
     def __init__(
         self,
         *,
         baseline: _builtins.float = ...,
-        delta: _builtins.float = ...,
-        z: _builtins.float = ...,
-        p_value: _builtins.float = ...,
-        significant: _builtins.bool = ...,
+        delta: _builtins.float | None = ...,
+        z: _builtins.float | None = ...,
+        p_value: _builtins.float | None = ...,
+        significant: _builtins.bool | None = ...,
         method: _builtins.str = ...,
+        df: _builtins.float | None = ...,
+        std_error: _builtins.float | None = ...,
+        status: _builtins.str = ...,
+        reason: _builtins.str | None = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    _HasFieldArgType: _TypeAlias = _typing.Literal["_delta", b"_delta", "_df", b"_df", "_p_value", b"_p_value", "_reason", b"_reason", "_significant", b"_significant", "_std_error", b"_std_error", "_z", b"_z", "delta", b"delta", "df", b"df", "p_value", b"p_value", "reason", b"reason", "significant", b"significant", "std_error", b"std_error", "z", b"z"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["baseline", b"baseline", "delta", b"delta", "method", b"method", "p_value", b"p_value", "significant", b"significant", "z", b"z"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["_delta", b"_delta", "_df", b"_df", "_p_value", b"_p_value", "_reason", b"_reason", "_significant", b"_significant", "_std_error", b"_std_error", "_z", b"_z", "baseline", b"baseline", "delta", b"delta", "df", b"df", "method", b"method", "p_value", b"p_value", "reason", b"reason", "significant", b"significant", "status", b"status", "std_error", b"std_error", "z", b"z"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
-    def WhichOneof(self, oneof_group: _Never) -> None: ...
+    _WhichOneofReturnType__delta: _TypeAlias = _typing.Literal["delta"]  # noqa: Y015
+    _WhichOneofArgType__delta: _TypeAlias = _typing.Literal["_delta", b"_delta"]  # noqa: Y015
+    _WhichOneofReturnType__df: _TypeAlias = _typing.Literal["df"]  # noqa: Y015
+    _WhichOneofArgType__df: _TypeAlias = _typing.Literal["_df", b"_df"]  # noqa: Y015
+    _WhichOneofReturnType__p_value: _TypeAlias = _typing.Literal["p_value"]  # noqa: Y015
+    _WhichOneofArgType__p_value: _TypeAlias = _typing.Literal["_p_value", b"_p_value"]  # noqa: Y015
+    _WhichOneofReturnType__reason: _TypeAlias = _typing.Literal["reason"]  # noqa: Y015
+    _WhichOneofArgType__reason: _TypeAlias = _typing.Literal["_reason", b"_reason"]  # noqa: Y015
+    _WhichOneofReturnType__significant: _TypeAlias = _typing.Literal["significant"]  # noqa: Y015
+    _WhichOneofArgType__significant: _TypeAlias = _typing.Literal["_significant", b"_significant"]  # noqa: Y015
+    _WhichOneofReturnType__std_error: _TypeAlias = _typing.Literal["std_error"]  # noqa: Y015
+    _WhichOneofArgType__std_error: _TypeAlias = _typing.Literal["_std_error", b"_std_error"]  # noqa: Y015
+    _WhichOneofReturnType__z: _TypeAlias = _typing.Literal["z"]  # noqa: Y015
+    _WhichOneofArgType__z: _TypeAlias = _typing.Literal["_z", b"_z"]  # noqa: Y015
+    @_typing.overload
+    def WhichOneof(self, oneof_group: _WhichOneofArgType__delta) -> _WhichOneofReturnType__delta | None: ...
+    @_typing.overload
+    def WhichOneof(self, oneof_group: _WhichOneofArgType__df) -> _WhichOneofReturnType__df | None: ...
+    @_typing.overload
+    def WhichOneof(self, oneof_group: _WhichOneofArgType__p_value) -> _WhichOneofReturnType__p_value | None: ...
+    @_typing.overload
+    def WhichOneof(self, oneof_group: _WhichOneofArgType__reason) -> _WhichOneofReturnType__reason | None: ...
+    @_typing.overload
+    def WhichOneof(self, oneof_group: _WhichOneofArgType__significant) -> _WhichOneofReturnType__significant | None: ...
+    @_typing.overload
+    def WhichOneof(self, oneof_group: _WhichOneofArgType__std_error) -> _WhichOneofReturnType__std_error | None: ...
+    @_typing.overload
+    def WhichOneof(self, oneof_group: _WhichOneofArgType__z) -> _WhichOneofReturnType__z | None: ...
 
 Global___DriftTest: _TypeAlias = DriftTest  # noqa: Y015
 
@@ -578,27 +694,70 @@ class Comparison(_message.Message):
     P_VALUE_FIELD_NUMBER: _builtins.int
     SIGNIFICANT_FIELD_NUMBER: _builtins.int
     METHOD_FIELD_NUMBER: _builtins.int
+    STD_ERROR_FIELD_NUMBER: _builtins.int
+    STATUS_FIELD_NUMBER: _builtins.int
+    REASON_FIELD_NUMBER: _builtins.int
+    DF_FIELD_NUMBER: _builtins.int
     challenger: _builtins.float
     delta: _builtins.float
     z: _builtins.float
     p_value: _builtins.float
     significant: _builtins.bool
     method: _builtins.str
+    std_error: _builtins.float
+    status: _builtins.str
+    reason: _builtins.str
+    df: _builtins.float
     def __init__(
         self,
         *,
-        challenger: _builtins.float = ...,
-        delta: _builtins.float = ...,
-        z: _builtins.float = ...,
-        p_value: _builtins.float = ...,
-        significant: _builtins.bool = ...,
+        challenger: _builtins.float | None = ...,
+        delta: _builtins.float | None = ...,
+        z: _builtins.float | None = ...,
+        p_value: _builtins.float | None = ...,
+        significant: _builtins.bool | None = ...,
         method: _builtins.str = ...,
+        std_error: _builtins.float | None = ...,
+        status: _builtins.str = ...,
+        reason: _builtins.str | None = ...,
+        df: _builtins.float | None = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    _HasFieldArgType: _TypeAlias = _typing.Literal["_challenger", b"_challenger", "_delta", b"_delta", "_df", b"_df", "_p_value", b"_p_value", "_reason", b"_reason", "_significant", b"_significant", "_std_error", b"_std_error", "_z", b"_z", "challenger", b"challenger", "delta", b"delta", "df", b"df", "p_value", b"p_value", "reason", b"reason", "significant", b"significant", "std_error", b"std_error", "z", b"z"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["challenger", b"challenger", "delta", b"delta", "method", b"method", "p_value", b"p_value", "significant", b"significant", "z", b"z"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["_challenger", b"_challenger", "_delta", b"_delta", "_df", b"_df", "_p_value", b"_p_value", "_reason", b"_reason", "_significant", b"_significant", "_std_error", b"_std_error", "_z", b"_z", "challenger", b"challenger", "delta", b"delta", "df", b"df", "method", b"method", "p_value", b"p_value", "reason", b"reason", "significant", b"significant", "status", b"status", "std_error", b"std_error", "z", b"z"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
-    def WhichOneof(self, oneof_group: _Never) -> None: ...
+    _WhichOneofReturnType__challenger: _TypeAlias = _typing.Literal["challenger"]  # noqa: Y015
+    _WhichOneofArgType__challenger: _TypeAlias = _typing.Literal["_challenger", b"_challenger"]  # noqa: Y015
+    _WhichOneofReturnType__delta: _TypeAlias = _typing.Literal["delta"]  # noqa: Y015
+    _WhichOneofArgType__delta: _TypeAlias = _typing.Literal["_delta", b"_delta"]  # noqa: Y015
+    _WhichOneofReturnType__df: _TypeAlias = _typing.Literal["df"]  # noqa: Y015
+    _WhichOneofArgType__df: _TypeAlias = _typing.Literal["_df", b"_df"]  # noqa: Y015
+    _WhichOneofReturnType__p_value: _TypeAlias = _typing.Literal["p_value"]  # noqa: Y015
+    _WhichOneofArgType__p_value: _TypeAlias = _typing.Literal["_p_value", b"_p_value"]  # noqa: Y015
+    _WhichOneofReturnType__reason: _TypeAlias = _typing.Literal["reason"]  # noqa: Y015
+    _WhichOneofArgType__reason: _TypeAlias = _typing.Literal["_reason", b"_reason"]  # noqa: Y015
+    _WhichOneofReturnType__significant: _TypeAlias = _typing.Literal["significant"]  # noqa: Y015
+    _WhichOneofArgType__significant: _TypeAlias = _typing.Literal["_significant", b"_significant"]  # noqa: Y015
+    _WhichOneofReturnType__std_error: _TypeAlias = _typing.Literal["std_error"]  # noqa: Y015
+    _WhichOneofArgType__std_error: _TypeAlias = _typing.Literal["_std_error", b"_std_error"]  # noqa: Y015
+    _WhichOneofReturnType__z: _TypeAlias = _typing.Literal["z"]  # noqa: Y015
+    _WhichOneofArgType__z: _TypeAlias = _typing.Literal["_z", b"_z"]  # noqa: Y015
+    @_typing.overload
+    def WhichOneof(self, oneof_group: _WhichOneofArgType__challenger) -> _WhichOneofReturnType__challenger | None: ...
+    @_typing.overload
+    def WhichOneof(self, oneof_group: _WhichOneofArgType__delta) -> _WhichOneofReturnType__delta | None: ...
+    @_typing.overload
+    def WhichOneof(self, oneof_group: _WhichOneofArgType__df) -> _WhichOneofReturnType__df | None: ...
+    @_typing.overload
+    def WhichOneof(self, oneof_group: _WhichOneofArgType__p_value) -> _WhichOneofReturnType__p_value | None: ...
+    @_typing.overload
+    def WhichOneof(self, oneof_group: _WhichOneofArgType__reason) -> _WhichOneofReturnType__reason | None: ...
+    @_typing.overload
+    def WhichOneof(self, oneof_group: _WhichOneofArgType__significant) -> _WhichOneofReturnType__significant | None: ...
+    @_typing.overload
+    def WhichOneof(self, oneof_group: _WhichOneofArgType__std_error) -> _WhichOneofReturnType__std_error | None: ...
+    @_typing.overload
+    def WhichOneof(self, oneof_group: _WhichOneofArgType__z) -> _WhichOneofReturnType__z | None: ...
 
 Global___Comparison: _TypeAlias = Comparison  # noqa: Y015
 

@@ -1,0 +1,242 @@
+"""AUC drift against a baseline (unpaired) and champion vs challenger (paired): DeLong tests.
+
+Drift: the baseline is a reference payload (labels and scores: its AUC and DeLong variance are
+computed here), or a summary: its AUC with its variance, or with its class counts (then the
+variance is Hanley & McNeil's 1982 formula). The statistic is (AUC - AUC_baseline) / sqrt(V +
+V_baseline). Against a payload the p-value is pROC's unpaired ``roc.test``: Student's t with
+Welch-Satterthwaite degrees of freedom; against a summary, where no such degrees exist, the
+normal distribution.
+
+Challenger: a second model's scores on the same rows. The DeLong covariance of the two AUCs
+comes from the rows' placement values under each model; z = (AUC_challenger - AUC) /
+sqrt(V + V_challenger - 2 Cov), normal p-value (pROC's ``roc.test(paired = TRUE)``).
+
+Below ``drift_min_samples`` positives or negatives the result has ``status`` "insufficient_data"
+and no verdict (``significant`` None): a test on a handful of rows only raises false alarms.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from typing import Any
+
+import numpy as np
+from numpy.typing import NDArray
+
+from core._distributions import normal_two_sided_p, t_two_sided_p
+from core._errors import InvalidInputError
+from core._options import Options
+from core._validation import BinaryInputs, binary_inputs, finite_floats, same_length
+from core.binary._delong import Placements, placements
+from core.binary._stats import BinaryStats
+
+__all__ = ["BASELINE_FIELDS", "comparison_test", "drift_test"]
+
+Floats = NDArray[np.float64]
+Test = dict[str, Any]
+
+PAYLOAD_FIELDS = ("labels", "scores", "weights")
+SUMMARY_FIELDS = ("roc_auc", "roc_auc_variance", "n_positive", "n_negative")
+BASELINE_FIELDS = PAYLOAD_FIELDS + SUMMARY_FIELDS
+
+
+def drift_test(current: Placements | None, baseline: Mapping[str, Any], options: Options) -> Test:
+    """The drift entry for ``roc_auc``; ``current`` is None when the current AUC is undefined."""
+    if not isinstance(baseline, Mapping):
+        raise InvalidInputError("baseline", f"expected an object, but got {baseline!r}")
+    unknown = sorted(set(baseline) - set(BASELINE_FIELDS))
+    if unknown:
+        raise InvalidInputError(
+            f"baseline.{unknown[0]}", f"unknown field; expected one of {list(BASELINE_FIELDS)}"
+        )
+    given = {name for name, value in baseline.items() if value is not None}
+    if given & set(PAYLOAD_FIELDS):
+        if given & set(SUMMARY_FIELDS):
+            raise InvalidInputError(
+                "baseline", "send either a payload (labels, scores) or a summary (roc_auc ...)"
+            )
+        return _against_payload(current, baseline, options)
+    return _against_summary(current, baseline, options)
+
+
+def _against_payload(
+    current: Placements | None, baseline: Mapping[str, Any], options: Options
+) -> Test:
+    rows = binary_inputs(
+        baseline.get("labels"), baseline.get("scores"), None, baseline.get("weights"),
+        prefix="baseline.",
+    )  # fmt: skip
+    stats = BinaryStats.from_arrays(rows.labels, rows.scores, rows.weights)
+    if stats.pos.sum() == 0 or stats.neg.sum() == 0:
+        raise InvalidInputError(
+            "baseline.labels", "the baseline needs both classes to have an AUC, but has one"
+        )
+    reference = placements(stats)
+    test: Test = {"baseline": reference.auc, "method": "delong-unpaired"}
+    short = _too_few(current, options) or _too_few(reference, options, "the baseline")
+    if current is None or short:
+        return _insufficient(test, short or "")
+    v_current, v_reference = current.variance, reference.variance
+    # pROC's unpaired roc.test: Welch-Satterthwaite degrees of freedom with one term per curve,
+    # each with that curve's total rows (in units of weight) minus one.
+    total = v_current + v_reference
+    denominator = v_current**2 / (current.positives + current.negatives - 1.0) + (
+        v_reference**2 / (reference.positives + reference.negatives - 1.0)
+    )
+    df = total * total / denominator if denominator > 0 else math.inf
+    return _verdict(test, current.auc - reference.auc, total, options, df=df)
+
+
+def _against_summary(
+    current: Placements | None, baseline: Mapping[str, Any], options: Options
+) -> Test:
+    auc = _summary_number(baseline, "roc_auc", low=0.0, high=1.0)
+    if auc is None:
+        raise InvalidInputError(
+            "baseline.roc_auc", "is required (or send a payload: labels and scores)"
+        )
+    variance = _summary_number(baseline, "roc_auc_variance", low=0.0, high=0.25)
+    n_positive = _summary_number(baseline, "n_positive", low=1.0, high=1e15)
+    n_negative = _summary_number(baseline, "n_negative", low=1.0, high=1e15)
+    test: Test = {"baseline": auc}
+    if variance is not None:
+        if n_positive is not None or n_negative is not None:
+            raise InvalidInputError(
+                "baseline", "send roc_auc_variance or n_positive and n_negative, not both"
+            )
+        test["method"] = "delong-unpaired-summary"
+        short = _too_few(current, options)
+    elif n_positive is not None and n_negative is not None:
+        test["method"] = "delong-unpaired-hanley-mcneil"
+        variance = _hanley_mcneil(auc, n_positive, n_negative)
+        short = _too_few(current, options)
+        least = options.drift_min_samples
+        if not short and min(n_positive, n_negative) < least:
+            short = f"the baseline has fewer than {least:g} positives or negatives"
+    else:
+        raise InvalidInputError(
+            "baseline", "with roc_auc, send roc_auc_variance or both n_positive and n_negative"
+        )
+    if current is None or short:
+        return _insufficient(test, short or "")
+    return _verdict(test, current.auc - auc, current.variance + variance, options, df=math.inf)
+
+
+def _summary_number(
+    baseline: Mapping[str, Any], name: str, *, low: float, high: float
+) -> float | None:
+    value = baseline.get(name)
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
+        raise InvalidInputError(f"baseline.{name}", f"expected a finite number, but got {value!r}")
+    if not low <= value <= high:
+        raise InvalidInputError(
+            f"baseline.{name}", f"expected a number in [{low:g}, {high:g}], but got {value}"
+        )
+    return float(value)
+
+
+def _hanley_mcneil(auc: float, n_positive: float, n_negative: float) -> float:
+    """Hanley & McNeil (1982): the variance of an AUC from its class counts alone."""
+    q1, q2 = auc / (2.0 - auc), 2.0 * auc * auc / (1.0 + auc)
+    spread = auc * (1.0 - auc)
+    spread += (n_positive - 1.0) * (q1 - auc * auc) + (n_negative - 1.0) * (q2 - auc * auc)
+    return max(spread, 0.0) / (n_positive * n_negative)
+
+
+def comparison_test(
+    champion: Placements | None, rows: BinaryInputs, challenger: Mapping[str, Any], options: Options
+) -> Test:
+    """The paired DeLong test of the challenger's AUC against the champion's, on ``rows``."""
+    if not isinstance(challenger, Mapping):
+        raise InvalidInputError("challenger", f"expected an object, but got {challenger!r}")
+    unknown = sorted(set(challenger) - {"scores"})
+    if unknown:
+        raise InvalidInputError(f"challenger.{unknown[0]}", "unknown field; expected 'scores'")
+    scores = finite_floats("challenger.scores", challenger.get("scores"))
+    same_length("challenger.scores", scores.size, rows.labels.size)
+    other_stats = BinaryStats.from_arrays(rows.labels, scores, rows.weights)
+    if champion is None:
+        return _insufficient(
+            {"challenger": None, "method": "delong-paired"}, "only one class is present"
+        )
+    other = placements(other_stats)
+    test: Test = {"challenger": other.auc, "method": "delong-paired"}
+    short = _too_few(champion, options)
+    if short:
+        return _insufficient(test, short)
+    covariance = _covariance(champion, rows.scores, other, scores, rows)
+    variance = champion.variance + other.variance - 2.0 * covariance
+    return _verdict(test, other.auc - champion.auc, variance, options, df=math.inf)
+
+
+def _covariance(
+    first: Placements, first_scores: Floats, second: Placements, second_scores: Floats,
+    rows: BinaryInputs,
+) -> float:  # fmt: skip
+    """DeLong's covariance of two AUCs on the same rows, from each row's placement values."""
+    weights = rows.weights if rows.weights is not None else np.ones(rows.labels.size)
+    at_first = np.searchsorted(first.stats.scores, first_scores)
+    at_second = np.searchsorted(second.stats.scores, second_scores)
+    # Rows of weight zero may have no distinct score of their own: clip, they count 0 anyway.
+    np.minimum(at_first, first.stats.scores.size - 1, out=at_first)
+    np.minimum(at_second, second.stats.scores.size - 1, out=at_second)
+    positive = rows.labels
+    negative = ~positive
+    s10 = np.dot(
+        weights[positive] * (first.v10[at_first[positive]] - first.auc),
+        second.v10[at_second[positive]] - second.auc,
+    ) / (first.positives - 1.0)
+    s01 = np.dot(
+        weights[negative] * (first.v01[at_first[negative]] - first.auc),
+        second.v01[at_second[negative]] - second.auc,
+    ) / (first.negatives - 1.0)
+    return float(s10) / first.positives + float(s01) / first.negatives
+
+
+def _too_few(placed: Placements | None, options: Options, whose: str = "the data") -> str:
+    least = options.drift_min_samples
+    if placed is None:
+        return f"{whose} has only one class: no AUC"
+    if min(placed.positives, placed.negatives) < least:
+        return (
+            f"{whose} has {placed.positives:g} positives and {placed.negatives:g} negatives;"
+            f" a verdict needs at least {least:g} of each (option drift_min_samples)"
+        )
+    return ""
+
+
+def _insufficient(test: Test, reason: str) -> Test:
+    return {
+        **test,
+        "delta": None, "z": None, "df": None, "p_value": None, "significant": None,
+        "std_error": None, "status": "insufficient_data", "reason": reason,
+    }  # fmt: skip
+
+
+def _verdict(test: Test, delta: float, variance: float, options: Options, *, df: float) -> Test:
+    std_error = math.sqrt(max(variance, 0.0))
+    if std_error == 0.0:
+        if delta != 0.0:
+            return {
+                **test, "delta": delta, "z": None, "df": None, "p_value": None,
+                "significant": None, "std_error": 0.0, "status": "undefined",
+                "reason": "the standard error of the difference is 0 (no spread in either AUC)",
+            }  # fmt: skip
+        z, p_value = 0.0, 1.0  # identical curves, as pROC
+    else:
+        z = delta / std_error
+        p_value = t_two_sided_p(z, df) if math.isfinite(df) else normal_two_sided_p(z)
+    return {
+        **test,
+        "delta": delta,
+        "z": z,
+        "df": df if math.isfinite(df) else None,
+        "p_value": p_value,
+        "significant": p_value < options.alpha,
+        "std_error": std_error,
+        "status": "ok",
+        "reason": None,
+    }

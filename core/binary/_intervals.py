@@ -1,0 +1,106 @@
+"""Closed-form confidence intervals: DeLong for the ROC AUC, Wilson for the proportions.
+
+Each interval is a dict ``{"lower", "upper", "level", "method", "std_error"}`` (the REST
+``intervals`` entry); an interval that cannot be computed is left out and its reason goes to
+the warnings.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from core._distributions import normal_quantile
+from core._result import MetricSink
+from core.binary._delong import Placements
+
+__all__ = ["WILSON_PROPORTIONS", "auc_interval", "wilson_interval", "wilson_intervals"]
+
+Interval = dict[str, Any]
+
+
+def _z(level: float) -> float:
+    return normal_quantile(0.5 + level / 2.0)
+
+
+def auc_interval(placed: Placements, level: float, method: str) -> Interval | str:
+    """DeLong's interval for the AUC, or the reason there is none.
+
+    ``wald`` (pROC's ``ci.auc(method = "delong")``): AUC -/+ z SE, clipped to [0, 1].
+    ``logit``: the Wald interval of logit(AUC), with SE / (AUC (1 - AUC)) by the delta method,
+    mapped back: it stays inside (0, 1) and is asymmetric near the bounds, where the Wald
+    interval's coverage falls short.
+    """
+    if placed.positives <= 1 or placed.negatives <= 1:
+        return (
+            "DeLong's variance needs more than 1 positive and more than 1 negative (in units of"
+            " sample weight)"
+        )
+    variance = max(placed.variance, 0.0)
+    std_error = math.sqrt(variance)
+    auc, z = placed.auc, _z(level)
+    if method == "wald":
+        lower, upper = max(0.0, auc - z * std_error), min(1.0, auc + z * std_error)
+        name = "delong"
+    elif std_error == 0.0 or auc in (0.0, 1.0):
+        # No spread (every positive above every negative, or the reverse): a point.
+        lower = upper = auc
+        name = "delong-logit"
+    else:
+        centre = math.log(auc / (1.0 - auc))
+        half = z * std_error / (auc * (1.0 - auc))
+        lower, upper = _expit(centre - half), _expit(centre + half)
+        name = "delong-logit"
+    return {"lower": lower, "upper": upper, "level": level, "method": name, "std_error": std_error}
+
+
+def _expit(x: float) -> float:
+    if x >= 0:
+        return 1.0 / (1.0 + math.exp(-x))
+    e = math.exp(x)
+    return e / (1.0 + e)
+
+
+def wilson_interval(successes: float, trials: float, level: float) -> Interval | None:
+    """Wilson's score interval for a proportion (None when there are no trials). With sample
+    weights, the weights count as rows (frequency weights)."""
+    if trials <= 0:
+        return None
+    p = successes / trials
+    z = _z(level)
+    z2n = z * z / trials
+    centre = (p + z2n / 2.0) / (1.0 + z2n)
+    half = z * math.sqrt(p * (1.0 - p) / trials + z2n / (4.0 * trials)) / (1.0 + z2n)
+    return {
+        "lower": max(0.0, centre - half),
+        "upper": min(1.0, centre + half),
+        "level": level,
+        "method": "wilson",
+        "std_error": math.sqrt(p * (1.0 - p) / trials),
+    }
+
+
+WILSON_PROPORTIONS = ("accuracy", "precision", "recall", "specificity")
+
+
+def wilson_intervals(
+    intervals: dict[str, Interval],
+    sink: MetricSink,
+    counts: tuple[float, float, float, float],
+    level: float,
+) -> None:
+    """Wilson intervals of accuracy, precision, recall and specificity from (tp, fp, tn, fn);
+    a proportion that is undefined (0/0) gets no interval."""
+    tp, fp, tn, fn = counts
+    fractions = {
+        "accuracy": (tp + tn, tp + fp + tn + fn),
+        "precision": (tp, tp + fp),
+        "recall": (tp, tp + fn),
+        "specificity": (tn, tn + fp),
+    }
+    for name, (successes, trials) in fractions.items():
+        if sink.metrics.get(name) is None:
+            continue
+        interval = wilson_interval(successes, trials, level)
+        if interval is not None:
+            intervals[name] = interval
