@@ -83,7 +83,7 @@ class Options(_Strict):
         None, description="fewest positives and negatives (each) for a test verdict (20)"
     )
     bootstrap_replicates: int | None = Field(
-        None, description="replicates of the bootstrap intervals; 0 skips them (200)"
+        None, description="replicates of the bootstrap intervals; 0 (default) skips them"
     )
     bootstrap_seed: int | None = Field(None, description="seed of the bootstrap (0)")
 

@@ -93,14 +93,21 @@ def _redraw(rng: np.random.Generator, mass: Floats, total: float, size: int) -> 
     """``size`` stratified redraws of one class: round(total) rows drawn with probability
     proportional to the mass at each score, each row carrying total / round(total)."""
     rows = max(1, round(total))
-    probabilities = mass / total
     if rows <= 4 * mass.size:  # few rows: draw them one by one and count them per score
-        picks = rng.choice(mass.size, size=(size, rows), p=probabilities)
+        whole = mass.astype(np.int64)
+        if np.array_equal(whole, mass):  # row counts (unweighted): draw row numbers
+            group_of_row = np.repeat(np.arange(mass.size), whole)
+            picks = group_of_row[rng.integers(0, rows, size=(size, rows))]
+        else:
+            cumulative = np.cumsum(mass)
+            picks = np.searchsorted(cumulative, rng.random((size, rows)) * cumulative[-1], "right")
+            np.minimum(picks, mass.size - 1, out=picks)
         picks += (np.arange(size) * mass.size)[:, None]
         counts = np.bincount(picks.ravel(), minlength=size * mass.size).reshape(size, -1)
     else:
-        counts = rng.multinomial(rows, probabilities, size=size)
-    return counts.astype(np.float64) * (total / rows)
+        counts = rng.multinomial(rows, mass / total, size=size)
+    scaled: Floats = counts.astype(np.float64) * (total / rows)
+    return scaled
 
 
 def _curve_metrics(

@@ -38,7 +38,7 @@ PROTOBUF = "application/x-protobuf"
 NDJSON = "application/x-ndjson"
 
 COLUMNS = ("labels", "scores", "predictions", "weights")
-HEADER_FIELDS = ("task", "classes", "options", "model")
+HEADER_FIELDS = ("task", "classes", "options", "model", "baseline")
 
 
 class NotExpressibleError(Exception):

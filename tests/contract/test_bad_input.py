@@ -339,6 +339,10 @@ CASES: dict[str, Bad] = {
     "stream-bad-option": Bad([{"task": "binary", "options": {"beta": 0.0}}, rows(2)], 422,
                              INVALID, "line 1.options.beta", "(0, 10000]",
                              grpc_field="options.beta", stream=True),
+    "stream-bad-baseline-refused-at-the-header": Bad(
+        [{"task": "binary", "baseline": {"roc_auc": 0.9}}, rows(2)], 422, INVALID,
+        "line 1.baseline", "roc_auc_variance", grpc_field="baseline", stream=True,
+    ),
     "stream-task-not-binary": Bad([{"task": "regression"}, rows(2)], 422, INVALID,
                                   "line 1.task", "binary", grpc_field="task", stream=True),
     "stream-model-without-name": Bad([{"task": "binary", "model": {"version": "1"}}, rows(2)],

@@ -74,6 +74,8 @@ def _random_200k_raw_ties() -> dict[str, Any]:
 FRACTIONAL_WEIGHTS = [0.0, 0.5, 2.25, 1.0, 0.125, 3.0, 0.0, 1.5, 0.75, 1.0] * 2
 INTEGER_WEIGHTS = [1.0 + (i % 3) for i in range(20)]
 TIES = _random(500, seed=5, decimals=1)
+BASELINE = {"labels": TIES["labels"].tolist(), "scores": TIES["scores"].tolist()}
+CHALLENGER = [round(s * s + 0.1 * (i % 3), 3) for i, s in enumerate(FAWCETT_SCORES)]
 
 # id -> a valid request. Each is a function, so a big payload is built only when it runs.
 REQUESTS: dict[str, Callable[[], dict[str, Any]]] = {
@@ -142,6 +144,34 @@ REQUESTS: dict[str, Callable[[], dict[str, Any]]] = {
     "with-model": lambda: _fawcett(model={"name": "fraud", "version": "7", "segment": "eu"}),
     "random-200k-weighted": _random_200k,
     "random-200k-raw-ties": _random_200k_raw_ties,
+    # --- intervals, drift, challenger
+    "intervals-logit-bootstrap-level-90": lambda: _fawcett(
+        options={"auc_interval": "logit", "bootstrap_replicates": 50, "bootstrap_seed": 7,
+                 "confidence_level": 0.9}
+    ),  # fmt: skip
+    "drift-payload-too-few-for-a-verdict": lambda: _fawcett(baseline=BASELINE),
+    "drift-payload": lambda: _fawcett(baseline=BASELINE, options={"drift_min_samples": 5}),
+    "drift-weighted-payload": lambda: _fawcett(
+        weights=INTEGER_WEIGHTS,
+        baseline={**BASELINE, "weights": [0.5 + (i % 4) for i in range(500)]},
+        options={"drift_min_samples": 5, "alpha": 0.2},
+    ),
+    "drift-summary-variance": lambda: _fawcett(
+        baseline={"roc_auc": 0.8, "roc_auc_variance": 0.0004}, options={"drift_min_samples": 5}
+    ),
+    "drift-summary-counts": lambda: _fawcett(
+        baseline={"roc_auc": 0.8, "n_positive": 300, "n_negative": 700},
+        options={"drift_min_samples": 5},
+    ),
+    "challenger": lambda: _fawcett(
+        challenger={"scores": CHALLENGER}, options={"drift_min_samples": 5, "alpha": 0.1}
+    ),
+    "challenger-weighted-with-drift": lambda: _fawcett(
+        weights=INTEGER_WEIGHTS,
+        challenger={"scores": CHALLENGER},
+        baseline={"roc_auc": 0.75, "roc_auc_variance": 0.001},
+        options={"drift_min_samples": 5},
+    ),
 }
 
 
@@ -190,6 +220,16 @@ def test_the_table_covers_what_it_should() -> None:
     assert answers["single-class-negatives"]["metrics"]["roc_auc"] is None
     assert "roc" not in answers["no-curves-level-bins"]["curves"]
     assert answers["null-options"] == fawcett
+    assert fawcett["intervals"]["roc_auc"]["method"] == "delong"
+    bootstrap = answers["intervals-logit-bootstrap-level-90"]["intervals"]
+    assert bootstrap["roc_auc"]["method"] == "delong-logit"
+    assert bootstrap["average_precision"]["replicates"] == 50
+    assert answers["drift-payload-too-few-for-a-verdict"]["drift"]["roc_auc"]["status"] == (
+        "insufficient_data"
+    )
+    for case in ("drift-payload", "drift-summary-variance", "drift-summary-counts"):
+        assert answers[case]["drift"]["roc_auc"]["status"] == "ok", case
+    assert answers["challenger"]["comparison"]["roc_auc"]["status"] == "ok"
 
 
 DOORS: dict[str, Callable[[Service, Mapping[str, Any]], dict[str, Any]]] = {
@@ -213,7 +253,7 @@ def test_every_door_gives_the_core_answer(service: Service, case: str, door: str
 def stream_lines(request: Mapping[str, Any], n_batches: int = 4) -> list[dict[str, Any]]:
     """The request as a stream: a header line (task, options, model), then batches of rows,
     odd batches as packed arrays and even ones as raw f64 bytes."""
-    header = {k: request[k] for k in ("task", "options", "model") if k in request}
+    header = {k: request[k] for k in ("task", "options", "model", "baseline") if k in request}
     columns = {
         name: column(request, name) for name in ("labels", "scores", "predictions", "weights")
     }
@@ -235,7 +275,7 @@ STREAMS: dict[str, Callable[[Service, list[dict[str, Any]]], dict[str, Any]]] = 
 
 
 @pytest.mark.parametrize("door", list(STREAMS))
-@pytest.mark.parametrize("case", list(REQUESTS))
+@pytest.mark.parametrize("case", [case for case in REQUESTS if not case.startswith("challenger")])
 def test_a_stream_gives_the_one_shot_answer(service: Service, case: str, door: str) -> None:
     lines = stream_lines(request_of(case))
     assert len(lines) > 2 or case == "single-row"

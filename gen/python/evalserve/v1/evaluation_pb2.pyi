@@ -84,7 +84,7 @@ class Options(_message.Message):
     drift_min_samples: _builtins.float
     """Fewest positives and negatives (each) for a drift or comparison verdict (default 20)."""
     bootstrap_replicates: _builtins.int
-    """Replicates of the bootstrap intervals; 0 skips them (default 200)."""
+    """Replicates of the bootstrap intervals; 0 (the default) skips them."""
     bootstrap_seed: _builtins.int
     """Seed of the bootstrap (default 0): the same request gives the same intervals."""
     @_builtins.property
