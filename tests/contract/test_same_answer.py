@@ -146,9 +146,13 @@ REQUESTS: dict[str, Callable[[], dict[str, Any]]] = {
     "random-200k-raw-ties": _random_200k_raw_ties,
     # --- intervals, drift, challenger
     "intervals-logit-bootstrap-level-90": lambda: _fawcett(
-        options={"auc_interval": "logit", "bootstrap_replicates": 50, "bootstrap_seed": 7,
-                 "confidence_level": 0.9}
-    ),  # fmt: skip
+        options={
+            "auc_interval": "logit",
+            "bootstrap_replicates": 50,
+            "bootstrap_seed": 7,
+            "confidence_level": 0.9,
+        }
+    ),
     "drift-payload-too-few-for-a-verdict": lambda: _fawcett(baseline=BASELINE),
     "drift-payload": lambda: _fawcett(baseline=BASELINE, options={"drift_min_samples": 5}),
     "drift-weighted-payload": lambda: _fawcett(
