@@ -48,6 +48,10 @@ from sklearn.metrics import average_precision_score, roc_auc_score
 
 from core import BinaryStats, EvaluationResult, evaluate, parse_options
 from core._validation import binary_labels, finite_floats, same_length, sample_weights
+from core.binary._delong import placements
+from core.binary._intervals import auc_interval
+from core.binary._ranked import hits, rank
+from core.binary._ranking import roc_auc
 from core.binary._suite import compute
 from service.memory import retain_freed_memory
 
@@ -65,6 +69,7 @@ TIE_DECIMALS = 3
 SUITE_OPTIONS: dict[str, Any] = {"head_k": [100, 10000], "max_fpr": 0.1}
 UNWEIGHTED_LIMIT = 2.5  # x np.sort
 WEIGHTED_LIMIT = 1.5  # x np.argsort
+DELONG_LIMIT = 1.3  # AUC with its DeLong interval x the AUC alone (issue 5)
 # sklearn time / np.sort time on the lead's machine, quoted in the issue.
 LEAD_SKLEARN_VS_SORT = {"roc_auc_score": 60, "average_precision_score": 45}
 # Metrics that must come out as numbers, so that the timed call really computed "everything".
@@ -135,6 +140,34 @@ def suite(data: Data, *, weighted: bool) -> EvaluationResult:
     return evaluate(
         "binary", data.labels, data.scores, sample_weight=weights, options=SUITE_OPTIONS
     )
+
+
+def auc_alone(data: Data) -> float:
+    """The ROC AUC by itself, the way the core computes it: check the rows, build the
+    statistic, rank it, sum the pairs."""
+    stats = BinaryStats.from_arrays(
+        binary_labels("labels", data.labels), finite_floats("scores", data.scores)
+    )
+    ranked = rank(stats)
+    return roc_auc(ranked, hits(ranked))
+
+
+def auc_with_delong(data: Data) -> tuple[float, object]:
+    """The same AUC and its DeLong interval (placement values and variance) from the same
+    statistic."""
+    stats = BinaryStats.from_arrays(
+        binary_labels("labels", data.labels), finite_floats("scores", data.scores)
+    )
+    ranked = rank(stats)
+    return roc_auc(ranked, hits(ranked)), auc_interval(placements(stats), 0.95, "wald")
+
+
+def _check_delong(first: Mapping[str, object]) -> None:
+    auc, interval = first["our AUC + DeLong CI"]  # type: ignore[misc]
+    if not isinstance(interval, dict) or not interval["lower"] < auc < interval["upper"]:
+        raise AssertionError(f"DeLong interval {interval} does not contain the AUC {auc}")
+    if abs(auc - first["our AUC alone"]) > 1e-12:  # type: ignore[operator]
+        raise AssertionError("the two AUC calls disagree")
 
 
 # --- timing -----------------------------------------------------------------------------------
@@ -308,6 +341,25 @@ def bench_size(data: Data, repeats: int, *, gate: bool) -> tuple[list[Row], dict
             gate=gate,
         ),
     ]
+    delong = best_runs(
+        {
+            "our AUC alone": lambda: auc_alone(data),
+            "our AUC + DeLong CI": lambda: auc_with_delong(data),
+        },
+        repeats,
+        check=_check_delong,
+    )
+    usage.update(delong)
+    rows.append(
+        _target_row(
+            "ROC AUC + DeLong CI vs the AUC alone",
+            n,
+            delong["our AUC + DeLong CI"].wall,
+            delong["our AUC alone"].wall,
+            DELONG_LIMIT,
+            gate=gate,
+        )
+    )
     for function, lead in LEAD_SKLEARN_VS_SORT.items():
         theirs = times[f"sklearn {function}"]
         rows += [
@@ -494,6 +546,9 @@ def render_section(
   int64 0/1 with exactly 10% positives; scores are float64 in (0, 1) (logistic of a unit normal,
   shifted by 1.5 for positives), practically all distinct; weights are uniform on [0.1, 10).
   "Many ties" rounds the same scores to {TIE_DECIMALS} decimals.
+* DeLong row: the ROC AUC alone (rows checked, statistic built, ranked, pairs summed) against
+  the same plus its DeLong variance and Wald interval from the same statistic (issue 5: at most
+  30% more). The suite itself always includes the DeLong and Wilson intervals.
 * Target rows: ratio = our time / reference time. Only the rows at the `--rows` size with
   continuous scores gate the exit status; the rows marked "(info)" are reported only.
 * scikit-learn rows: "reference" is the scikit-learn call alone on the same unweighted data;
