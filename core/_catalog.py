@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-__all__ = ["CATALOG", "MetricInfo", "catalog_entry"]
+__all__ = ["CATALOG", "MetricInfo", "catalog_entry", "register"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -100,19 +100,43 @@ _ENTRIES = (
     ),
 )  # fmt: skip
 
-CATALOG: dict[str, MetricInfo] = {entry.name: entry for entry in _ENTRIES}
-_PATTERNS = [
-    (re.compile("^" + re.escape(name).replace(r"\{k\}", r"[0-9.e+-]+") + "$"), info)
-    for name, info in CATALOG.items()
-    if "{k}" in name
-]
+CATALOG: dict[str, MetricInfo] = {}
+_PATTERNS: list[tuple[re.Pattern[str], str]] = []
+
+
+def register(entries: tuple[MetricInfo, ...]) -> None:
+    """Add a task's metrics. A name another task has already registered keeps one entry: the
+    tasks are joined, and a different definition is appended after the task's name."""
+    for entry in entries:
+        known = CATALOG.get(entry.name)
+        if known is None:
+            CATALOG[entry.name] = entry
+            if "{k}" in entry.name:
+                pattern = re.escape(entry.name).replace(r"\{k\}", r"[0-9.e+-]+")
+                _PATTERNS.append((re.compile(f"^{pattern}$"), entry.name))
+            continue
+        definition = known.definition
+        if entry.definition != known.definition:
+            definition += f" {'/'.join(entry.tasks).capitalize()}: {entry.definition}"
+        if known.higher_is_better != entry.higher_is_better:
+            raise ValueError(f"metric {entry.name}: the tasks disagree on its direction")
+        CATALOG[entry.name] = MetricInfo(
+            entry.name,
+            tuple(dict.fromkeys(known.tasks + entry.tasks)),
+            known.higher_is_better,
+            definition,
+            tuple(dict.fromkeys(known.aliases + entry.aliases)),
+        )
+
+
+register(_ENTRIES)
 
 
 def catalog_entry(name: str) -> MetricInfo | None:
     """The catalog entry of a metric name, resolving ``{k}`` patterns such as precision_at_100."""
     if name in CATALOG:
         return CATALOG[name]
-    for pattern, info in _PATTERNS:
+    for pattern, key in _PATTERNS:
         if pattern.match(name):
-            return info
+            return CATALOG[key]
     return None

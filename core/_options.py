@@ -41,6 +41,9 @@ class Options:
     ``bootstrap_replicates``: replicates of the bootstrap intervals; 0 (the default) skips
     them: at small requests they cost several times the rest of the evaluation.
     ``bootstrap_seed``: the seed of the bootstrap: the same request gives the same intervals.
+    ``full_model_variance``: the residual variance (sigma^2) of the full regression model, for
+    Mallows' Cp; None leaves Cp undefined.
+    ``max_detections``: detection: the highest-scoring predictions kept per image (COCO: 100).
     """
 
     threshold: float = 0.5
@@ -57,6 +60,8 @@ class Options:
     drift_min_samples: float = 20.0
     bootstrap_replicates: int = 0
     bootstrap_seed: int = 0
+    full_model_variance: float | None = None
+    max_detections: int = 100
 
 
 def _number(name: str, value: Any) -> float:
@@ -108,7 +113,7 @@ def parse_options(options: Mapping[str, Any] | Options | None) -> Options:
         )
     parsed: dict[str, Any] = {}
     for name, value in options.items():
-        if value is None and name in ("max_fpr", "n_params"):
+        if value is None and name in ("max_fpr", "n_params", "full_model_variance"):
             parsed[name] = None
         elif value is None:
             continue  # null means "the default"
@@ -184,6 +189,15 @@ def parse_options(options: Mapping[str, Any] | Options | None) -> Options:
                     "expected 0 (no bootstrap) or at least 2, but got 1",
                 )
             parsed[name] = count
+        elif name == "full_model_variance":
+            variance = _number(name, value)
+            if not variance > 0:
+                raise InvalidInputError(
+                    "options.full_model_variance", f"expected a number > 0, but got {variance}"
+                )
+            parsed[name] = variance
+        elif name == "max_detections":
+            parsed[name] = _integer(name, value, low=1, high=1_000_000)
         elif name == "bootstrap_seed":
             parsed[name] = _integer(name, value, low=0, high=2**63 - 1)
     return Options(**parsed)

@@ -13,7 +13,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-__all__ = ["EvaluationResult", "MetricSink"]
+__all__ = ["EvaluationResult", "MetricSink", "TaskOutput"]
 
 Curve = dict[str, NDArray[np.float64]]
 
@@ -48,6 +48,20 @@ class MetricSink:
     def warn(self, message: str) -> None:
         if message not in self.warnings:
             self.warnings.append(message)
+
+
+@dataclass
+class TaskOutput:
+    """What one task's ``compute`` returns; ``core.evaluate`` wraps it in the result.
+
+    ``per_class`` rows: ``{"class": name, <metric>: float | None, ..., "undefined": {metric:
+    reason}, "intervals": {metric: interval}}`` (the last two may be empty).
+    """
+
+    sink: MetricSink
+    per_class: list[dict[str, Any]] = field(default_factory=list)
+    curves: dict[str, Curve] = field(default_factory=dict)
+    conventions: dict[str, str] = field(default_factory=dict)
 
 
 @dataclass

@@ -86,6 +86,12 @@ class Options(_Strict):
         None, description="replicates of the bootstrap intervals; 0 (default) skips them"
     )
     bootstrap_seed: int | None = Field(None, description="seed of the bootstrap (0)")
+    full_model_variance: float | None = Field(
+        None, description="regression: residual variance of the full model, for Mallows' Cp"
+    )
+    max_detections: int | None = Field(
+        None, description="detection: highest-scoring predictions kept per image (100)"
+    )
 
 
 class Model(_Strict):

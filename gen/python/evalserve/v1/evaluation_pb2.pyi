@@ -63,6 +63,8 @@ class Options(_message.Message):
     DRIFT_MIN_SAMPLES_FIELD_NUMBER: _builtins.int
     BOOTSTRAP_REPLICATES_FIELD_NUMBER: _builtins.int
     BOOTSTRAP_SEED_FIELD_NUMBER: _builtins.int
+    FULL_MODEL_VARIANCE_FIELD_NUMBER: _builtins.int
+    MAX_DETECTIONS_FIELD_NUMBER: _builtins.int
     threshold: _builtins.float
     """A score >= threshold is predicted positive (default 0.5)."""
     beta: _builtins.float
@@ -87,6 +89,10 @@ class Options(_message.Message):
     """Replicates of the bootstrap intervals; 0 (the default) skips them."""
     bootstrap_seed: _builtins.int
     """Seed of the bootstrap (default 0): the same request gives the same intervals."""
+    full_model_variance: _builtins.float
+    """Regression: residual variance of the full model, for Mallows' Cp."""
+    max_detections: _builtins.int
+    """Detection: the highest-scoring predictions kept per image (default 100, as COCO)."""
     @_builtins.property
     def top_k(self) -> _containers.RepeatedScalarFieldContainer[_builtins.int]:
         """k of multiclass top-k accuracy (default 1 and 5)."""
@@ -112,10 +118,12 @@ class Options(_message.Message):
         drift_min_samples: _builtins.float | None = ...,
         bootstrap_replicates: _builtins.int | None = ...,
         bootstrap_seed: _builtins.int | None = ...,
+        full_model_variance: _builtins.float | None = ...,
+        max_detections: _builtins.int | None = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _typing.Literal["_alpha", b"_alpha", "_auc_interval", b"_auc_interval", "_beta", b"_beta", "_bootstrap_replicates", b"_bootstrap_replicates", "_bootstrap_seed", b"_bootstrap_seed", "_calibration_bins", b"_calibration_bins", "_confidence_level", b"_confidence_level", "_drift_min_samples", b"_drift_min_samples", "_max_curve_points", b"_max_curve_points", "_max_fpr", b"_max_fpr", "_n_params", b"_n_params", "_threshold", b"_threshold", "alpha", b"alpha", "auc_interval", b"auc_interval", "beta", b"beta", "bootstrap_replicates", b"bootstrap_replicates", "bootstrap_seed", b"bootstrap_seed", "calibration_bins", b"calibration_bins", "confidence_level", b"confidence_level", "drift_min_samples", b"drift_min_samples", "max_curve_points", b"max_curve_points", "max_fpr", b"max_fpr", "n_params", b"n_params", "threshold", b"threshold"]  # noqa: Y015
+    _HasFieldArgType: _TypeAlias = _typing.Literal["_alpha", b"_alpha", "_auc_interval", b"_auc_interval", "_beta", b"_beta", "_bootstrap_replicates", b"_bootstrap_replicates", "_bootstrap_seed", b"_bootstrap_seed", "_calibration_bins", b"_calibration_bins", "_confidence_level", b"_confidence_level", "_drift_min_samples", b"_drift_min_samples", "_full_model_variance", b"_full_model_variance", "_max_curve_points", b"_max_curve_points", "_max_detections", b"_max_detections", "_max_fpr", b"_max_fpr", "_n_params", b"_n_params", "_threshold", b"_threshold", "alpha", b"alpha", "auc_interval", b"auc_interval", "beta", b"beta", "bootstrap_replicates", b"bootstrap_replicates", "bootstrap_seed", b"bootstrap_seed", "calibration_bins", b"calibration_bins", "confidence_level", b"confidence_level", "drift_min_samples", b"drift_min_samples", "full_model_variance", b"full_model_variance", "max_curve_points", b"max_curve_points", "max_detections", b"max_detections", "max_fpr", b"max_fpr", "n_params", b"n_params", "threshold", b"threshold"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["_alpha", b"_alpha", "_auc_interval", b"_auc_interval", "_beta", b"_beta", "_bootstrap_replicates", b"_bootstrap_replicates", "_bootstrap_seed", b"_bootstrap_seed", "_calibration_bins", b"_calibration_bins", "_confidence_level", b"_confidence_level", "_drift_min_samples", b"_drift_min_samples", "_max_curve_points", b"_max_curve_points", "_max_fpr", b"_max_fpr", "_n_params", b"_n_params", "_threshold", b"_threshold", "alpha", b"alpha", "auc_interval", b"auc_interval", "beta", b"beta", "bootstrap_replicates", b"bootstrap_replicates", "bootstrap_seed", b"bootstrap_seed", "calibration_bins", b"calibration_bins", "confidence_level", b"confidence_level", "drift_min_samples", b"drift_min_samples", "head_k", b"head_k", "max_curve_points", b"max_curve_points", "max_fpr", b"max_fpr", "n_params", b"n_params", "threshold", b"threshold", "top_k", b"top_k"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["_alpha", b"_alpha", "_auc_interval", b"_auc_interval", "_beta", b"_beta", "_bootstrap_replicates", b"_bootstrap_replicates", "_bootstrap_seed", b"_bootstrap_seed", "_calibration_bins", b"_calibration_bins", "_confidence_level", b"_confidence_level", "_drift_min_samples", b"_drift_min_samples", "_full_model_variance", b"_full_model_variance", "_max_curve_points", b"_max_curve_points", "_max_detections", b"_max_detections", "_max_fpr", b"_max_fpr", "_n_params", b"_n_params", "_threshold", b"_threshold", "alpha", b"alpha", "auc_interval", b"auc_interval", "beta", b"beta", "bootstrap_replicates", b"bootstrap_replicates", "bootstrap_seed", b"bootstrap_seed", "calibration_bins", b"calibration_bins", "confidence_level", b"confidence_level", "drift_min_samples", b"drift_min_samples", "full_model_variance", b"full_model_variance", "head_k", b"head_k", "max_curve_points", b"max_curve_points", "max_detections", b"max_detections", "max_fpr", b"max_fpr", "n_params", b"n_params", "threshold", b"threshold", "top_k", b"top_k"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     _WhichOneofReturnType__alpha: _TypeAlias = _typing.Literal["alpha"]  # noqa: Y015
     _WhichOneofArgType__alpha: _TypeAlias = _typing.Literal["_alpha", b"_alpha"]  # noqa: Y015
@@ -133,8 +141,12 @@ class Options(_message.Message):
     _WhichOneofArgType__confidence_level: _TypeAlias = _typing.Literal["_confidence_level", b"_confidence_level"]  # noqa: Y015
     _WhichOneofReturnType__drift_min_samples: _TypeAlias = _typing.Literal["drift_min_samples"]  # noqa: Y015
     _WhichOneofArgType__drift_min_samples: _TypeAlias = _typing.Literal["_drift_min_samples", b"_drift_min_samples"]  # noqa: Y015
+    _WhichOneofReturnType__full_model_variance: _TypeAlias = _typing.Literal["full_model_variance"]  # noqa: Y015
+    _WhichOneofArgType__full_model_variance: _TypeAlias = _typing.Literal["_full_model_variance", b"_full_model_variance"]  # noqa: Y015
     _WhichOneofReturnType__max_curve_points: _TypeAlias = _typing.Literal["max_curve_points"]  # noqa: Y015
     _WhichOneofArgType__max_curve_points: _TypeAlias = _typing.Literal["_max_curve_points", b"_max_curve_points"]  # noqa: Y015
+    _WhichOneofReturnType__max_detections: _TypeAlias = _typing.Literal["max_detections"]  # noqa: Y015
+    _WhichOneofArgType__max_detections: _TypeAlias = _typing.Literal["_max_detections", b"_max_detections"]  # noqa: Y015
     _WhichOneofReturnType__max_fpr: _TypeAlias = _typing.Literal["max_fpr"]  # noqa: Y015
     _WhichOneofArgType__max_fpr: _TypeAlias = _typing.Literal["_max_fpr", b"_max_fpr"]  # noqa: Y015
     _WhichOneofReturnType__n_params: _TypeAlias = _typing.Literal["n_params"]  # noqa: Y015
@@ -158,7 +170,11 @@ class Options(_message.Message):
     @_typing.overload
     def WhichOneof(self, oneof_group: _WhichOneofArgType__drift_min_samples) -> _WhichOneofReturnType__drift_min_samples | None: ...
     @_typing.overload
+    def WhichOneof(self, oneof_group: _WhichOneofArgType__full_model_variance) -> _WhichOneofReturnType__full_model_variance | None: ...
+    @_typing.overload
     def WhichOneof(self, oneof_group: _WhichOneofArgType__max_curve_points) -> _WhichOneofReturnType__max_curve_points | None: ...
+    @_typing.overload
+    def WhichOneof(self, oneof_group: _WhichOneofArgType__max_detections) -> _WhichOneofReturnType__max_detections | None: ...
     @_typing.overload
     def WhichOneof(self, oneof_group: _WhichOneofArgType__max_fpr) -> _WhichOneofReturnType__max_fpr | None: ...
     @_typing.overload
