@@ -32,8 +32,9 @@ class Options:
     ``confidence_level``: the level of every interval.
     ``n_params``: model parameters, for adjusted R2, AIC, BIC and Mallows' Cp.
     ``calibration_bins``: equal-width bins of the expected calibration error.
-    ``auc_interval``: ``"wald"`` (pROC's DeLong interval, clipped to [0, 1]) or ``"logit"``
-    (DeLong on the logit scale: stays inside (0, 1), better near the bounds).
+    ``auc_interval``: ``"logit"`` (the default: DeLong on the logit scale, inside (0, 1); it
+    covers better than Wald at small samples and near 1, bench/RESULTS.md) or ``"wald"``
+    (pROC's DeLong interval, clipped to [0, 1]).
     ``alpha``: the significance level of the drift test and the challenger comparison.
     ``drift_min_samples``: the fewest positives and negatives (each, in units of weight) the
     current data and a baseline payload need for a drift verdict; below it the drift result
@@ -55,7 +56,7 @@ class Options:
     confidence_level: float = 0.95
     n_params: int | None = None
     calibration_bins: int = 10
-    auc_interval: str = "wald"
+    auc_interval: str = "logit"
     alpha: float = 0.05
     drift_min_samples: float = 20.0
     bootstrap_replicates: int = 0

@@ -35,7 +35,8 @@ Interval = dict[str, Any]
 
 MAX_GROUPS = 1000
 CHUNK_CELLS = 1 << 20  # replicates x groups per chunk: a few MB per matrix
-BOOTSTRAP_METRICS = ("average_precision", "break_even_point", "ks_statistic", "f1")
+CURVE_METRICS = ("average_precision", "break_even_point", "ks_statistic")
+BOOTSTRAP_METRICS = (*CURVE_METRICS, "f1")
 
 
 def bootstrap_intervals(
@@ -53,27 +54,47 @@ def bootstrap_intervals(
     rng = np.random.default_rng(seed)
     pos, neg = _pooled(stats)
     positives, negatives = float(pos.sum()), float(neg.sum())
-    curve_names = ("average_precision", "break_even_point", "ks_statistic")
-    draws: dict[str, list[Floats]] = {name: [] for name in curve_names}
-    pooled = _curve_metrics(pos[None, ::-1], neg[None, ::-1], positives, negatives)
+    if _separated(stats):
+        # Every positive above every negative: so is every stratified redraw, and AP, KS and
+        # the break-even point are 1 in each (pooling could mix the classes at the cut).
+        samples = {name: np.ones(replicates) for name in CURVE_METRICS}
+    else:
+        samples = _curve_draws(rng, pos, neg, replicates)
+        pooled = _curve_metrics(pos[None, ::-1], neg[None, ::-1], positives, negatives)
+        for name in CURVE_METRICS:
+            samples[name] += exact[name] - float(pooled[name][0])  # exact - pooled value
+    samples["f1"] = _f1_draws(rng, confusion, positives, negatives, replicates)
+    intervals: dict[str, Interval] = {}
+    for name in BOOTSTRAP_METRICS:
+        if exact.get(name) is None:
+            continue
+        # Every one of these metrics lies in [0, 1]; the pooling shift must not push it out.
+        clipped = np.clip(samples[name], 0.0, 1.0)
+        intervals[name] = _percentile(clipped, level, replicates, seed)
+    return intervals
+
+
+def _curve_draws(
+    rng: np.random.Generator, pos: Floats, neg: Floats, replicates: int
+) -> dict[str, Floats]:
+    """The curve metrics of ``replicates`` stratified redraws, in chunks of a few MB."""
+    positives, negatives = float(pos.sum()), float(neg.sum())
+    draws: dict[str, list[Floats]] = {name: [] for name in CURVE_METRICS}
     chunk = max(1, CHUNK_CELLS // pos.size)
     for start in range(0, replicates, chunk):
         size = min(chunk, replicates - start)
         pos_draw = _redraw(rng, pos, positives, size)
         neg_draw = _redraw(rng, neg, negatives, size)
         values = _curve_metrics(pos_draw[:, ::-1], neg_draw[:, ::-1], positives, negatives)
-        for name in curve_names:
+        for name in CURVE_METRICS:
             draws[name].append(values[name])
-    samples = {name: np.concatenate(parts) for name, parts in draws.items()}
-    shifts = {name: exact[name] - float(pooled[name][0]) for name in curve_names}
-    samples["f1"] = _f1_draws(rng, confusion, positives, negatives, replicates)
-    shifts["f1"] = 0.0
-    intervals: dict[str, Interval] = {}
-    for name in BOOTSTRAP_METRICS:
-        if exact.get(name) is None:
-            continue
-        intervals[name] = _percentile(samples[name] + shifts[name], level, replicates, seed)
-    return intervals
+    return {name: np.concatenate(parts) for name, parts in draws.items()}
+
+
+def _separated(stats: BinaryStats) -> bool:
+    """Every positive scores above every negative."""
+    has_pos, has_neg = np.flatnonzero(stats.pos), np.flatnonzero(stats.neg)
+    return bool(has_neg[-1] < has_pos[0])
 
 
 def _pooled(stats: BinaryStats) -> tuple[Floats, Floats]:

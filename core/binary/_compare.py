@@ -39,6 +39,8 @@ Test = dict[str, Any]
 PAYLOAD_FIELDS = ("labels", "scores", "weights")
 SUMMARY_FIELDS = ("roc_auc", "roc_auc_variance", "n_positive", "n_negative")
 BASELINE_FIELDS = PAYLOAD_FIELDS + SUMMARY_FIELDS
+# A paired variance below this share of V1 + V2 is rounding left by the subtraction.
+CANCELLATION = 1e-12
 
 
 def drift_test(current: Placements | None, baseline: Mapping[str, Any], options: Options) -> Test:
@@ -113,7 +115,10 @@ def _against_summary(
         short = _too_few(current, options)
         least = options.drift_min_samples
         if not short and min(n_positive, n_negative) < least:
-            short = f"the baseline has fewer than {least:g} positives or negatives"
+            short = (
+                f"the baseline has {n_positive:g} positives and {n_negative:g} negatives;"
+                f" a verdict needs at least {least:g} of each (option drift_min_samples)"
+            )
     else:
         raise InvalidInputError(
             "baseline", "with roc_auc, send roc_auc_variance or both n_positive and n_negative"
@@ -168,7 +173,10 @@ def comparison_test(
     if short:
         return _insufficient(test, short)
     covariance = _covariance(champion, rows.scores, other, scores, rows)
-    variance = champion.variance + other.variance - 2.0 * covariance
+    scale = champion.variance + other.variance
+    variance = scale - 2.0 * covariance
+    if variance <= CANCELLATION * scale:
+        variance = 0.0  # V1 + V2 - 2 Cov is 0 in exact arithmetic: rounding is not spread
     return _verdict(test, other.auc - champion.auc, variance, options, df=math.inf)
 
 

@@ -54,16 +54,23 @@ class Placements:
     @property
     def variance(self) -> float:
         """DeLong's variance of the AUC; needs P > 1 and N > 1 (in units of weight)."""
-        return self.s10 / self.positives + self.s01 / self.negatives
+        return max(0.0, self.s10 / self.positives + self.s01 / self.negatives)
 
 
 def placements(stats: BinaryStats) -> Placements:
     """The placement values of ``stats``; the caller makes sure both classes are present."""
     pos, neg = stats.pos, stats.neg
-    neg_below = np.cumsum(neg) - neg  # negatives strictly below each distinct score
-    pos_above = pos.sum() - np.cumsum(pos)  # positives strictly above
     positives, negatives = float(pos.sum()), float(neg.sum())
+    has_pos, has_neg = np.flatnonzero(pos), np.flatnonzero(neg)
+    # Separated classes: every placement is exactly 1 (or 0). Summing float weights in two
+    # orders would leave an AUC of 1 + 2e-16 and a variance of 1e-33 instead.
+    if has_neg[-1] < has_pos[0] or has_pos[-1] < has_neg[0]:
+        side = 1.0 if has_neg[-1] < has_pos[0] else 0.0
+        every = np.full(pos.size, side)
+        return Placements(stats, every, every, positives, negatives, side)
+    neg_below = np.cumsum(neg) - neg  # negatives strictly below each distinct score
+    pos_above = positives - np.cumsum(pos)  # positives strictly above
     v10 = (neg_below + 0.5 * neg) / negatives
     v01 = (pos_above + 0.5 * pos) / positives
-    auc = float(np.dot(pos, v10)) / positives
+    auc = min(1.0, max(0.0, float(np.dot(pos, v10)) / positives))
     return Placements(stats, v10, v01, positives, negatives, auc)

@@ -109,7 +109,12 @@ def _ranking_intervals(
         sink.warn(f"no interval for roc_auc: {interval}")
     else:
         sink.intervals["roc_auc"] = interval
-    if options.bootstrap_replicates:
+    if options.bootstrap_replicates and min(stats.pos.sum(), stats.neg.sum()) < 2:
+        sink.warn(
+            "no bootstrap intervals: the bootstrap needs at least 2 positives and 2 negatives"
+            " (in units of sample weight)"
+        )
+    elif options.bootstrap_replicates:
         exact = {name: value for name, value in sink.metrics.items() if value is not None}
         sink.intervals.update(
             bootstrap_intervals(

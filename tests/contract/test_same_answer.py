@@ -224,7 +224,7 @@ def test_the_table_covers_what_it_should() -> None:
     assert answers["single-class-negatives"]["metrics"]["roc_auc"] is None
     assert "roc" not in answers["no-curves-level-bins"]["curves"]
     assert answers["null-options"] == fawcett
-    assert fawcett["intervals"]["roc_auc"]["method"] == "delong"
+    assert fawcett["intervals"]["roc_auc"]["method"] == "delong-logit"  # the default
     bootstrap = answers["intervals-logit-bootstrap-level-90"]["intervals"]
     assert bootstrap["roc_auc"]["method"] == "delong-logit"
     assert bootstrap["average_precision"]["replicates"] == 50

@@ -89,7 +89,11 @@ def run(name: str, level: float, with_baseline: bool, with_challenger: bool) -> 
         "binary",
         case["labels"],
         case["scores"],
-        options={"confidence_level": level, "drift_min_samples": DRIFT_MIN_SAMPLES},
+        options={
+            "confidence_level": level,
+            "drift_min_samples": DRIFT_MIN_SAMPLES,
+            "auc_interval": "wald",  # pROC's interval (our default is the logit one)
+        },
         baseline=baseline,
         challenger=challenger,
     )
