@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
+from core._catalog import register
 from core._errors import InvalidInputError
 from core._options import Options, parse_options
 from core._result import EvaluationResult
@@ -13,6 +14,15 @@ from core.binary._compare import comparison_test, drift_test
 from core.binary._delong import Placements, placements
 from core.binary._stats import BinaryStats
 from core.binary._suite import compute
+from core.detection import CATALOG_ENTRIES as DETECTION_CATALOG
+from core.detection import CONVENTIONS as DETECTION_CONVENTIONS
+from core.detection import compute_detection
+from core.multilabel import CATALOG_ENTRIES as MULTILABEL_CATALOG
+from core.multilabel import CONVENTIONS as MULTILABEL_CONVENTIONS
+from core.multilabel import compute_multilabel
+from core.regression import CATALOG_ENTRIES as REGRESSION_CATALOG
+from core.regression import CONVENTIONS as REGRESSION_CONVENTIONS
+from core.regression import compute_regression
 
 __all__ = [
     "BINARY_CONVENTIONS",
@@ -23,7 +33,6 @@ __all__ = [
 ]
 
 TASKS = ("binary", "multiclass", "multilabel", "regression", "detection")
-IMPLEMENTED_TASKS = ("binary",)
 
 BINARY_CONVENTIONS = {
     "threshold_rule": "score >= threshold is positive",
@@ -45,16 +54,30 @@ def evaluate(
     options: Mapping[str, Any] | Options | None = None,
     baseline: Mapping[str, Any] | None = None,
     challenger: Mapping[str, Any] | None = None,
+    classes: Sequence[str] | None = None,
 ) -> EvaluationResult:
     """Evaluate a model's scores against ground truth; see README "Metric catalog".
+
+    ``task``: binary (0/1 labels, n scores), multiclass (class indices or names, n x k scores),
+    multilabel (n x k 0/1 labels and scores), regression (``y_true`` targets and ``y_pred``
+    predictions; ``y_score`` is taken for ``y_pred`` when that is absent) or detection
+    (``y_true`` per-image targets, ``y_score`` per-image predictions). ``classes`` names the
+    score columns (multiclass, multilabel) or the class ids (detection).
 
     Raises ``InvalidInputError`` (naming the field) for input that cannot be evaluated.
     """
     if task not in TASKS:
         raise InvalidInputError("task", f"expected one of {list(TASKS)}, but got {task!r}")
-    if task not in IMPLEMENTED_TASKS:
-        raise InvalidInputError("task", f"task {task!r} is not available in this version")
     parsed = parse_options(options)
+    if task != "binary":
+        for name, value in (("baseline", baseline), ("challenger", challenger)):
+            if value is not None:
+                raise InvalidInputError(
+                    name, f"drift tests and comparisons take task 'binary', not {task!r}"
+                )
+        return _other_task(task, y_true, y_score, y_pred, sample_weight, parsed, classes)
+    if classes is not None:
+        raise InvalidInputError("classes", "task 'binary' takes no class names")
     rows = binary_inputs(y_true, y_score, y_pred, sample_weight)
     stats = BinaryStats.from_arrays(rows.labels, rows.scores, rows.weights)
     predictions = None
@@ -90,6 +113,58 @@ def evaluate_binary_stats(
         intervals=sink.intervals,
         drift=drift,
         conventions=dict(BINARY_CONVENTIONS),
+        warnings=sink.warnings,
+    )
+
+
+for _entries in (MULTILABEL_CATALOG, REGRESSION_CATALOG, DETECTION_CATALOG):
+    register(_entries)
+
+
+def _other_task(
+    task: str,
+    y_true: Any,
+    y_score: Any,
+    y_pred: Any,
+    sample_weight: Any,
+    options: Options,
+    classes: Sequence[str] | None,
+) -> EvaluationResult:
+    if task == "multiclass":
+        raise InvalidInputError("task", "task 'multiclass' is not available in this version")
+    if task == "multilabel":
+        output = compute_multilabel(
+            y_true, y_score, y_pred=y_pred, sample_weight=sample_weight, classes=classes,
+            options=options,
+        )  # fmt: skip
+        conventions = MULTILABEL_CONVENTIONS
+    elif task == "regression":
+        predicted = y_pred if y_pred is not None else y_score
+        if y_pred is not None and y_score is not None:
+            raise InvalidInputError(
+                "scores", "task 'regression' takes predictions only (send them as predictions)"
+            )
+        if classes is not None:
+            raise InvalidInputError("classes", "task 'regression' takes no class names")
+        output = compute_regression(y_true, predicted, sample_weight=sample_weight, options=options)
+        conventions = REGRESSION_CONVENTIONS
+    else:
+        if y_pred is not None or sample_weight is not None:
+            field = "predictions" if y_pred is not None else "weights"
+            raise InvalidInputError(field, "task 'detection' takes images, not row columns")
+        output = compute_detection(y_true, y_score, classes=classes, options=options)
+        conventions = DETECTION_CONVENTIONS
+    sink = output.sink
+    n_samples = sink.metrics.get("n_samples")
+    return EvaluationResult(
+        task=task,
+        n_samples=int(n_samples) if n_samples is not None else 0,
+        metrics=sink.metrics,
+        undefined=sink.undefined,
+        curves=output.curves,
+        intervals=sink.intervals,
+        per_class=output.per_class,
+        conventions={**conventions, **output.conventions},
         warnings=sink.warnings,
     )
 

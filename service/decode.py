@@ -45,14 +45,17 @@ __all__ = [
 Column = NDArray[Any]
 COLUMNS = ("labels", "scores", "predictions", "weights")
 OPTIONAL_COLUMNS = ("predictions", "weights")
-HEADER_FIELDS = ("task", "classes", "options", "model", "baseline")
+HEADER_FIELDS = ("task", "classes", "options", "model", "baseline", "n_classes")
 REQUEST_FIELDS = (
     *HEADER_FIELDS,
     *COLUMNS,
     "label_names",
     *(f"{name}_f64" for name in COLUMNS),
     "challenger",
+    "images",
 )
+IMAGE_FIELDS = tuple(f.name for f in pb.DetectionImage.DESCRIPTOR.fields)
+MATRIX_TASKS = ("multiclass", "multilabel")
 BASELINE_COLUMNS = ("labels", "scores", "weights")
 BASELINE_SUMMARY = ("roc_auc", "roc_auc_variance", "n_positive", "n_negative")
 BASELINE_FIELDS = tuple(f.name for f in pb.Baseline.DESCRIPTOR.fields)
@@ -81,6 +84,8 @@ class Header:
     # The drift baseline: summary numbers as sent, payload columns as numpy arrays (checked by
     # the core, which names the field).
     baseline: dict[str, Any] | None = None
+    # Columns of row-major score matrices sent flat (protobuf, raw bytes).
+    n_classes: int | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -105,6 +110,8 @@ class Request:
     header: Header
     batch: Batch
     challenger: dict[str, Any] | None = None
+    # Detection: per image, the targets and the predictions as ``core.evaluate`` takes them.
+    images: tuple[tuple[dict[str, Any], ...], tuple[dict[str, Any], ...]] | None = None
 
 
 # --- JSON ------------------------------------------------------------------------------------
@@ -248,7 +255,110 @@ def header_from_json(body: Mapping[str, Any], settings: Settings) -> Header:
             raise MalformedRequestError("model.name", "is required when model is given")
         model = ModelRef(**raw_model)
     baseline = None if body.get("baseline") is None else _baseline_from_json(body, settings)
-    return Header(task=task, options=dict(options), classes=classes, model=model, baseline=baseline)
+    n_classes = body.get("n_classes")
+    if n_classes is not None and (
+        isinstance(n_classes, bool) or not isinstance(n_classes, int) or n_classes < 1
+    ):
+        raise MalformedRequestError(
+            "n_classes", f"expected a positive integer, but got {n_classes!r}"
+        )
+    _check_classes("n_classes", n_classes, settings)
+    return Header(
+        task=task,
+        options=dict(options),
+        classes=classes,
+        model=model,
+        baseline=baseline,
+        n_classes=n_classes,
+    )
+
+
+def _check_classes(name: str, count: int | None, settings: Settings) -> None:
+    if count is not None and count > settings.max_classes:
+        raise PayloadTooLargeError(
+            name, f"{count} classes is over the limit of {settings.max_classes}"
+        )
+
+
+def shaped(header: Header, batch: Batch, settings: Settings) -> Batch:
+    """Score matrices sent flat (protobuf, raw bytes) as n x k arrays; multilabel labels and
+    predictions too. The width comes from ``n_classes``, ``classes`` or, for multiclass, the
+    ratio of scores to labels."""
+    if header.task not in MATRIX_TASKS:
+        return batch
+    scores = batch.scores
+    if scores is not None and scores.ndim == 2:
+        _check_classes("scores", scores.shape[1], settings)
+        return batch
+    width = header.n_classes or (len(header.classes) if header.classes else None)
+    rows = batch.labels if batch.labels is not None else batch.label_names
+    multiclass = header.task == "multiclass"
+    if width is None and multiclass and scores is not None and rows is not None and len(rows):
+        width = len(scores) // len(rows) or None
+    if width is None:
+        if scores is None and batch.labels is not None and batch.labels.ndim == 2:
+            return batch
+        raise MalformedRequestError(
+            "n_classes", "is required to read flat score matrices (or send classes)"
+        )
+    _check_classes("n_classes", width, settings)
+    matrices = {"scores": scores}
+    if header.task == "multilabel":
+        matrices |= {"labels": batch.labels, "predictions": batch.predictions}
+    reshaped = {}
+    for name, values in matrices.items():
+        if values is None or values.ndim == 2:
+            continue
+        if len(values) % width:
+            raise MalformedRequestError(
+                name, f"expected rows of {width} values (n x {width}), but got {len(values)}"
+            )
+        reshaped[name] = values.reshape(-1, width)
+    return Batch(**{**_batch_fields(batch), **reshaped})
+
+
+def _batch_fields(batch: Batch) -> dict[str, Any]:
+    return {name: getattr(batch, name) for name in (*COLUMNS, "label_names")}
+
+
+def _images_from_json(value: Any, settings: Settings) -> Any:
+    if not isinstance(value, list):
+        raise MalformedRequestError("images", f"expected an array, but got {json_kind(value)}")
+    _check_rows("images", len(value), settings)
+    targets, predictions = [], []
+    for index, raw in enumerate(value):
+        where = f"images[{index}]"
+        image = _object(where, raw)
+        _unknown(where, image, IMAGE_FIELDS)
+        columns = {
+            name: _json_column(f"{where}.{name}", image.get(name), settings)
+            for name in IMAGE_FIELDS[1:]
+        }
+        targets.append(_target(columns))
+        predictions.append(_prediction(columns))
+    return tuple(targets), tuple(predictions)
+
+
+def _boxes(values: Column | None) -> Column:
+    if values is None:
+        return np.empty((0, 4))
+    return values if values.ndim == 2 else values.reshape(-1, 4) if values.size % 4 == 0 else values
+
+
+def _ids(values: Column | None) -> Column:
+    return np.empty(0) if values is None else values
+
+
+def _target(columns: Mapping[str, Column | None]) -> dict[str, Any]:
+    return {"boxes": _boxes(columns["gt_boxes"]), "classes": _ids(columns["gt_classes"])}
+
+
+def _prediction(columns: Mapping[str, Column | None]) -> dict[str, Any]:
+    return {
+        "boxes": _boxes(columns["pred_boxes"]),
+        "classes": _ids(columns["pred_classes"]),
+        "scores": _ids(columns["pred_scores"]),
+    }
 
 
 def _baseline_from_json(body: Mapping[str, Any], settings: Settings) -> dict[str, Any]:
@@ -283,10 +393,13 @@ def request_from_json(body: Any, settings: Settings) -> Request:
     body = _object("body", body)
     _unknown("", body, REQUEST_FIELDS)
     challenger = body.get("challenger")
+    header = header_from_json(body, settings)
+    images = body.get("images")
     return Request(
-        header=header_from_json(body, settings),
-        batch=batch_from_json(body, settings),
+        header=header,
+        batch=shaped(header, batch_from_json(body, settings), settings),
         challenger=None if challenger is None else _challenger_from_json(challenger, settings),
+        images=None if images is None else _images_from_json(images, settings),
     )
 
 
@@ -449,12 +562,19 @@ def header_from_proto(message: pb.EvaluateRequest | pb.StreamHeader, settings: S
             column = _proto_column(message.baseline, name, settings, where="baseline.")
             if column is not None and column.size:
                 baseline[name] = column
+    n_classes = message.n_classes if message.HasField("n_classes") else None
+    if n_classes is not None and n_classes < 1:
+        raise MalformedRequestError(
+            "n_classes", f"expected a positive integer, but got {n_classes}"
+        )
+    _check_classes("n_classes", n_classes, settings)
     return Header(
         task=task,
         options=_options_from_proto(message.options),
         classes=classes,
         model=model,
         baseline=baseline,
+        n_classes=n_classes,
     )
 
 
@@ -470,8 +590,27 @@ def request_from_proto(message: pb.EvaluateRequest, settings: Settings) -> Reque
     if message.HasField("challenger"):
         scores = _proto_column(message.challenger, "scores", settings, where="challenger.")
         challenger = {"scores": scores}
+    header = header_from_proto(message, settings)
+    images = None
+    if len(message.images):
+        _check_rows("images", len(message.images), settings)
+        images = _images_from_proto(message.images, settings)
     return Request(
-        header=header_from_proto(message, settings),
-        batch=batch_from_proto(message, settings),
+        header=header,
+        batch=shaped(header, batch_from_proto(message, settings), settings),
         challenger=challenger,
+        images=images,
     )
+
+
+def _images_from_proto(messages: Any, settings: Settings) -> Any:
+    targets, predictions = [], []
+    for index, image in enumerate(messages):
+        columns: dict[str, Column | None] = {}
+        for name in IMAGE_FIELDS[1:]:
+            values = getattr(image, name)
+            _check_rows(f"images[{index}].{name}", len(values), settings)
+            columns[name] = np.asarray(values, dtype=np.float64) if len(values) else None
+        targets.append(_target(columns))
+        predictions.append(_prediction(columns))
+    return tuple(targets), tuple(predictions)

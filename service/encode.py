@@ -35,11 +35,20 @@ def result_to_proto(result: EvaluationResult) -> pb.EvaluateResponse:
         response.curves.pr.precision.extend(pr["precision"])
         response.curves.pr.recall.extend(pr["recall"])
         response.curves.pr.thresholds.extend(pr["thresholds"])
+    for name, curve in result.curves.items():
+        if name not in ("roc", "pr"):
+            arrays = response.curves.other[name].arrays
+            for key, values in curve.items():
+                arrays[key].values.extend(values)
     for row in result.per_class:
         entry = response.per_class.add(class_name=str(row.get("class", "")))
         for key, value in row.items():
-            if key != "class" and isinstance(value, (int, float)):
-                entry.metrics[key] = float(value)
+            if key in ("class", "undefined", "intervals") or value is None:
+                continue
+            entry.metrics[key] = float(value)
+        entry.undefined.update(row.get("undefined", {}))
+        for key, interval in row.get("intervals", {}).items():
+            entry.intervals[key].CopyFrom(pb.Interval(**interval))
     for name, interval in result.intervals.items():
         response.intervals[name].CopyFrom(pb.Interval(**interval))
     for name, test in result.drift.items():
@@ -65,6 +74,16 @@ def _message_to_json(message: Message, keys: tuple[str, ...]) -> dict[str, Any]:
         if not message.DESCRIPTOR.fields_by_name[key].has_presence or message.HasField(key)
         else None
         for key in keys
+    }
+
+
+def _class_to_json(row: pb.ClassMetrics) -> dict[str, Any]:
+    return {
+        "class": row.class_name,
+        **dict(row.metrics),
+        **{key: None for key in row.undefined},
+        "undefined": dict(row.undefined),
+        "intervals": {key: _interval_to_json(value) for key, value in row.intervals.items()},
     }
 
 
@@ -130,15 +149,14 @@ def proto_to_json(response: pb.EvaluateResponse) -> dict[str, Any]:
         pr = response.curves.pr
         curves["pr"] = {"precision": floats(pr.precision), "recall": floats(pr.recall),
                         "thresholds": floats(pr.thresholds)}  # fmt: skip
+    for name, named in response.curves.other.items():
+        curves[name] = {key: floats(values.values) for key, values in named.arrays.items()}
     return {
         "task": pb.Task.Name(response.task).removeprefix("TASK_").lower(),
         "n_samples": response.n_samples,
         "metrics": metrics,
         "undefined": dict(response.undefined),
-        "per_class": [
-            {"class": row.class_name, **dict(row.metrics), **{k: None for k in row.undefined}}
-            for row in response.per_class
-        ],
+        "per_class": [_class_to_json(row) for row in response.per_class],
         "curves": curves,
         "intervals": {k: _interval_to_json(v) for k, v in response.intervals.items()},
         "drift": {k: _message_to_json(v, DRIFT_KEYS) for k, v in response.drift.items()},

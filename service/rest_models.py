@@ -74,7 +74,7 @@ class Options(_Strict):
         None, description="equal-width bins of the expected calibration error (10)"
     )
     auc_interval: Literal["wald", "logit"] | None = Field(
-        None, description='DeLong interval of the ROC AUC: "wald" (as pROC; default) or "logit"'
+        None, description='DeLong interval of the ROC AUC: "logit" (default) or "wald" (as pROC)'
     )
     alpha: float | None = Field(
         None, description="significance level of the drift and challenger tests (0.05)"
@@ -124,6 +124,21 @@ class Challenger(_Strict):
     scores_f64: str | None = _raw("scores")
 
 
+class DetectionImage(_Strict):
+    """One image of a detection request. Boxes are [x1, y1, x2, y2]."""
+
+    image_id: str | None = None
+    gt_boxes: list[list[float]] | list[float] | None = Field(
+        None, description="ground-truth boxes, m x 4 (or flat, row-major)"
+    )
+    gt_classes: list[int] | None = Field(None, description="class id of each ground-truth box")
+    pred_boxes: list[list[float]] | list[float] | None = Field(
+        None, description="predicted boxes, p x 4 (or flat, row-major)"
+    )
+    pred_classes: list[int] | None = Field(None, description="class id of each predicted box")
+    pred_scores: list[float] | None = Field(None, description="score of each predicted box")
+
+
 class EvaluateRequest(_Strict):
     """The body of ``POST /v1/evaluate`` (JSON; protobuf bodies carry the same message)."""
 
@@ -150,6 +165,15 @@ class EvaluateRequest(_Strict):
     scores_f64: str | None = _raw("scores")
     predictions_f64: str | None = _raw("predictions")
     weights_f64: str | None = _raw("weights")
+    n_classes: int | None = Field(
+        None,
+        description="columns of flat (row-major) score matrices: default len(classes), or for "
+        "multiclass len(scores) / len(labels)",
+        ge=1,
+    )
+    images: list[DetectionImage] | None = Field(
+        None, description="detection: one entry per image (labels and scores stay empty)"
+    )
 
 
 class StreamBatchLine(_Strict):
@@ -175,6 +199,7 @@ class StreamHeaderLine(StreamBatchLine):
     options: Options | None = None
     model: Model | None = None
     baseline: Baseline | None = None
+    n_classes: int | None = Field(None, ge=1, description="columns of flat score matrices")
 
 
 class RocCurve(BaseModel):
@@ -190,6 +215,12 @@ class PrCurve(BaseModel):
 
 
 class Curves(BaseModel):
+    """The ROC and PR curves (binary); every other curve or matrix under its own name, as named
+    arrays of numbers (multiclass: ``roc_macro`` with ``fpr``/``tpr``, ``confusion_matrix``).
+    In protobuf those are ``Curves.other``."""
+
+    model_config = ConfigDict(extra="allow")
+
     roc: RocCurve | None = None
     pr: PrCurve | None = None
 

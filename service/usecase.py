@@ -33,6 +33,19 @@ T = TypeVar("T")
 def evaluate_request(request: Request) -> EvaluationResult:
     """Evaluate one whole request (CPU-bound: call it through ``Evaluator.run``)."""
     header, batch = request.header, request.batch
+    if header.task == "detection":
+        if request.images is None:
+            raise InvalidInputError("images", "is required for task 'detection'")
+        if not batch.is_empty:
+            raise InvalidInputError("labels", "task 'detection' takes images, not row columns")
+        targets, predictions = request.images
+        return evaluate(
+            "detection", targets, predictions, options=header.options, classes=header.classes
+        )
+    if request.images is not None:
+        raise InvalidInputError(
+            "images", f"only task 'detection' takes images, not {header.task!r}"
+        )
     labels = batch.labels if batch.labels is not None else batch.label_names
     return evaluate(
         header.task,
@@ -43,6 +56,7 @@ def evaluate_request(request: Request) -> EvaluationResult:
         options=header.options,
         baseline=header.baseline,
         challenger=request.challenger,
+        classes=header.classes,
     )
 
 

@@ -101,9 +101,26 @@ def _proto_fields(request: Mapping[str, Any], allowed: Sequence[str]) -> dict[st
             fields[name] = _message(pb.Options if name == "options" else pb.Model, given)
         elif name in ("baseline", "challenger"):
             fields[name] = _message(pb.Baseline if name == "baseline" else pb.Challenger, value)
+        elif name == "images":
+            fields[name] = [_message(pb.DetectionImage, _flat_image(image)) for image in value]
+        elif _is_matrix(value):
+            # protobuf carries matrices flat, row-major, with their width in n_classes
+            fields[name] = [float(x) for row in value for x in row]
+            fields["n_classes"] = len(value[0])
         else:
             fields[name] = value
     return fields
+
+
+def _is_matrix(value: Any) -> bool:
+    return isinstance(value, list) and bool(value) and isinstance(value[0], list)
+
+
+def _flat_image(image: Mapping[str, Any]) -> dict[str, Any]:
+    return {
+        key: [x for box in boxes for x in box] if _is_matrix(boxes) else boxes
+        for key, boxes in image.items()
+    }
 
 
 def _message(message: Any, fields: Mapping[str, Any]) -> Any:
@@ -154,6 +171,20 @@ def column(request: Mapping[str, Any], name: str) -> np.ndarray[Any, Any] | None
 
 def core_answer(request: Mapping[str, Any]) -> dict[str, Any]:
     """The in-process ``core.evaluate`` of the request, as its JSON body."""
+    if request["task"] == "detection":
+        images = request["images"]
+        targets = [
+            {"boxes": np.asarray(i["gt_boxes"], float).reshape(-1, 4), "classes": i["gt_classes"]}
+            for i in images
+        ]
+        predictions = [
+            {"boxes": np.asarray(i["pred_boxes"], float).reshape(-1, 4),
+             "classes": i["pred_classes"], "scores": i["pred_scores"]}
+            for i in images
+        ]  # fmt: skip
+        found = evaluate("detection", targets, predictions, options=request.get("options"),
+                         classes=request.get("classes"))  # fmt: skip
+        return found.to_dict()
     labels: Any = request.get("labels")
     if not (isinstance(labels, list) and labels and isinstance(labels[0], str)):
         labels = column(request, "labels")
@@ -166,6 +197,7 @@ def core_answer(request: Mapping[str, Any]) -> dict[str, Any]:
         options=request.get("options"),
         baseline=request.get("baseline"),
         challenger=request.get("challenger"),
+        classes=request.get("classes"),
     )
     return result.to_dict()
 

@@ -292,6 +292,42 @@ CASES: dict[str, Bad] = {
     "model-with-empty-name": Bad(fawcett(model={"name": "", "segment": "eu"}), 400, INVALID,
                                  "model.name", "required"),
     # --- limits
+    # --- the other tasks
+    "multilabel-widths-disagree": Bad(
+        {"task": "multilabel", "labels": [[1, 0, 1], [0, 1, 0]],
+         "scores": [[0.9, 0.1], [0.2, 0.8]]},
+        422, INVALID, "scores", "3", same_message=False,
+    ),
+    "multilabel-label-2": Bad(
+        {"task": "multilabel", "labels": [[1, 0], [2, 1]], "scores": [[0.9, 0.1], [0.2, 0.8]]},
+        422, INVALID, "labels", "0 or 1",
+    ),
+    "multilabel-score-matrix-too-wide": Bad(
+        {"task": "multilabel", "labels": [[1, 0, 1, 0]], "scores": [[0.9, 0.1, 0.5, 0.5]]},
+        413, EXHAUSTED, "scores", "limit of 3", server="limited", only="json",
+    ),
+    # protobuf sends the matrix flat, with its width: the width is what is over the limit
+    "multilabel-n-classes-too-many": Bad(
+        {"task": "multilabel", "labels": [[1, 0, 1, 0]], "scores": [[0.9, 0.1, 0.5, 0.5]]},
+        413, EXHAUSTED, "n_classes", "limit of 3", server="limited", only="protobuf",
+    ),
+    "regression-length-mismatch": Bad(
+        {"task": "regression", "labels": [1.0, 2.0, 3.0], "predictions": [1.0, 2.0]}, 422,
+        INVALID, "predictions", "3",
+    ),
+    "regression-no-predictions": Bad({"task": "regression", "labels": [1.0, 2.0]}, 422, INVALID,
+                                     "predictions", "required"),
+    "detection-box-corners-swapped": Bad(
+        {"task": "detection", "images": [{"gt_boxes": [[0, 0, 10, 10]], "gt_classes": [0],
+                                          "pred_boxes": [[10, 0, 0, 10]], "pred_classes": [0],
+                                          "pred_scores": [0.9]}]},
+        422, INVALID, "images[0].pred_boxes", "x2",
+    ),
+    "detection-without-images": Bad({"task": "detection"}, 422, INVALID, "images", "required"),
+    "images-for-binary": Bad(
+        fawcett(images=[{"gt_boxes": [[0, 0, 1, 1]], "gt_classes": [0]}]), 422, INVALID,
+        "images", "detection",
+    ),
     "too-many-classes": Bad(fawcett(classes=[f"c{i}" for i in range(1001)]), 413, EXHAUSTED,
                             "classes", "1001 classes"),
     "too-many-classes-small-limit": Bad(fawcett(classes=["a", "b", "c", "d"]), 413, EXHAUSTED,

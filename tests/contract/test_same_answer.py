@@ -170,6 +170,53 @@ REQUESTS: dict[str, Callable[[], dict[str, Any]]] = {
     "challenger": lambda: _fawcett(
         challenger={"scores": CHALLENGER}, options={"drift_min_samples": 5, "alpha": 0.1}
     ),
+    # --- the other tasks (one-shot only: streams take task binary)
+    "task-regression": lambda: {
+        "task": "regression",
+        "labels": [3.0, -0.5, 2.0, 7.0, 4.25, 4.25, 0.0],
+        "predictions": [2.5, 0.0, 2.0, 8.0, 4.0, 4.5, 0.25],
+        "weights": [1.0, 2.0, 0.5, 1.0, 1.0, 3.0, 1.0],
+        "options": {"n_params": 2, "full_model_variance": 0.4},
+    },
+    "task-regression-undefined": lambda: {
+        "task": "regression",
+        "labels": [2.0, 2.0, 2.0],
+        "predictions": [1.0, 2.0, 0.0],
+    },
+    "task-multilabel": lambda: {
+        "task": "multilabel",
+        "labels": [[1, 0, 1], [0, 1, 0], [1, 1, 0], [0, 0, 0], [1, 0, 1]],
+        "scores": [
+            [0.9, 0.2, 0.7],
+            [0.1, 0.8, 0.4],
+            [0.6, 0.6, 0.3],
+            [0.2, 0.1, 0.5],
+            [0.7, 0.3, 0.3],
+        ],
+        "classes": ["cat", "dog", "bird"],
+    },
+    "task-detection": lambda: {
+        "task": "detection",
+        "classes": ["person", "car"],
+        "images": [
+            {
+                "image_id": "a",
+                "gt_boxes": [[0, 0, 10, 10], [20, 20, 30, 30]],
+                "gt_classes": [0, 1],
+                "pred_boxes": [[1, 1, 10, 10], [21, 19, 30, 31], [50, 50, 60, 60]],
+                "pred_classes": [0, 1, 1],
+                "pred_scores": [0.9, 0.8, 0.3],
+            },
+            {
+                "image_id": "b",
+                "gt_boxes": [[5, 5, 15, 15]],
+                "gt_classes": [0],
+                "pred_boxes": [[5, 6, 15, 15], [0, 0, 4, 4]],
+                "pred_classes": [0, 0],
+                "pred_scores": [0.6, 0.7],
+            },
+        ],
+    },
     "challenger-weighted-with-drift": lambda: _fawcett(
         weights=INTEGER_WEIGHTS,
         challenger={"scores": CHALLENGER},
@@ -279,7 +326,9 @@ STREAMS: dict[str, Callable[[Service, list[dict[str, Any]]], dict[str, Any]]] = 
 
 
 @pytest.mark.parametrize("door", list(STREAMS))
-@pytest.mark.parametrize("case", [case for case in REQUESTS if not case.startswith("challenger")])
+@pytest.mark.parametrize(
+    "case", [case for case in REQUESTS if not case.startswith(("challenger", "task-"))]
+)
 def test_a_stream_gives_the_one_shot_answer(service: Service, case: str, door: str) -> None:
     lines = stream_lines(request_of(case))
     assert len(lines) > 2 or case == "single-row"

@@ -87,8 +87,18 @@ def test_predictions_alone_give_the_single_point_roc() -> None:
     assert metrics["roc_auc"] == pytest.approx((1 + 1.0 - 0.5) / 2)
 
 
-def test_tasks_not_yet_built_are_refused_clearly() -> None:
-    with pytest.raises(InvalidInputError, match="not available"):
-        evaluate("regression", [1.0, 2.0], [1.0, 2.0])
-    with pytest.raises(InvalidInputError, match="baseline"):
+def test_baseline_and_challenger_are_binary_only() -> None:
+    with pytest.raises(InvalidInputError, match="'binary'") as error:
+        evaluate("regression", [1.0, 2.0], [1.0, 2.0], baseline={"roc_auc": 0.9})
+    assert error.value.field == "baseline"
+    with pytest.raises(InvalidInputError, match="roc_auc_variance"):
         evaluate("binary", GOOD_LABELS, GOOD_SCORES, baseline={"roc_auc": 0.9})
+
+
+def test_regression_takes_scores_or_predictions_but_not_both() -> None:
+    by_scores = evaluate("regression", [1.0, 2.0, 4.0], [1.5, 2.0, 3.0])
+    by_predictions = evaluate("regression", [1.0, 2.0, 4.0], y_pred=[1.5, 2.0, 3.0])
+    assert by_scores.metrics == by_predictions.metrics
+    with pytest.raises(InvalidInputError) as error:
+        evaluate("regression", [1.0, 2.0], [1.0, 2.0], y_pred=[1.0, 2.0])
+    assert error.value.field == "scores"

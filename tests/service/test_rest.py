@@ -399,7 +399,7 @@ MIRRORS: dict[str, type[BaseModel]] = {
     "Baseline": rest_models.Baseline,
     "Challenger": rest_models.Challenger,
     "EvaluateResponse": rest_models.EvaluateResponse,
-    "Curves": rest_models.Curves,
+    "DetectionImage": rest_models.DetectionImage,
     "RocCurve": rest_models.RocCurve,
     "PrCurve": rest_models.PrCurve,
     "Interval": rest_models.Interval,
@@ -415,8 +415,15 @@ LINES: dict[str, tuple[type[BaseModel], set[str]]] = {
         _proto_fields(pb.StreamHeader.DESCRIPTOR) | BATCH_FIELDS,
     ),
 }
-# per_class rows are flat in JSON ({"class": name, metric: value}), as API.md shows.
-NOT_MIRRORED = {"ClassMetrics"}
+# per_class rows are flat in JSON ({"class": name, metric: value}), as API.md shows; curves
+# other than roc and pr sit under their own names in JSON (Curves.other in protobuf).
+NOT_MIRRORED = {"ClassMetrics", "Curves", "NamedArrays", "Values"}
+
+
+def test_json_curves_mirror_the_proto_with_other_curves_flattened() -> None:
+    fields = _proto_fields(pb.Curves.DESCRIPTOR)
+    assert fields - {"other"} == set(rest_models.Curves.model_fields)
+    assert rest_models.Curves.model_config.get("extra") == "allow"
 
 
 @pytest.mark.parametrize(

@@ -80,7 +80,7 @@ class Options(_message.Message):
     calibration_bins: _builtins.int
     """Equal-width bins of the expected calibration error (default 10)."""
     auc_interval: _builtins.str
-    """DeLong interval of the ROC AUC: "wald" (default, as pROC) or "logit"."""
+    """DeLong interval of the ROC AUC: "logit" (default) or "wald" (as pROC)."""
     alpha: _builtins.float
     """Significance level of the drift test and the challenger comparison (default 0.05)."""
     drift_min_samples: _builtins.float
@@ -330,11 +330,17 @@ class EvaluateRequest(_message.Message):
     SCORES_F64_FIELD_NUMBER: _builtins.int
     PREDICTIONS_F64_FIELD_NUMBER: _builtins.int
     WEIGHTS_F64_FIELD_NUMBER: _builtins.int
+    N_CLASSES_FIELD_NUMBER: _builtins.int
+    IMAGES_FIELD_NUMBER: _builtins.int
     task: Global___Task.ValueType
     labels_f64: _builtins.bytes
     scores_f64: _builtins.bytes
     predictions_f64: _builtins.bytes
     weights_f64: _builtins.bytes
+    n_classes: _builtins.int
+    """Columns of the score matrix (and of multilabel labels and predictions), sent row-major:
+    default len(classes), or, for multiclass, len(scores) / len(labels).
+    """
     @_builtins.property
     def labels(self) -> _containers.RepeatedScalarFieldContainer[_builtins.float]:
         """Ground truth: 0/1 (binary), class index (multiclass), n x k 0/1 row-major (multilabel),
@@ -369,6 +375,10 @@ class EvaluateRequest(_message.Message):
     def baseline(self) -> Global___Baseline: ...
     @_builtins.property
     def challenger(self) -> Global___Challenger: ...
+    @_builtins.property
+    def images(self) -> _containers.RepeatedCompositeFieldContainer[Global___DetectionImage]:
+        """Detection: one entry per image (labels and scores stay empty)."""
+
     def __init__(
         self,
         *,
@@ -387,14 +397,61 @@ class EvaluateRequest(_message.Message):
         scores_f64: _builtins.bytes = ...,
         predictions_f64: _builtins.bytes = ...,
         weights_f64: _builtins.bytes = ...,
+        n_classes: _builtins.int | None = ...,
+        images: _abc.Iterable[Global___DetectionImage] | None = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _typing.Literal["baseline", b"baseline", "challenger", b"challenger", "model", b"model", "options", b"options"]  # noqa: Y015
+    _HasFieldArgType: _TypeAlias = _typing.Literal["_n_classes", b"_n_classes", "baseline", b"baseline", "challenger", b"challenger", "model", b"model", "n_classes", b"n_classes", "options", b"options"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["baseline", b"baseline", "challenger", b"challenger", "classes", b"classes", "label_names", b"label_names", "labels", b"labels", "labels_f64", b"labels_f64", "model", b"model", "options", b"options", "predictions", b"predictions", "predictions_f64", b"predictions_f64", "scores", b"scores", "scores_f64", b"scores_f64", "task", b"task", "weights", b"weights", "weights_f64", b"weights_f64"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["_n_classes", b"_n_classes", "baseline", b"baseline", "challenger", b"challenger", "classes", b"classes", "images", b"images", "label_names", b"label_names", "labels", b"labels", "labels_f64", b"labels_f64", "model", b"model", "n_classes", b"n_classes", "options", b"options", "predictions", b"predictions", "predictions_f64", b"predictions_f64", "scores", b"scores", "scores_f64", b"scores_f64", "task", b"task", "weights", b"weights", "weights_f64", b"weights_f64"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    _WhichOneofReturnType__n_classes: _TypeAlias = _typing.Literal["n_classes"]  # noqa: Y015
+    _WhichOneofArgType__n_classes: _TypeAlias = _typing.Literal["_n_classes", b"_n_classes"]  # noqa: Y015
+    def WhichOneof(self, oneof_group: _WhichOneofArgType__n_classes) -> _WhichOneofReturnType__n_classes | None: ...
+
+Global___EvaluateRequest: _TypeAlias = EvaluateRequest  # noqa: Y015
+
+@_typing.final
+class DetectionImage(_message.Message):
+    """DetectionImage is one image of a detection request: ground-truth boxes with their classes,
+    predicted boxes with their classes and scores. Boxes are [x1, y1, x2, y2], row-major.
+    """
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    IMAGE_ID_FIELD_NUMBER: _builtins.int
+    GT_BOXES_FIELD_NUMBER: _builtins.int
+    GT_CLASSES_FIELD_NUMBER: _builtins.int
+    PRED_BOXES_FIELD_NUMBER: _builtins.int
+    PRED_CLASSES_FIELD_NUMBER: _builtins.int
+    PRED_SCORES_FIELD_NUMBER: _builtins.int
+    image_id: _builtins.str
+    @_builtins.property
+    def gt_boxes(self) -> _containers.RepeatedScalarFieldContainer[_builtins.float]: ...
+    @_builtins.property
+    def gt_classes(self) -> _containers.RepeatedScalarFieldContainer[_builtins.int]: ...
+    @_builtins.property
+    def pred_boxes(self) -> _containers.RepeatedScalarFieldContainer[_builtins.float]: ...
+    @_builtins.property
+    def pred_classes(self) -> _containers.RepeatedScalarFieldContainer[_builtins.int]: ...
+    @_builtins.property
+    def pred_scores(self) -> _containers.RepeatedScalarFieldContainer[_builtins.float]: ...
+    def __init__(
+        self,
+        *,
+        image_id: _builtins.str = ...,
+        gt_boxes: _abc.Iterable[_builtins.float] | None = ...,
+        gt_classes: _abc.Iterable[_builtins.int] | None = ...,
+        pred_boxes: _abc.Iterable[_builtins.float] | None = ...,
+        pred_classes: _abc.Iterable[_builtins.int] | None = ...,
+        pred_scores: _abc.Iterable[_builtins.float] | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["gt_boxes", b"gt_boxes", "gt_classes", b"gt_classes", "image_id", b"image_id", "pred_boxes", b"pred_boxes", "pred_classes", b"pred_classes", "pred_scores", b"pred_scores"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
-Global___EvaluateRequest: _TypeAlias = EvaluateRequest  # noqa: Y015
+Global___DetectionImage: _TypeAlias = DetectionImage  # noqa: Y015
 
 @_typing.final
 class StreamHeader(_message.Message):
@@ -407,7 +464,9 @@ class StreamHeader(_message.Message):
     OPTIONS_FIELD_NUMBER: _builtins.int
     MODEL_FIELD_NUMBER: _builtins.int
     BASELINE_FIELD_NUMBER: _builtins.int
+    N_CLASSES_FIELD_NUMBER: _builtins.int
     task: Global___Task.ValueType
+    n_classes: _builtins.int
     @_builtins.property
     def classes(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]: ...
     @_builtins.property
@@ -426,12 +485,15 @@ class StreamHeader(_message.Message):
         options: Global___Options | None = ...,
         model: Global___Model | None = ...,
         baseline: Global___Baseline | None = ...,
+        n_classes: _builtins.int | None = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _typing.Literal["baseline", b"baseline", "model", b"model", "options", b"options"]  # noqa: Y015
+    _HasFieldArgType: _TypeAlias = _typing.Literal["_n_classes", b"_n_classes", "baseline", b"baseline", "model", b"model", "n_classes", b"n_classes", "options", b"options"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["baseline", b"baseline", "classes", b"classes", "model", b"model", "options", b"options", "task", b"task"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["_n_classes", b"_n_classes", "baseline", b"baseline", "classes", b"classes", "model", b"model", "n_classes", b"n_classes", "options", b"options", "task", b"task"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
-    def WhichOneof(self, oneof_group: _Never) -> None: ...
+    _WhichOneofReturnType__n_classes: _TypeAlias = _typing.Literal["n_classes"]  # noqa: Y015
+    _WhichOneofArgType__n_classes: _TypeAlias = _typing.Literal["_n_classes", b"_n_classes"]  # noqa: Y015
+    def WhichOneof(self, oneof_group: _WhichOneofArgType__n_classes) -> _WhichOneofReturnType__n_classes | None: ...
 
 Global___StreamHeader: _TypeAlias = StreamHeader  # noqa: Y015
 
@@ -551,25 +613,115 @@ Global___PrCurve: _TypeAlias = PrCurve  # noqa: Y015
 class Curves(_message.Message):
     DESCRIPTOR: _descriptor.Descriptor
 
+    @_typing.final
+    class OtherEntry(_message.Message):
+        DESCRIPTOR: _descriptor.Descriptor
+
+        KEY_FIELD_NUMBER: _builtins.int
+        VALUE_FIELD_NUMBER: _builtins.int
+        key: _builtins.str
+        @_builtins.property
+        def value(self) -> Global___NamedArrays: ...
+        def __init__(
+            self,
+            *,
+            key: _builtins.str = ...,
+            value: Global___NamedArrays | None = ...,
+        ) -> None: ...
+        _HasFieldArgType: _TypeAlias = _typing.Literal["value", b"value"]  # noqa: Y015
+        def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+        _ClearFieldArgType: _TypeAlias = _typing.Literal["key", b"key", "value", b"value"]  # noqa: Y015
+        def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+        def WhichOneof(self, oneof_group: _Never) -> None: ...
+
     ROC_FIELD_NUMBER: _builtins.int
     PR_FIELD_NUMBER: _builtins.int
+    OTHER_FIELD_NUMBER: _builtins.int
     @_builtins.property
     def roc(self) -> Global___RocCurve: ...
     @_builtins.property
     def pr(self) -> Global___PrCurve: ...
+    @_builtins.property
+    def other(self) -> _containers.MessageMap[_builtins.str, Global___NamedArrays]:
+        """Every other curve or matrix, by name (multiclass: "roc_macro" with fpr and tpr, and
+        "confusion_matrix"): named arrays of numbers.
+        """
+
     def __init__(
         self,
         *,
         roc: Global___RocCurve | None = ...,
         pr: Global___PrCurve | None = ...,
+        other: _abc.Mapping[_builtins.str, Global___NamedArrays] | None = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _typing.Literal["pr", b"pr", "roc", b"roc"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["pr", b"pr", "roc", b"roc"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["other", b"other", "pr", b"pr", "roc", b"roc"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
 Global___Curves: _TypeAlias = Curves  # noqa: Y015
+
+@_typing.final
+class NamedArrays(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    @_typing.final
+    class ArraysEntry(_message.Message):
+        DESCRIPTOR: _descriptor.Descriptor
+
+        KEY_FIELD_NUMBER: _builtins.int
+        VALUE_FIELD_NUMBER: _builtins.int
+        key: _builtins.str
+        @_builtins.property
+        def value(self) -> Global___Values: ...
+        def __init__(
+            self,
+            *,
+            key: _builtins.str = ...,
+            value: Global___Values | None = ...,
+        ) -> None: ...
+        _HasFieldArgType: _TypeAlias = _typing.Literal["value", b"value"]  # noqa: Y015
+        def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+        _ClearFieldArgType: _TypeAlias = _typing.Literal["key", b"key", "value", b"value"]  # noqa: Y015
+        def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+        def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+    ARRAYS_FIELD_NUMBER: _builtins.int
+    @_builtins.property
+    def arrays(self) -> _containers.MessageMap[_builtins.str, Global___Values]: ...
+    def __init__(
+        self,
+        *,
+        arrays: _abc.Mapping[_builtins.str, Global___Values] | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["arrays", b"arrays"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___NamedArrays: _TypeAlias = NamedArrays  # noqa: Y015
+
+@_typing.final
+class Values(_message.Message):
+    DESCRIPTOR: _descriptor.Descriptor
+
+    VALUES_FIELD_NUMBER: _builtins.int
+    @_builtins.property
+    def values(self) -> _containers.RepeatedScalarFieldContainer[_builtins.float]: ...
+    def __init__(
+        self,
+        *,
+        values: _abc.Iterable[_builtins.float] | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["values", b"values"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    def WhichOneof(self, oneof_group: _Never) -> None: ...
+
+Global___Values: _TypeAlias = Values  # noqa: Y015
 
 @_typing.final
 class Interval(_message.Message):
@@ -821,9 +973,31 @@ class ClassMetrics(_message.Message):
         def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
         def WhichOneof(self, oneof_group: _Never) -> None: ...
 
+    @_typing.final
+    class IntervalsEntry(_message.Message):
+        DESCRIPTOR: _descriptor.Descriptor
+
+        KEY_FIELD_NUMBER: _builtins.int
+        VALUE_FIELD_NUMBER: _builtins.int
+        key: _builtins.str
+        @_builtins.property
+        def value(self) -> Global___Interval: ...
+        def __init__(
+            self,
+            *,
+            key: _builtins.str = ...,
+            value: Global___Interval | None = ...,
+        ) -> None: ...
+        _HasFieldArgType: _TypeAlias = _typing.Literal["value", b"value"]  # noqa: Y015
+        def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+        _ClearFieldArgType: _TypeAlias = _typing.Literal["key", b"key", "value", b"value"]  # noqa: Y015
+        def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+        def WhichOneof(self, oneof_group: _Never) -> None: ...
+
     CLASS_NAME_FIELD_NUMBER: _builtins.int
     METRICS_FIELD_NUMBER: _builtins.int
     UNDEFINED_FIELD_NUMBER: _builtins.int
+    INTERVALS_FIELD_NUMBER: _builtins.int
     class_name: _builtins.str
     @_builtins.property
     def metrics(self) -> _containers.ScalarMap[_builtins.str, _builtins.float]:
@@ -831,16 +1005,21 @@ class ClassMetrics(_message.Message):
 
     @_builtins.property
     def undefined(self) -> _containers.ScalarMap[_builtins.str, _builtins.str]: ...
+    @_builtins.property
+    def intervals(self) -> _containers.MessageMap[_builtins.str, Global___Interval]:
+        """Intervals of this class's metrics (the DeLong interval of its one-vs-rest AUC)."""
+
     def __init__(
         self,
         *,
         class_name: _builtins.str = ...,
         metrics: _abc.Mapping[_builtins.str, _builtins.float] | None = ...,
         undefined: _abc.Mapping[_builtins.str, _builtins.str] | None = ...,
+        intervals: _abc.Mapping[_builtins.str, Global___Interval] | None = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["class_name", b"class_name", "metrics", b"metrics", "undefined", b"undefined"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["class_name", b"class_name", "intervals", b"intervals", "metrics", b"metrics", "undefined", b"undefined"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
