@@ -155,7 +155,8 @@ def _other_task(
         output = compute_detection(y_true, y_score, classes=classes, options=options)
         conventions = DETECTION_CONVENTIONS
     sink = output.sink
-    n_samples = sink.metrics.get("n_samples")
+    # Detection counts images: its rows are the images of the request.
+    n_samples = sink.metrics.get("n_samples", sink.metrics.get("n_images"))
     return EvaluationResult(
         task=task,
         n_samples=int(n_samples) if n_samples is not None else 0,
