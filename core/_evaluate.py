@@ -17,6 +17,9 @@ from core.binary._suite import compute
 from core.detection import CATALOG_ENTRIES as DETECTION_CATALOG
 from core.detection import CONVENTIONS as DETECTION_CONVENTIONS
 from core.detection import compute_detection
+from core.multiclass import CATALOG_ENTRIES as MULTICLASS_CATALOG
+from core.multiclass import CONVENTIONS as MULTICLASS_CONVENTIONS
+from core.multiclass import compute_multiclass
 from core.multilabel import CATALOG_ENTRIES as MULTILABEL_CATALOG
 from core.multilabel import CONVENTIONS as MULTILABEL_CONVENTIONS
 from core.multilabel import compute_multilabel
@@ -117,7 +120,7 @@ def evaluate_binary_stats(
     )
 
 
-for _entries in (MULTILABEL_CATALOG, REGRESSION_CATALOG, DETECTION_CATALOG):
+for _entries in (MULTICLASS_CATALOG, MULTILABEL_CATALOG, REGRESSION_CATALOG, DETECTION_CATALOG):
     register(_entries)
 
 
@@ -131,8 +134,12 @@ def _other_task(
     classes: Sequence[str] | None,
 ) -> EvaluationResult:
     if task == "multiclass":
-        raise InvalidInputError("task", "task 'multiclass' is not available in this version")
-    if task == "multilabel":
+        output = compute_multiclass(
+            y_true, y_score, y_pred=y_pred, sample_weight=sample_weight, classes=classes,
+            options=options,
+        )  # fmt: skip
+        conventions = MULTICLASS_CONVENTIONS
+    elif task == "multilabel":
         output = compute_multilabel(
             y_true, y_score, y_pred=y_pred, sample_weight=sample_weight, classes=classes,
             options=options,

@@ -5,16 +5,19 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from core import CATALOG
+import pytest
+
+from core import CATALOG, TASKS
 
 README = Path(__file__).resolve().parents[1] / "README.md"
 
 
-def test_readme_catalog_lists_every_binary_metric() -> None:
+@pytest.mark.parametrize("task", TASKS)
+def test_readme_catalog_lists_every_metric_of_each_task(task: str) -> None:
     text = README.read_text(encoding="utf-8")
-    table = text.split("<!-- catalog:binary -->")[1].split("<!-- /catalog:binary -->")[0]
+    table = text.split(f"<!-- catalog:{task} -->")[1].split(f"<!-- /catalog:{task} -->")[0]
     documented = set(re.findall(r"^\| `([^`]+)` \|", table, flags=re.MULTILINE))
-    expected = {name for name, info in CATALOG.items() if "binary" in info.tasks}
+    expected = {name for name, info in CATALOG.items() if task in info.tasks}
     assert documented == expected
 
 

@@ -64,7 +64,8 @@ def absolute_error_metrics(sink: MetricSink, rows: RegressionRows, absolute: Flo
         # As scikit-learn: |y| is floored at eps, so labels below 2.2e-16 in size count as eps.
         relative = absolute / np.maximum(np.abs(rows.labels), EPS)
         put(sink, "mape", float(np.dot(weights, relative)) / n)
-    put(sink, "smape", float(np.dot(weights, _smape_terms(rows.labels, rows.predictions))) / n)
+    smape = float(np.dot(weights, _smape_terms(rows.labels, rows.predictions))) / n
+    put(sink, "smape", min(smape, 2.0))  # a mean of terms <= 2 may round to 2 + 4e-16
 
 
 def _smape_terms(labels: Floats, predictions: Floats) -> Floats:

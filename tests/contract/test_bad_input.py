@@ -210,7 +210,9 @@ CASES: dict[str, Bad] = {
     "unknown-task-number": Bad(fawcett(task=99), 400, INVALID, "task", "99",
                                same_message=False),
     "unspecified-task": Bad(fawcett(task=None), 400, INVALID, "task", "required"),
-    "task-not-available": Bad(fawcett(task="multiclass"), 422, INVALID, "task", "multiclass"),
+    # binary rows sent as multiclass: one score per row is a matrix of one column
+    "multiclass-with-one-score-per-row": Bad(fawcett(task="multiclass"), 422, INVALID, "scores",
+                                             "at least 2 columns"),
     # --- drift baseline and challenger
     "baseline-auc-without-variance-or-counts": Bad(fawcett(baseline={"roc_auc": 0.9}), 422,
                                                    INVALID, "baseline", "roc_auc_variance"),
@@ -293,6 +295,24 @@ CASES: dict[str, Bad] = {
                                  "model.name", "required"),
     # --- limits
     # --- the other tasks
+    "multiclass-unknown-class-name": Bad(
+        {"task": "multiclass", "classes": ["cat", "dog"], "labels": ["cat", "cow"],
+         "scores": [[0.9, 0.1], [0.2, 0.8]]},
+        422, INVALID, "labels", "cow",
+    ),
+    "multiclass-score-width-differs-from-classes": Bad(
+        {"task": "multiclass", "classes": ["cat", "dog", "bird"], "labels": [0, 1],
+         "scores": [[0.9, 0.1], [0.2, 0.8]]},
+        422, INVALID, "scores", "3", same_message=False,
+    ),
+    "multiclass-label-outside-the-classes": Bad(
+        {"task": "multiclass", "labels": [0, 5], "scores": [[0.9, 0.1], [0.2, 0.8]]},
+        422, INVALID, "labels", "5",
+    ),
+    "multiclass-too-many-classes": Bad(
+        {"task": "multiclass", "labels": [0, 1], "scores": [[0.1, 0.2, 0.3, 0.4]] * 2},
+        413, EXHAUSTED, "scores", "limit of 3", server="limited", only="json",
+    ),
     "multilabel-widths-disagree": Bad(
         {"task": "multilabel", "labels": [[1, 0, 1], [0, 1, 0]],
          "scores": [[0.9, 0.1], [0.2, 0.8]]},

@@ -398,9 +398,9 @@ EVALUATE_ERRORS = [
     ),
     pytest.param(fawcett(weights_f64=f64([float("nan")] * 20)), "weights", id="raw-nan-weights"),
     pytest.param(
-        pb.EvaluateRequest(task=pb.TASK_MULTICLASS, labels=[0, 1], scores=[0.9, 0.1, 0.2, 0.8]),
-        "task",
-        id="task-not-available",
+        pb.EvaluateRequest(task=pb.TASK_MULTICLASS, labels=[0, 3], scores=[0.9, 0.1, 0.2, 0.8]),
+        "labels",
+        id="multiclass-label-outside-the-classes",
     ),
 ]
 

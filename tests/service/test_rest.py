@@ -513,7 +513,9 @@ JSON_ERRORS = [
     ),
     pytest.param(_body(scores_f64=f64(FAWCETT_SCORES)), 400, "malformed", "scores", id="both"),
     # Values that cannot be evaluated.
-    pytest.param(_body(task="multiclass"), 422, "invalid_argument", "task", id="task-unavailable"),
+    pytest.param(
+        _body(task="multiclass"), 422, "invalid_argument", "scores", id="one-score-per-row"
+    ),
     pytest.param(_body(scores=FAWCETT_SCORES[:-1]), 422, "invalid_argument", "scores", id="length"),
     pytest.param(_body(labels=[], scores=[]), 422, "invalid_argument", "labels", id="empty"),
     pytest.param(_body(scores=None), 422, "invalid_argument", "scores", id="no-scores"),

@@ -1,0 +1,43 @@
+"""Micro averages of the ranking metrics: the flattened one-vs-rest problem.
+
+Flattening the n x k one-hot labels and scores (seed 001: ``roc_curve(y.ravel(),
+s.ravel())``) gives n positives, the true-class scores T, and n (k - 1) negatives, every
+other score. ``_ranking`` counts the negatives by where they sit among the distinct values of
+T: strictly between T[p-1] and T[p] (``gap[p]``), or equal to T[p] (``tie[p]``). That is
+enough for both metrics, with T's own weights ``mass``:
+
+* ROC AUC = sum_p mass[p] (negatives below T[p] + half those equal) / (P N), the
+  Mann-Whitney form with ties counting half (seed 000), as scikit-learn's ``roc_auc_score``;
+* average precision = sum_p (mass[p] / P) TP_p / (TP_p + FP_p), TP_p and FP_p the weights
+  scored >= T[p]: scikit-learn's step-wise AP, whose thresholds that add positives are
+  exactly the values of T.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numpy.typing import NDArray
+
+from core._result import MetricSink
+
+__all__ = ["micro_metrics"]
+
+Floats = NDArray[np.float64]
+
+
+def micro_metrics(sink: MetricSink, mass: Floats, gap: Floats, tie: Floats) -> None:
+    """``mass[p]``: the weight of the rows whose true-class score is T[p]; ``gap``: n_T + 1
+    negative weights (``gap[n_T]`` lies above T); ``tie``: n_T negative weights."""
+    positives = float(mass.sum())
+    negatives = float(gap.sum()) + float(tie.sum())
+    # The flattened problem has both classes: n positives, n (k - 1) negatives, k >= 2.
+    below = np.cumsum(gap[:-1])
+    below += np.cumsum(tie)
+    below -= tie  # negatives strictly below T[p]
+    ranked_right = float(np.dot(mass, below)) + 0.5 * float(np.dot(mass, tie))
+    sink.set("roc_auc_ovr_micro", ranked_right / (positives * negatives))
+    scored = np.flatnonzero(mass)
+    true_positives = np.cumsum(mass[::-1])[::-1][scored]  # weight of positives >= T[p]
+    false_positives = negatives - below[scored]
+    precision = true_positives / (true_positives + false_positives)
+    sink.set("average_precision_micro", float(np.dot(mass[scored], precision)) / positives)

@@ -1,0 +1,127 @@
+"""Per-class one-vs-rest metrics and their averages.
+
+Each class's statistic (on class slots, ``_ranking``) goes through task binary's own
+functions: ``roc_auc``, ``pr_areas`` (step-wise average precision), ``ks_and_youden`` and
+DeLong's interval from ``placements``. A class absent from labels, or the only class present,
+has no ranking metrics: they are None with the reason, and the class is left out of the macro
+averages and named in ``warnings``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+from numpy.typing import NDArray
+
+from core._options import Options
+from core._result import MetricSink
+from core.binary._delong import placements
+from core.binary._intervals import auc_interval
+from core.binary._precision_recall import pr_areas
+from core.binary._ranked import Ranked, hits, rank
+from core.binary._ranking import ks_and_youden, roc_auc
+from core.binary._stats import BinaryStats
+from core.multiclass._confusion import ABSENT, NEITHER, NEVER_PREDICTED, ClassCounts, describe
+
+__all__ = ["ClassRanking", "class_ranking", "class_rows", "ranking_averages"]
+
+Floats = NDArray[np.float64]
+
+RANKING = ("roc_auc", "average_precision", "ks_statistic")
+NO_POSITIVES = "class absent from labels (no positives)"
+NO_NEGATIVES = "every row is of this class (no negatives)"
+
+
+@dataclass(slots=True)
+class ClassRanking:
+    """One class's ranking metrics (None with ``reason`` when undefined)."""
+
+    values: dict[str, float | None]
+    reason: str | None = None
+    ranked: Ranked | None = None
+    interval: dict[str, Any] | None = None
+    interval_reason: str | None = None
+    undefined: dict[str, str] = field(default_factory=dict)
+
+
+def class_ranking(stats: BinaryStats, options: Options) -> ClassRanking:
+    positives, negatives = float(stats.pos.sum()), float(stats.neg.sum())
+    if positives == 0 or negatives == 0:
+        reason = NO_POSITIVES if positives == 0 else NO_NEGATIVES
+        return ClassRanking(
+            dict.fromkeys(RANKING), reason, undefined=dict.fromkeys(RANKING, reason)
+        )
+    ranked = rank(stats)
+    hit = hits(ranked)
+    values: dict[str, float | None] = {
+        "roc_auc": roc_auc(ranked, hit),
+        "average_precision": pr_areas(ranked.positives, hit).average_precision,
+        "ks_statistic": ks_and_youden(ranked, hit)[0],
+    }
+    interval = auc_interval(placements(stats), options.confidence_level, options.auc_interval)
+    if isinstance(interval, str):
+        return ClassRanking(values, ranked=ranked, interval_reason=interval)
+    return ClassRanking(values, ranked=ranked, interval=interval)
+
+
+def ranking_averages(
+    sink: MetricSink,
+    rankings: list[ClassRanking],
+    class_mass: Floats,
+    classes: tuple[str, ...],
+) -> None:
+    """roc_auc_ovr_{macro,weighted} and average_precision_{macro,weighted} over the classes
+    with both positives and negatives."""
+    defined = np.array([ranking.reason is None for ranking in rankings])
+    absent = np.flatnonzero(class_mass <= 0)
+    if absent.size:
+        sink.warn(
+            f"{describe(classes, absent)} absent from labels: roc_auc, average_precision, "
+            "ks_statistic and recall undefined, left out of the macro averages"
+        )
+    alone = np.flatnonzero(~defined & (class_mass > 0))
+    if alone.size:
+        sink.warn(
+            f"{describe(classes, alone)} is the only class present in labels: the one-vs-rest "
+            "ranking metrics are undefined"
+        )
+    for metric, name in (("roc_auc", "roc_auc_ovr"), ("average_precision", "average_precision")):
+        if not defined.any():
+            reason = "no class has both positives and negatives in labels"
+            sink.undefine(f"{name}_macro", reason)
+            sink.undefine(f"{name}_weighted", reason)
+            continue
+        values = np.array(
+            [r.values[metric] for r in rankings if r.reason is None], dtype=np.float64
+        )
+        weight = class_mass[defined]
+        sink.set(f"{name}_macro", float(values.mean()))
+        sink.set(f"{name}_weighted", float(np.dot(weight, values) / weight.sum()))
+
+
+def class_rows(
+    classes: tuple[str, ...], counts: ClassCounts, rankings: list[ClassRanking]
+) -> list[dict[str, Any]]:
+    """``TaskOutput.per_class``: one row per class, in score-column order."""
+    rows = []
+    reasons = {"precision": NEVER_PREDICTED, "recall": ABSENT, "f1": NEITHER, "f_beta": NEITHER}
+    for index, name in enumerate(classes):
+        row: dict[str, Any] = {"class": name}
+        undefined: dict[str, str] = {}
+        for metric, reason in reasons.items():
+            value = float(getattr(counts, metric)[index])
+            if np.isnan(value):
+                row[metric] = None
+                undefined[metric] = reason
+            else:
+                row[metric] = value
+        row["support"] = float(counts.support[index])
+        ranking = rankings[index]
+        row.update(ranking.values)
+        undefined.update(ranking.undefined)
+        row["undefined"] = undefined
+        row["intervals"] = {} if ranking.interval is None else {"roc_auc": ranking.interval}
+        rows.append(row)
+    return rows

@@ -1,0 +1,210 @@
+"""One sweep over the score columns gives every one-vs-rest, one-vs-one and micro ranking
+statistic, with no sort per column.
+
+Every score is located among the distinct true-class scores T (``_locate``). For column j:
+
+* One-vs-rest, class j. Its positives are the class-j rows' scores of column j, which are
+  values of T. A positive at the i-th distinct class-j value u_i sits at *class slot* 2 i + 1;
+  a negative sits at 2 i + 1 when it equals u_i and at 2 i when it lies strictly between
+  u_{i-1} and u_i. The positive and negative weight per class slot is a ``BinaryStats`` whose
+  "distinct scores" are the class slots: negatives between two positives merge into one
+  entry, which changes no ROC point where a positive is added, so the ROC AUC, average
+  precision, KS statistic and DeLong placements computed from it are exact. Its thresholds
+  are slot numbers, not scores.
+* One-vs-one, A(j|c) for every c at once (Hand & Till 2001): each row of class c adds its
+  weight times the class-j weight strictly above its class slot plus half the weight at it;
+  one ``np.bincount`` over the true classes sums them.
+* Micro: every negative of column j (rows of another class) adds its weight to its place
+  among T; the positives of the flattened problem are T itself (``_micro``).
+
+The cost per column is one locate and a few linear passes: k columns cost about k sorts'
+worth of work for one-vs-rest, one-vs-one and micro together (scikit-learn's one-vs-one makes
+k (k - 1) / 2 passes over the rows and sorts each pair).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+from numpy.typing import NDArray
+
+from core.binary._stats import BinaryStats
+from core.multiclass._columns import columns
+from core.multiclass._inputs import MulticlassInputs
+from core.multiclass._locate import Located, TrueScores, order_keys
+
+__all__ = ["Micro", "RankingStats", "distinct_with_mass", "ranking_stats", "true_class_scores"]
+
+Floats = NDArray[np.float64]
+Indices = NDArray[np.intp]
+Bools = NDArray[np.bool_]
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class Micro:
+    """The flattened problem: ``mass[p]`` positive weight at T[p]; negative weight strictly
+    between T[p-1] and T[p] (``gap[p]``, n_T + 1 entries) and equal to T[p] (``tie[p]``)."""
+
+    mass: Floats
+    gap: Floats
+    tie: Floats
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class RankingStats:
+    """``one_vs_rest[j]``: class j against the rest on class slots; ``pairs[j, c]``: the
+    weighted count of (class-j row, class-c row) pairs that column j ranks right, ties
+    counting half (the diagonal is 0); ``micro``: the flattened problem on positions among T;
+    ``class_mass``: the weight of each class."""
+
+    one_vs_rest: tuple[BinaryStats, ...]
+    pairs: Floats
+    micro: Micro
+    class_mass: Floats
+
+
+def true_class_scores(scores: NDArray[np.float64], labels: Indices) -> Floats:
+    return np.asarray(scores[np.arange(labels.size), labels], dtype=np.float64)
+
+
+def distinct_with_mass(values: Floats, weights: Floats | None) -> tuple[Floats, Floats]:
+    """Distinct values (ascending) and the weight (count) at each."""
+    if weights is None:
+        ordered = np.sort(values)
+        starts = _run_starts(ordered)
+        counts = np.diff(starts, append=ordered.size).astype(np.float64)
+        return ordered[starts], counts
+    order = np.argsort(values)
+    ordered = values[order]
+    starts = _run_starts(ordered)
+    return ordered[starts], np.add.reduceat(weights[order], starts)
+
+
+def _run_starts(ordered: Floats) -> Indices:
+    new = np.empty(ordered.size, dtype=np.bool_)
+    new[:1] = True
+    np.not_equal(ordered[1:], ordered[:-1], out=new[1:])
+    return np.flatnonzero(new)
+
+
+def ranking_stats(inputs: MulticlassInputs, true_scores: Floats) -> RankingStats:
+    labels, weights = inputs.labels, inputs.weights
+    n_classes = inputs.n_classes
+    nonnegative = inputs.low >= 0
+    values, mass = distinct_with_mass(true_scores, weights)
+    truth = TrueScores.build(values, mass, nonnegative=nonnegative)
+    sweep = _Sweep(truth, labels, weights, n_classes)
+    # Without zeros there is no -0.0, and a positive float's bits are already its key.
+    raw_bits = inputs.low > 0
+    for j, column in columns(inputs.scores):
+        keys = column.view(np.uint64) if raw_bits else order_keys(column, nonnegative=nonnegative)
+        sweep.add(j, truth.locate(keys))
+    return sweep.result()
+
+
+class _Sweep:
+    """The statistics of the columns seen so far."""
+
+    def __init__(
+        self, truth: TrueScores, labels: Indices, weights: Floats | None, n_classes: int
+    ) -> None:
+        self.truth, self.labels, self.weights = truth, labels, weights
+        self.n_classes = n_classes
+        # A stable sort of small integers is a radix sort.
+        small = labels.astype(np.uint16) if n_classes <= 1 << 16 else labels
+        order = np.argsort(small, kind="stable")
+        bounds = np.zeros(n_classes + 1, dtype=np.intp)
+        np.cumsum(np.bincount(labels, minlength=n_classes), out=bounds[1:])
+        self.rows = [order[bounds[c] : bounds[c + 1]] for c in range(n_classes)]
+        self.one_vs_rest: list[BinaryStats] = []
+        self.pairs = np.zeros((n_classes, n_classes))
+        # Micro, per position p among T. Weighted: the negative weight strictly between T[p-1]
+        # and T[p] ("gap") and equal to T[p] ("tie"). Unweighted: counts of every row at p
+        # and of the tied ones (T's own rows included; ``result`` takes them out).
+        size = truth.size + 1
+        weighted = weights is not None
+        self.micro_gap = np.zeros(size if weighted else 0)
+        self.micro_tie = np.zeros(size if weighted else 0)
+        self.micro_rows = np.zeros(0 if weighted else size, dtype=np.int64)
+        self.micro_tied = np.zeros(0 if weighted else size, dtype=np.int64)
+        self.has_class = np.zeros(truth.size + 1, dtype=np.bool_)
+        self.class_below = np.zeros(truth.size + 1, dtype=np.int32)
+
+    def add(self, j: int, located: Located) -> None:
+        position, tied = located.position, located.tied
+        own = self.rows[j]
+        slot = self._class_slots(position, own, tied)
+        n_slots = 2 * int(self.class_below[-1]) + 1
+        weights = self.weights
+        if weights is None:
+            counts = np.bincount(slot[own], minlength=n_slots)
+            negative = np.subtract(np.bincount(slot, minlength=n_slots), counts, dtype=np.float64)
+            positive = counts.astype(np.float64)
+            rest = None
+        else:
+            rest = weights.copy()
+            rest[own] = 0.0
+            positive = _summed(slot[own], weights[own], n_slots)
+            negative = _summed(slot, rest, n_slots)
+        self.one_vs_rest.append(_reduced(positive, negative, self.labels.size, rest is not None))
+        # One-vs-one: a row at slot s is below the class weight above s plus half that at s.
+        placement = positive.sum() - np.cumsum(positive) + 0.5 * positive
+        row_pairs = placement[slot] if weights is None else placement[slot] * weights
+        self.pairs[j] = np.bincount(self.labels, weights=row_pairs, minlength=self.n_classes)
+        self.pairs[j, j] = 0.0
+        self._micro(position, tied, rest)
+
+    def _class_slots(self, position: Indices, own: Indices, tied: Indices) -> Indices:
+        """Each row's class slot: 2 (class-j values below it) + (it equals a class-j value)."""
+        has, below = self.has_class, self.class_below
+        has[:] = False
+        has[position[own]] = True
+        np.cumsum(has[:-1], out=below[1:])
+        slot = below[position].astype(np.intp)
+        slot <<= 1
+        slot[tied] += has[position[tied]]
+        return slot
+
+    def _micro(self, position: Indices, tied: Indices, rest: Floats | None) -> None:
+        """Every row of the column, the class's own rows included (they are T's values, all
+        tied: ``result`` takes T's weight back out of the ties)."""
+        tie_position = position[tied]
+        if rest is None:
+            np.add.at(self.micro_rows, position, 1)
+            np.add.at(self.micro_tied, tie_position, 1)
+            return
+        # Weighted: sums of the same weights in another order could leave a residue where a
+        # difference should be 0, so gaps and ties are summed apart, the class's rows out.
+        gap = rest.copy()
+        gap[tied] = 0.0
+        np.add.at(self.micro_gap, position, gap)
+        np.add.at(self.micro_tie, tie_position, rest[tied])
+
+    def result(self) -> RankingStats:
+        truth = self.truth
+        if self.weights is not None:
+            gap, tie = self.micro_gap, self.micro_tie[:-1]
+        else:  # counts: the differences are exact
+            gap = np.subtract(self.micro_rows, self.micro_tied, dtype=np.float64)
+            tie = self.micro_tied[:-1] - truth.mass
+        class_mass = np.bincount(self.labels, weights=self.weights, minlength=self.n_classes)
+        return RankingStats(
+            tuple(self.one_vs_rest),
+            self.pairs,
+            Micro(truth.mass, gap, tie),
+            class_mass.astype(np.float64),
+        )
+
+
+def _summed(index: Indices, weights: Floats, size: int) -> Floats:
+    """The weight at each index 0..size-1."""
+    return np.asarray(np.bincount(index, weights=weights, minlength=size), dtype=np.float64)
+
+
+def _reduced(positive: Floats, negative: Floats, n_rows: int, weighted: bool) -> BinaryStats:
+    """A ``BinaryStats`` over slots, empty slots dropped; slot numbers stand in for scores."""
+    occupied = np.flatnonzero((positive > 0) | (negative > 0))
+    return BinaryStats(
+        occupied.astype(np.float64), positive[occupied], negative[occupied], n_rows, weighted
+    )
