@@ -6,7 +6,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 FILE ?= examples/fawcett.csv
 
-.PHONY: install install-test run evaluate proto test lint typecheck unit bench clean
+.PHONY: install install-test run evaluate proto test lint typecheck unit bench clean prometheus-tools
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -34,15 +34,29 @@ lint: install-test
 typecheck: install-test
 	$(BIN)/mypy
 
-unit: install-test
+unit: install-test prometheus-tools
 	$(BIN)/pytest
 
 test: lint typecheck unit
+
+# Prometheus and promtool (Debian package `prometheus`) for tests/deploy/: `promtool check/test
+# rules` and the end-to-end test against a real Prometheus. Installed only when promtool is
+# missing; apt-get as root (CI), through sudo otherwise when there is one.
+prometheus-tools:
+	@if ! command -v promtool >/dev/null 2>&1; then \
+		if [ "$$(id -u)" = 0 ]; then SUDO=; \
+		elif command -v sudo >/dev/null 2>&1; then SUDO=sudo; \
+		else echo "promtool is missing: install the Debian package prometheus (as root)" >&2; exit 1; fi; \
+		$$SUDO apt-get update && \
+		DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y --no-install-recommends prometheus; \
+	fi
 
 bench: install-test
 	$(BIN)/python bench/binary_core.py
 	$(BIN)/python bench/binary_core.py --allocator default
 	$(BIN)/python bench/service_bench.py
+	$(BIN)/python bench/multiclass_core.py
+	$(BIN)/python bench/auc_simulation.py
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache *.egg-info
