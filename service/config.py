@@ -37,3 +37,11 @@ class Settings(BaseSettings):
     shutdown_grace_seconds: float = Field(
         20.0, ge=0, description="time in-flight requests get to finish on SIGTERM"
     )
+    max_model_series: int = Field(
+        1000,
+        ge=1,
+        description="most (model, version, segment, class) label sets exported to Prometheus",
+    )
+    model_series_ttl_seconds: float = Field(
+        86400.0, gt=0, description="model series not updated for this long are removed"
+    )

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import re
 import threading
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -22,7 +23,7 @@ from evalserve.v1 import evaluation_pb2 as pb
 from google.protobuf.message import Message
 from numpy.typing import NDArray
 
-from core import TASKS
+from core import TASKS, InvalidInputError
 from service.config import Settings
 from service.errors import MalformedRequestError, PayloadTooLargeError
 
@@ -36,6 +37,7 @@ __all__ = [
     "header_from_json",
     "header_from_proto",
     "json_kind",
+    "model_ref",
     "parse_json",
     "request_from_json",
     "request_from_proto",
@@ -66,11 +68,42 @@ OPTION_FIELDS = tuple(f.name for f in pb.Options.DESCRIPTOR.fields)
 TASK_NAMES = {pb.Task.Value(f"TASK_{task.upper()}"): task for task in TASKS}
 
 
+# Model names become Prometheus label values: short, and from a charset every tool quotes alike.
+MAX_MODEL_LABEL = 128
+MODEL_LABEL_CHARS = "A-Za-z0-9_.:/-"
+_MODEL_LABEL = re.compile(f"[{MODEL_LABEL_CHARS}]*")
+
+
 @dataclass(frozen=True, slots=True)
 class ModelRef:
+    """The model a request names (``model.name``, ``model.version``, ``model.segment``)."""
+
     name: str
     version: str = ""
     segment: str = ""
+
+
+def model_ref(name: str, version: str = "", segment: str = "") -> ModelRef:
+    """A checked ``ModelRef``: each part at most 128 characters of [A-Za-z0-9_.:/-]; the name is
+    required (refused as malformed when empty, as a missing field is)."""
+    if not name:
+        raise MalformedRequestError("model.name", "is required when model is given")
+    for key, value in (("name", name), ("version", version), ("segment", segment)):
+        if len(value) > MAX_MODEL_LABEL:
+            raise InvalidInputError(
+                f"model.{key}",
+                f"expected at most {MAX_MODEL_LABEL} characters, but got {len(value)}",
+            )
+        allowed = _MODEL_LABEL.match(value)
+        assert allowed is not None  # the pattern matches the empty prefix of anything
+        if allowed.end() < len(value):
+            bad = value[allowed.end()]
+            raise InvalidInputError(
+                f"model.{key}",
+                f"expected only the characters {MODEL_LABEL_CHARS}, but got {bad!r} at"
+                f" position {allowed.end()} of {value!r}",
+            )
+    return ModelRef(name, version, segment)
 
 
 @dataclass(frozen=True, slots=True)
@@ -251,9 +284,7 @@ def header_from_json(body: Mapping[str, Any], settings: Settings) -> Header:
                 raise MalformedRequestError(
                     f"model.{key}", f"expected a string, but got {json_kind(value)}"
                 )
-        if not raw_model.get("name"):
-            raise MalformedRequestError("model.name", "is required when model is given")
-        model = ModelRef(**raw_model)
+        model = model_ref(*(raw_model.get(key, "") for key in MODEL_FIELDS))
     baseline = None if body.get("baseline") is None else _baseline_from_json(body, settings)
     n_classes = body.get("n_classes")
     if n_classes is not None and (
@@ -548,9 +579,7 @@ def header_from_proto(message: pb.EvaluateRequest | pb.StreamHeader, settings: S
         )
     model = None
     if message.HasField("model"):
-        if not message.model.name:
-            raise MalformedRequestError("model.name", "is required when model is given")
-        model = ModelRef(message.model.name, message.model.version, message.model.segment)
+        model = model_ref(message.model.name, message.model.version, message.model.segment)
     baseline = None
     if message.HasField("baseline"):
         baseline = {

@@ -5,7 +5,9 @@ A thin adapter over ``service.usecase``: decode (``service.decode``), evaluate o
 ``abort_with_error``, which reads the service's one error table (``service.errors.describe``):
 a request error becomes INVALID_ARGUMENT or RESOURCE_EXHAUSTED with a message naming the field
 and a ``google.rpc.BadRequest`` detail (read it with ``grpc_status.rpc_status.from_call``);
-anything else is logged and becomes INTERNAL with a generic message.
+anything else is logged and becomes INTERNAL with a generic message. The same place counts and
+times every call by its status code (``service.metrics``); the use case records the model
+series.
 
 ``create_grpc_server`` returns the server bound but not started, so the caller starts it in its
 own event loop next to the REST server, and owns shutdown (set NOT_SERVING on the returned health
@@ -14,12 +16,15 @@ servicer, then ``await server.stop(grace)``).
 
 from __future__ import annotations
 
+import asyncio
 import functools
 import logging
+import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine
 from typing import Any, Final, NoReturn, Protocol, TypeVar, cast
 
 import grpc
+import prometheus_client
 from evalserve.v1 import evaluation_pb2 as pb
 from evalserve.v1 import evaluation_pb2_grpc as pb_grpc
 from google.protobuf import any_pb2
@@ -33,6 +38,7 @@ from grpc_status import rpc_status  # type: ignore[import-untyped]
 from service import decode, encode
 from service.config import Settings
 from service.errors import MalformedRequestError, ServiceError, StreamProtocolError, describe
+from service.metrics import ServiceMetrics
 from service.usecase import Evaluator, StreamAccumulator, evaluate_request
 
 __all__ = [
@@ -84,6 +90,12 @@ _Response = TypeVar("_Response")
 _INTERNAL_MESSAGE = "internal error; the server logged it"
 
 
+def status_of(error: Exception) -> grpc.StatusCode:
+    """The status ``abort_with_error`` ends a call with for ``error``."""
+    info = describe(error)
+    return grpc.StatusCode.INTERNAL if info is None else info.grpc_status
+
+
 async def abort_with_error(context: Context, error: Exception) -> NoReturn:
     """End the call with the status ``error`` maps to in ``service.errors``; never returns."""
     info = describe(error)
@@ -109,20 +121,39 @@ async def abort_with_error(context: Context, error: Exception) -> NoReturn:
 
 
 def _reported(
-    method: Callable[[_Servicer, _Request, Context], Awaitable[_Response]],
-) -> Callable[[_Servicer, _Request, Context], Coroutine[Any, Any, _Response]]:
-    """Route every exception of a servicer method through ``abort_with_error``."""
+    name: str,
+) -> Callable[
+    [Callable[[_Servicer, _Request, Context], Awaitable[_Response]]],
+    Callable[[_Servicer, _Request, Context], Coroutine[Any, Any, _Response]],
+]:
+    """Route every exception of a servicer method through ``abort_with_error``, and count the
+    call with its status code (``name``: the ``method`` label)."""
 
-    @functools.wraps(method)
-    async def reported(self: _Servicer, request: _Request, context: Context) -> _Response:
-        try:
-            return await method(self, request, context)
-        except grpc.aio.AbortError:
-            raise
-        except Exception as error:
-            await abort_with_error(context, error)
+    def decorate(
+        method: Callable[[_Servicer, _Request, Context], Awaitable[_Response]],
+    ) -> Callable[[_Servicer, _Request, Context], Coroutine[Any, Any, _Response]]:
+        @functools.wraps(method)
+        async def reported(self: _Servicer, request: _Request, context: Context) -> _Response:
+            start = time.perf_counter()
+            code = grpc.StatusCode.OK
+            try:
+                return await method(self, request, context)
+            except grpc.aio.AbortError:
+                code = context.code() or grpc.StatusCode.UNKNOWN
+                raise
+            except asyncio.CancelledError:  # the client cancelled, or its deadline passed
+                code = grpc.StatusCode.CANCELLED
+                raise
+            except Exception as error:
+                code = status_of(error)
+                await abort_with_error(context, error)
+            finally:
+                seconds = time.perf_counter() - start
+                self.metrics.answered("grpc", name, code.name, seconds)
 
-    return reported
+        return reported
+
+    return decorate
 
 
 def _stream_batch(
@@ -190,20 +221,25 @@ def _add_servicer(servicer: EvaluationServicer, server: grpc.aio.Server) -> None
 class EvaluationServicer(pb_grpc.EvaluationServiceServicer):
     """``evalserve.v1.EvaluationService``: decode, evaluate off the loop, encode."""
 
-    def __init__(self, settings: Settings, evaluator: Evaluator) -> None:
+    def __init__(self, settings: Settings, evaluator: Evaluator, metrics: ServiceMetrics) -> None:
         self._settings = settings
         self._evaluator = evaluator
+        self.metrics = metrics
+        self._evaluate_observer = metrics.observer("grpc", "evaluate")
+        self._stream_observer = metrics.observer("grpc", "evaluate_stream")
 
-    @_reported
+    @_reported("evaluate")
     async def Evaluate(  # noqa: N802 (the proto's name)
         self, request: pb.EvaluateRequest, context: Context
     ) -> pb.EvaluateResponse:
         message = _decoded(request, "the request")
         evaluate_input = decode.request_from_proto(message, self._settings)
-        result = await self._evaluator.run(evaluate_request, evaluate_input)
+        result = await self._evaluator.run(
+            evaluate_request, evaluate_input, self._evaluate_observer
+        )
         return encode.result_to_proto(result)
 
-    @_reported
+    @_reported("evaluate_stream")
     async def EvaluateStream(  # noqa: N802 (the proto's name)
         self, request_iterator: AsyncIterator[pb.EvaluateStreamRequest], context: Context
     ) -> pb.EvaluateResponse:
@@ -219,7 +255,7 @@ class EvaluationServicer(pb_grpc.EvaluationServiceServicer):
                         "header", "expected the header in message 1, but message 1 has none"
                     )
                 header = decode.header_from_proto(message.header, self._settings)
-                accumulator = StreamAccumulator(header, self._settings)
+                accumulator = StreamAccumulator(header, self._settings, self._stream_observer)
             elif has_header:
                 raise StreamProtocolError(
                     "header",
@@ -234,7 +270,7 @@ class EvaluationServicer(pb_grpc.EvaluationServiceServicer):
         result = await self._evaluator.run(accumulator.finish)
         return encode.result_to_proto(result)
 
-    @_reported
+    @_reported("list_metrics")
     async def ListMetrics(  # noqa: N802 (the proto's name)
         self, request: pb.ListMetricsRequest, context: Context
     ) -> pb.ListMetricsResponse:
@@ -242,11 +278,17 @@ class EvaluationServicer(pb_grpc.EvaluationServiceServicer):
 
 
 async def create_grpc_server(
-    settings: Settings, evaluator: Evaluator, *, port: int | None = None
+    settings: Settings,
+    evaluator: Evaluator,
+    *,
+    port: int | None = None,
+    metrics: ServiceMetrics | None = None,
 ) -> tuple[grpc.aio.Server, int, HealthServicer]:
     """Build the gRPC server, bound to ``settings.host`` but not started.
 
-    ``port`` overrides ``settings.grpc_port``; 0 picks a free port. Returns the server, the port
+    ``port`` overrides ``settings.grpc_port``; 0 picks a free port. ``metrics`` records calls
+    and model series (the server shares one with the REST app); without it they go to a
+    registry of their own that nobody scrapes. Returns the server, the port
     it is bound to, and its health servicer (SERVING for the server and the service; set
     NOT_SERVING on it when shutting down). Call it inside the event loop that will run the
     server, then ``await server.start()``.
@@ -261,7 +303,8 @@ async def create_grpc_server(
         *CONNECTION_OPTIONS,
     ]
     server = grpc.aio.server(options=options)
-    _add_servicer(EvaluationServicer(settings, evaluator), server)
+    metrics = metrics or ServiceMetrics(settings, prometheus_client.CollectorRegistry())
+    _add_servicer(EvaluationServicer(settings, evaluator, metrics), server)
 
     health_servicer = cast(HealthServicer, health_aio.HealthServicer())
     for name in (health.OVERALL_HEALTH, SERVICE_NAME):

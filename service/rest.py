@@ -4,7 +4,8 @@ Bodies are read as raw bytes and decoded by ``service.decode`` (orjson or protob
 numpy); FastAPI parses nothing, so its own validation errors never appear. Decoding, evaluating
 and encoding run in one ``Evaluator.run`` call, off the event loop, so a large body never
 stalls health checks. Every error answers with the one error table of ``service.errors``:
-``{"error": {"code", "field", "message"}}``.
+``{"error": {"code", "field", "message"}}``. ``RequestMetricsMiddleware`` counts every answer of
+the API routes by its status (``service.metrics``); the use case records the model series.
 
 The pydantic models of ``service.rest_models`` only document the API (``/docs``).
 """
@@ -12,6 +13,7 @@ The pydantic models of ``service.rest_models`` only document the API (``/docs``)
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 from importlib import metadata
@@ -48,9 +50,21 @@ from service.errors import (
     UnsupportedMediaTypeError,
     describe,
 )
-from service.usecase import Evaluator, StreamAccumulator, evaluate_request
+from service.metrics import ServiceMetrics
+from service.usecase import (
+    EvaluationObserver,
+    Evaluator,
+    StreamAccumulator,
+    evaluate_request,
+)
 
-__all__ = ["BodyLimitMiddleware", "InternalErrorMiddleware", "Readiness", "create_app"]
+__all__ = [
+    "BodyLimitMiddleware",
+    "InternalErrorMiddleware",
+    "Readiness",
+    "RequestMetricsMiddleware",
+    "create_app",
+]
 
 logger = logging.getLogger(__name__)
 
@@ -138,9 +152,15 @@ def _decode_protobuf(body: bytes, settings: Settings) -> EvaluationRequest:
     return request_from_proto(message, settings)
 
 
-def _evaluate_body(decode: Decoder, body: bytes, settings: Settings, protobuf: bool) -> bytes:
+def _evaluate_body(
+    decode: Decoder,
+    body: bytes,
+    settings: Settings,
+    protobuf: bool,
+    observer: EvaluationObserver,
+) -> bytes:
     """Decode, evaluate, encode: the CPU-bound part of one request, run off the event loop."""
-    return _encode(evaluate_request(decode(body, settings)), protobuf)
+    return _encode(evaluate_request(decode(body, settings), observer), protobuf)
 
 
 # --- NDJSON streams ----------------------------------------------------------------------------
@@ -178,8 +198,9 @@ class _NdjsonStream:
     """One ``POST /v1/evaluate/stream``: the header line, then batches, merged as they come.
     Its methods are CPU-bound and run through ``Evaluator.run``, one at a time."""
 
-    def __init__(self, settings: Settings) -> None:
+    def __init__(self, settings: Settings, observer: EvaluationObserver) -> None:
         self.settings = settings
+        self.observer = observer
         self.accumulator: StreamAccumulator | None = None
         self.header_line = 0
 
@@ -207,7 +228,7 @@ class _NdjsonStream:
         try:
             header, batch = stream_line_from_json(document, self.settings)
             if header is not None:
-                self.accumulator = StreamAccumulator(header, self.settings)
+                self.accumulator = StreamAccumulator(header, self.settings, self.observer)
                 self.header_line = number
             assert self.accumulator is not None
             self.accumulator.add(batch)
@@ -304,6 +325,44 @@ class InternalErrorMiddleware:
             await _internal_response()(scope, receive, send)
 
 
+# The API's routes and their ``method`` label (the gRPC method, in snake case).
+METRIC_METHODS = {
+    "/v1/evaluate": "evaluate",
+    "/v1/evaluate/stream": "evaluate_stream",
+    "/v1/metrics": "list_metrics",
+}
+
+
+class RequestMetricsMiddleware:
+    """Counts each answer of the API routes by its HTTP status, and times it. The outermost
+    middleware, so it sees the status every other layer settled on (413 of the body limit, 500
+    of the internal-error fallback). Health, readiness, ``/metrics`` and the docs are not
+    counted."""
+
+    def __init__(self, app: ASGIApp, metrics: ServiceMetrics) -> None:
+        self.app = app
+        self.metrics = metrics
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        method = METRIC_METHODS.get(scope["path"]) if scope["type"] == "http" else None
+        if method is None:
+            await self.app(scope, receive, send)
+            return
+        start = time.perf_counter()
+        status = 500  # unless a response starts: an error escaped every handler
+
+        async def status_send(message: Message) -> None:
+            nonlocal status
+            if message["type"] == "http.response.start":
+                status = message["status"]
+            await send(message)
+
+        try:
+            await self.app(scope, receive, status_send)
+        finally:
+            self.metrics.answered("rest", method, str(status), time.perf_counter() - start)
+
+
 def _log_internal(method: str, path: str, exc: Exception) -> None:
     logger.error("unexpected error on %s %s", method, path, exc_info=exc)
 
@@ -361,10 +420,13 @@ class _Routes:
         evaluator: Evaluator,
         registry: prometheus_client.CollectorRegistry,
         readiness: Readiness,
+        metrics: ServiceMetrics,
     ) -> None:
         self.settings = settings
         self.evaluator = evaluator
         self.registry = registry
+        self.evaluate_observer = metrics.observer("rest", "evaluate")
+        self.stream_observer = metrics.observer("rest", "evaluate_stream")
         self.readiness = readiness
         self.catalog = orjson.dumps(encode.catalog_to_json())
 
@@ -381,7 +443,9 @@ class _Routes:
             )
         protobuf = _answer_protobuf(request.headers, default=decode is _decode_protobuf)
         body = await request.body()
-        content = await self.evaluator.run(_evaluate_body, decode, body, self.settings, protobuf)
+        content = await self.evaluator.run(
+            _evaluate_body, decode, body, self.settings, protobuf, self.evaluate_observer
+        )
         return Response(content, media_type=PROTOBUF if protobuf else JSON)
 
     async def evaluate_stream(self, request: Request) -> Response:
@@ -391,7 +455,7 @@ class _Routes:
                 "content-type", f"expected {NDJSON}, but got {media_type!r}"
             )
         protobuf = _answer_protobuf(request.headers, default=False)
-        stream = _NdjsonStream(self.settings)
+        stream = _NdjsonStream(self.settings, self.stream_observer)
         async for number, line in _lines(request.stream()):
             await self.evaluator.run(stream.feed, number, line)
         content = await self.evaluator.run(stream.finish, protobuf)
@@ -493,15 +557,21 @@ def create_app(
     evaluator: Evaluator,
     registry: prometheus_client.CollectorRegistry,
     readiness: Readiness | None = None,
+    metrics: ServiceMetrics | None = None,
 ) -> FastAPI:
-    """The REST app: evaluate, stream, catalog, health, readiness, Prometheus and OpenAPI."""
+    """The REST app: evaluate, stream, catalog, health, readiness, Prometheus and OpenAPI.
+
+    ``/metrics`` serves ``registry``. ``metrics`` must be registered on it (the server shares
+    one between both transports); without it the app registers its own there.
+    """
+    metrics = metrics or ServiceMetrics(settings, registry)
     app = _App(
         title="evalserve",
         version=_version(),
         description="Stateless model evaluation: exact metrics, curves and intervals. The same "
         "API is served over gRPC (evalserve.v1.EvaluationService).",
     )
-    routes = _Routes(settings, evaluator, registry, readiness or Readiness())
+    routes = _Routes(settings, evaluator, registry, readiness or Readiness(), metrics)
     app.add_api_route("/v1/evaluate", routes.evaluate, methods=["POST"], **_EVALUATE_DOC)
     app.add_api_route(
         "/v1/evaluate/stream", routes.evaluate_stream, methods=["POST"], **_STREAM_DOC
@@ -535,5 +605,6 @@ def create_app(
     app.add_exception_handler(RequestValidationError, _validation_error)
     app.add_exception_handler(ClientDisconnect, _client_disconnect)
     app.add_middleware(BodyLimitMiddleware, max_bytes=settings.max_request_bytes)
-    app.add_middleware(InternalErrorMiddleware)  # the outermost: it sees everything
+    app.add_middleware(InternalErrorMiddleware)  # it sees every error of the app
+    app.add_middleware(RequestMetricsMiddleware, metrics=metrics)  # the outermost: every status
     return app

@@ -13,6 +13,8 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 from pydantic.json_schema import models_json_schema
 
+from service.decode import MAX_MODEL_LABEL, MODEL_LABEL_CHARS
+
 __all__ = [
     "REQUEST_MODELS",
     "Baseline",
@@ -94,12 +96,23 @@ class Options(_Strict):
     )
 
 
+def _model_label(description: str, default: str | None = None) -> Any:
+    repeat = "+" if default is None else "*"
+    return Field(
+        ... if default is None else default,
+        description=f"{description}; at most {MAX_MODEL_LABEL} characters of"
+        f" [{MODEL_LABEL_CHARS}] (a Prometheus label value)",
+        max_length=MAX_MODEL_LABEL,
+        pattern=f"^[{MODEL_LABEL_CHARS}]{repeat}$",
+    )
+
+
 class Model(_Strict):
     """Names the evaluated model; a request that carries one updates its Prometheus gauges."""
 
-    name: str
-    version: str = ""
-    segment: str = ""
+    name: str = _model_label("the model (label `model`), required")
+    version: str = _model_label("its version (label `version`)", "")
+    segment: str = _model_label("the slice of traffic (label `segment`)", "")
 
 
 class Baseline(_Strict):

@@ -22,6 +22,7 @@ from prometheus_client import CollectorRegistry, GCCollector, PlatformCollector,
 from service.config import Settings
 from service.grpc_server import create_grpc_server
 from service.memory import retain_freed_memory
+from service.metrics import ServiceMetrics
 from service.rest import Readiness, create_app
 from service.usecase import Evaluator
 
@@ -66,8 +67,10 @@ async def run(
             loop.add_signal_handler(sig, stop.set)
     evaluator = Evaluator(settings.workers)
     readiness = Readiness()
-    app = create_app(settings, evaluator, default_registry(), readiness)
-    grpc_server, grpc_port, health = await create_grpc_server(settings, evaluator)
+    registry = default_registry()
+    metrics = ServiceMetrics(settings, registry)  # one for both doors
+    app = create_app(settings, evaluator, registry, readiness, metrics)
+    grpc_server, grpc_port, health = await create_grpc_server(settings, evaluator, metrics=metrics)
     await grpc_server.start()
     rest = _RestServer(
         uvicorn.Config(

@@ -1,7 +1,9 @@
 """The one use case behind both transports: evaluate a request, or a stream of batches.
 
 Inputs are the plain values of ``service.decode``; the result is ``core.EvaluationResult``. No
-transport, no HTTP or gRPC type, appears here.
+transport, no HTTP or gRPC type, appears here. After a successful evaluation the use case tells
+an ``EvaluationObserver`` (the Prometheus model series of ``service.metrics``) the model the
+request named and the result: one place for both transports, whole requests and streams.
 """
 
 from __future__ import annotations
@@ -9,7 +11,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
-from typing import TypeVar
+from typing import Protocol, TypeVar
 
 from core import (
     BinaryStats,
@@ -22,16 +24,31 @@ from core import (
 )
 from core._validation import binary_inputs
 from service.config import Settings
-from service.decode import Batch, Header, Request
+from service.decode import Batch, Header, ModelRef, Request
 from service.errors import PayloadTooLargeError, StreamProtocolError
 
-__all__ = ["Evaluator", "StreamAccumulator", "evaluate_request"]
+__all__ = ["EvaluationObserver", "Evaluator", "StreamAccumulator", "evaluate_request"]
 
 T = TypeVar("T")
 
 
-def evaluate_request(request: Request) -> EvaluationResult:
+class EvaluationObserver(Protocol):
+    """Told of every successful evaluation (``service.metrics.RequestObserver``)."""
+
+    def evaluated(self, model: ModelRef | None, result: EvaluationResult) -> None: ...
+
+
+def evaluate_request(
+    request: Request, observer: EvaluationObserver | None = None
+) -> EvaluationResult:
     """Evaluate one whole request (CPU-bound: call it through ``Evaluator.run``)."""
+    result = _evaluate(request)
+    if observer is not None:
+        observer.evaluated(request.header.model, result)
+    return result
+
+
+def _evaluate(request: Request) -> EvaluationResult:
     header, batch = request.header, request.batch
     if header.task == "detection":
         if request.images is None:
@@ -73,12 +90,15 @@ class StreamAccumulator:
     (RESOURCE_EXHAUSTED) with a hint to round the scores.
     """
 
-    def __init__(self, header: Header, settings: Settings) -> None:
+    def __init__(
+        self, header: Header, settings: Settings, observer: EvaluationObserver | None = None
+    ) -> None:
         if header.task != "binary":
             raise InvalidInputError(
                 "task", f"streaming evaluates task 'binary' in this version, not {header.task!r}"
             )
         self.header = header
+        self.observer = observer
         self.options = parse_options(header.options)
         if header.baseline is not None:
             check_baseline(header.baseline, self.options)  # now, not after the last batch
@@ -119,12 +139,15 @@ class StreamAccumulator:
     def finish(self) -> EvaluationResult:
         if self.n_rows == 0:
             raise StreamProtocolError("rows", "the stream carried a header but no rows")
-        return evaluate_binary_stats(
+        result = evaluate_binary_stats(
             self._merged(),
             self.options,
             predictions=self.predictions,
             baseline=self.header.baseline,
         )
+        if self.observer is not None:
+            self.observer.evaluated(self.header.model, result)
+        return result
 
     def _push(self, stats: BinaryStats, where: str) -> None:
         while self.levels and self.levels[-1].n_distinct <= 2 * stats.n_distinct:

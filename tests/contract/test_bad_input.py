@@ -293,6 +293,13 @@ CASES: dict[str, Bad] = {
                               "required"),
     "model-with-empty-name": Bad(fawcett(model={"name": "", "segment": "eu"}), 400, INVALID,
                                  "model.name", "required"),
+    # Model names become Prometheus label values: at most 128 characters of [A-Za-z0-9_.:/-].
+    "model-name-with-a-space": Bad(fawcett(model={"name": "fraud model"}), 422, INVALID,
+                                   "model.name", "' ' at position 5"),
+    "model-version-too-long": Bad(fawcett(model={"name": "fraud", "version": "7" * 129}), 422,
+                                  INVALID, "model.version", "at most 128 characters"),
+    "model-segment-with-a-brace": Bad(fawcett(model={"name": "fraud", "segment": "eu}"}), 422,
+                                      INVALID, "model.segment", "'}'"),
     # --- limits
     # --- the other tasks
     "multiclass-unknown-class-name": Bad(
@@ -404,6 +411,11 @@ CASES: dict[str, Bad] = {
     "stream-model-without-name": Bad([{"task": "binary", "model": {"version": "1"}}, rows(2)],
                                      400, INVALID, "line 1.model.name", "required",
                                      grpc_field="model.name", stream=True),
+    "stream-model-segment-with-a-space": Bad(
+        [{"task": "binary", "model": {"name": "m", "segment": "eu west"}}, rows(2)], 422,
+        INVALID, "line 1.model.segment", "' ' at position 2", grpc_field="model.segment",
+        stream=True,
+    ),
     "stream-malformed-line": Bad([HEADER, rows(2)], 400, INVALID, "line 3", "not valid JSON",
                                  only="json", stream=True),
     "stream-over-the-row-limit": Bad(
