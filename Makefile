@@ -28,8 +28,8 @@ proto: install-test
 	$(BIN)/python proto/generate.py
 
 lint: install-test
-	$(BIN)/ruff check core service tests bench
-	$(BIN)/ruff format --check core service tests bench
+	$(BIN)/ruff check core service tests bench deploy
+	$(BIN)/ruff format --check core service tests bench deploy
 
 typecheck: install-test
 	$(BIN)/mypy
@@ -40,15 +40,16 @@ unit: install-test prometheus-tools
 test: lint typecheck unit
 
 # Prometheus and promtool (Debian package `prometheus`) for tests/deploy/: `promtool check/test
-# rules` and the end-to-end test against a real Prometheus. Installed only when promtool is
+# rules` and the end-to-end test against a real Prometheus. Installed only when either is
 # missing; apt-get as root (CI), through sudo otherwise when there is one.
 prometheus-tools:
-	@if ! command -v promtool >/dev/null 2>&1; then \
+	@if ! command -v promtool >/dev/null 2>&1 || ! command -v prometheus >/dev/null 2>&1; then \
 		if [ "$$(id -u)" = 0 ]; then SUDO=; \
 		elif command -v sudo >/dev/null 2>&1; then SUDO=sudo; \
 		else echo "promtool is missing: install the Debian package prometheus (as root)" >&2; exit 1; fi; \
 		$$SUDO apt-get update && \
-		DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y --no-install-recommends prometheus; \
+		$$SUDO env DEBIAN_FRONTEND=noninteractive \
+			apt-get install -y --no-install-recommends prometheus; \
 	fi
 
 bench: install-test
