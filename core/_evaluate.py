@@ -44,6 +44,10 @@ BINARY_CONVENTIONS = {
     "head_k": "k counts sample weight (rows when unweighted); ties at the cut pro rata",
     "break_even_point": "R-precision: precision at k = number of positives",
     "undefined": "null with a reason in `undefined`, never 0 or NaN",
+    "intervals": "roc_auc: DeLong (logit scale unless auc_interval is wald); accuracy, "
+    "precision, recall, specificity: Wilson; average_precision, f1, ks_statistic, "
+    "break_even_point: stratified bootstrap when bootstrap_replicates > 0",
+    "weights": "frequency weights: weight 2 is the row given twice, in intervals and tests too",
 }
 
 
