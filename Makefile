@@ -16,7 +16,7 @@ install: $(BIN)/python
 	$(BIN)/pip install --quiet -e .
 
 install-test: $(BIN)/python
-	$(BIN)/pip install --quiet -e '.[test]'
+	$(BIN)/pip install --quiet -e '.[test]' -e clients/python
 
 run: install
 	$(BIN)/evalserve serve
@@ -26,13 +26,15 @@ evaluate: install
 
 proto: install-test
 	$(BIN)/python proto/generate.py
+	$(BIN)/python clients/python/generate.py
 
 lint: install-test
-	$(BIN)/ruff check core service tests bench deploy
-	$(BIN)/ruff format --check core service tests bench deploy
+	$(BIN)/ruff check core service tests bench deploy clients
+	$(BIN)/ruff format --check core service tests bench deploy clients
 
 typecheck: install-test
 	$(BIN)/mypy
+	$(BIN)/mypy --strict clients/python/src/evalserve_client
 
 unit: install-test prometheus-tools
 	$(BIN)/pytest

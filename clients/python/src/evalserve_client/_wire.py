@@ -1,0 +1,318 @@
+"""Requests and answers on the wire: one neutral request (numpy columns + header fields), encoded
+as a protobuf message or stream for gRPC, or as JSON / NDJSON for REST, and the answers decoded
+back to the JSON shape of the service."""
+
+from __future__ import annotations
+
+import base64
+from collections.abc import Iterator, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+from numpy.typing import NDArray
+
+from evalserve_client._proto.evalserve.v1 import evaluation_pb2 as pb
+
+COLUMNS = ("labels", "scores", "predictions", "weights")
+F64 = np.dtype("<f8")
+
+
+@dataclass
+class Request:
+    """A validated-enough request: flat float64 columns (matrices row-major, their width in
+    ``n_classes``), string labels in ``label_names``, the rest as given."""
+
+    task: str
+    columns: dict[str, NDArray[np.float64]] = field(default_factory=dict)
+    label_names: list[str] | None = None
+    n_classes: int | None = None
+    classes: list[str] | None = None
+    options: dict[str, Any] | None = None
+    model: dict[str, str] | None = None
+    baseline: dict[str, Any] | None = None
+    challenger: dict[str, Any] | None = None
+    images: list[dict[str, Any]] | None = None
+    n_rows: int = 0
+
+
+def _flat(values: Any, request: Request) -> NDArray[np.float64]:
+    array = np.asarray(values, dtype=np.float64)
+    if array.ndim == 2:
+        request.n_classes = int(array.shape[1])
+    return np.ascontiguousarray(array.reshape(-1), dtype=F64)
+
+
+def _floats(values: Any) -> NDArray[np.float64]:
+    return np.ascontiguousarray(np.asarray(values, dtype=np.float64).reshape(-1), dtype=F64)
+
+
+def _detection_images(targets: Sequence[Any], predictions: Sequence[Any]) -> list[dict[str, Any]]:
+    images = []
+    for index, (target, predicted) in enumerate(zip(targets, predictions, strict=True)):
+        images.append(
+            {
+                "image_id": str(target.get("image_id", index)),
+                "gt_boxes": _floats(target["boxes"]),
+                "gt_classes": [int(c) for c in np.asarray(target["classes"]).reshape(-1)],
+                "pred_boxes": _floats(predicted["boxes"]),
+                "pred_classes": [int(c) for c in np.asarray(predicted["classes"]).reshape(-1)],
+                "pred_scores": _floats(predicted["scores"]),
+            }
+        )
+    return images
+
+
+def build(
+    task: str,
+    y_true: Any,
+    y_score: Any,
+    *,
+    y_pred: Any,
+    sample_weight: Any,
+    options: Mapping[str, Any] | None,
+    classes: Sequence[str] | None,
+    model: Mapping[str, str] | None,
+    baseline: Mapping[str, Any] | None,
+    challenger: Mapping[str, Any] | None,
+) -> Request:
+    request = Request(
+        task=task,
+        classes=None if classes is None else [str(c) for c in classes],
+        options=None if options is None else {k: v for k, v in options.items() if v is not None},
+        model=None if model is None else dict(model),
+        baseline=None if baseline is None else dict(baseline),
+        challenger=None if challenger is None else dict(challenger),
+    )
+    if task == "detection":
+        request.images = _detection_images(y_true, y_score)
+        return request
+    labels = np.asarray(y_true)
+    request.n_rows = len(labels)
+    if labels.dtype.kind in "USO" and labels.ndim == 1:
+        request.label_names = [str(v) for v in labels.tolist()]
+    else:
+        request.columns["labels"] = _flat(labels, request)
+    for name, values in (("scores", y_score), ("predictions", y_pred), ("weights", sample_weight)):
+        if values is not None:
+            request.columns[name] = _flat(values, request)
+    return request
+
+
+# --- gRPC -------------------------------------------------------------------------------------
+
+
+def _pb_fields(payload: Mapping[str, Any]) -> dict[str, Any]:
+    """A baseline or challenger: its arrays as raw little-endian ``*_f64`` bytes."""
+    out: dict[str, Any] = {}
+    for key, value in payload.items():
+        if value is None:
+            continue
+        if isinstance(value, np.ndarray | list | tuple):
+            out[f"{key}_f64"] = _floats(value).tobytes()
+        else:
+            out[key] = value
+    return out
+
+
+def _task(task: str) -> pb.Task.ValueType:
+    return pb.Task.Value(f"TASK_{task.upper()}")
+
+
+def _header_fields(request: Request) -> dict[str, Any]:
+    fields: dict[str, Any] = {}
+    if request.classes is not None:
+        fields["classes"] = request.classes
+    if request.options:
+        fields["options"] = pb.Options(**request.options)
+    if request.model is not None:
+        fields["model"] = pb.Model(**request.model)
+    if request.baseline is not None:
+        fields["baseline"] = pb.Baseline(**_pb_fields(request.baseline))
+    if request.n_classes is not None:
+        fields["n_classes"] = request.n_classes
+    return fields
+
+
+def _row_fields(request: Request, rows: slice | None = None) -> dict[str, Any]:
+    width = request.n_classes or 1
+    fields: dict[str, Any] = {}
+    for name, values in request.columns.items():
+        part = values if rows is None else values[rows.start * width : rows.stop * width]
+        fields[f"{name}_f64"] = part.tobytes()
+    if request.label_names is not None:
+        fields["label_names"] = request.label_names if rows is None else request.label_names[rows]
+    return fields
+
+
+def to_proto(request: Request) -> pb.EvaluateRequest:
+    fields = {**_header_fields(request), **_row_fields(request)}
+    if request.challenger is not None:
+        fields["challenger"] = pb.Challenger(**_pb_fields(request.challenger))
+    if request.images is not None:
+        fields["images"] = [
+            pb.DetectionImage(**{k: v.tolist() if isinstance(v, np.ndarray) else v
+                                 for k, v in image.items()})
+            for image in request.images
+        ]  # fmt: skip
+    return pb.EvaluateRequest(task=_task(request.task), **fields)
+
+
+def chunks(n_rows: int, chunk_rows: int) -> Iterator[slice]:
+    for start in range(0, n_rows, chunk_rows):
+        yield slice(start, min(start + chunk_rows, n_rows))
+
+
+def to_proto_stream(request: Request, chunk_rows: int) -> Iterator[pb.EvaluateStreamRequest]:
+    header = pb.StreamHeader(task=_task(request.task), **_header_fields(request))
+    yield pb.EvaluateStreamRequest(header=header)
+    for rows in chunks(request.n_rows, chunk_rows):
+        yield pb.EvaluateStreamRequest(**_row_fields(request, rows))
+
+
+def _fields_of(message: Any, keys: Sequence[str]) -> dict[str, Any]:
+    return {
+        key: getattr(message, key)
+        if not message.DESCRIPTOR.fields_by_name[key].has_presence or message.HasField(key)
+        else None
+        for key in keys
+    }
+
+
+_DRIFT_KEYS = tuple(f.name for f in pb.DriftTest.DESCRIPTOR.fields)
+_COMPARISON_KEYS = tuple(f.name for f in pb.Comparison.DESCRIPTOR.fields)
+
+
+def _interval(interval: pb.Interval) -> dict[str, Any]:
+    entry: dict[str, Any] = {
+        "lower": interval.lower,
+        "upper": interval.upper,
+        "level": interval.level,
+        "method": interval.method,
+        "std_error": interval.std_error,
+    }
+    for key in ("replicates", "seed"):
+        if interval.HasField(key):
+            entry[key] = getattr(interval, key)
+    return entry
+
+
+def _finite(values: Any) -> list[float | None]:
+    array = np.asarray(values, dtype=np.float64)
+    return [float(v) if np.isfinite(v) else None for v in array]
+
+
+def from_proto(response: pb.EvaluateResponse) -> dict[str, Any]:
+    """The JSON body of a protobuf answer (as the service's REST door writes it): undefined
+    metrics as null, the +inf start of a threshold list as null."""
+    metrics: dict[str, float | None] = dict(response.metrics)
+    metrics.update(dict.fromkeys(response.undefined))
+    curves: dict[str, Any] = {}
+    if response.curves.HasField("roc"):
+        roc = response.curves.roc
+        curves["roc"] = {"fpr": _finite(roc.fpr), "tpr": _finite(roc.tpr),
+                         "thresholds": _finite(roc.thresholds)}  # fmt: skip
+    if response.curves.HasField("pr"):
+        pr = response.curves.pr
+        curves["pr"] = {"precision": _finite(pr.precision), "recall": _finite(pr.recall),
+                        "thresholds": _finite(pr.thresholds)}  # fmt: skip
+    for name, named in response.curves.other.items():
+        curves[name] = {key: _finite(values.values) for key, values in named.arrays.items()}
+    per_class = [
+        {
+            "class": row.class_name,
+            **dict(row.metrics),
+            **dict.fromkeys(row.undefined),
+            "undefined": dict(row.undefined),
+            "intervals": {key: _interval(value) for key, value in row.intervals.items()},
+        }
+        for row in response.per_class
+    ]
+    return {
+        "task": pb.Task.Name(response.task).removeprefix("TASK_").lower(),
+        "n_samples": response.n_samples,
+        "metrics": metrics,
+        "undefined": dict(response.undefined),
+        "per_class": per_class,
+        "curves": curves,
+        "intervals": {k: _interval(v) for k, v in response.intervals.items()},
+        "drift": {k: _fields_of(v, _DRIFT_KEYS) for k, v in response.drift.items()},
+        "comparison": {k: _fields_of(v, _COMPARISON_KEYS) for k, v in response.comparison.items()},
+        "conventions": dict(response.conventions),
+        "warnings": list(response.warnings),
+    }
+
+
+# --- REST (JSON) ------------------------------------------------------------------------------
+
+
+def _b64(values: NDArray[np.float64]) -> str:
+    return base64.b64encode(values.tobytes()).decode()
+
+
+def _jsonable(value: Any) -> Any:
+    if isinstance(value, np.ndarray):
+        return value.tolist()
+    if isinstance(value, Mapping):
+        return {k: _jsonable(v) for k, v in value.items() if v is not None}
+    if isinstance(value, list | tuple):
+        return [_jsonable(v) for v in value]
+    if isinstance(value, np.generic):
+        return value.item()
+    return value
+
+
+def _json_header(request: Request) -> dict[str, Any]:
+    body: dict[str, Any] = {"task": request.task}
+    for name in ("classes", "options", "model", "n_classes"):
+        value = getattr(request, name)
+        if value is not None:
+            body[name] = _jsonable(value)
+    if request.baseline is not None:
+        body["baseline"] = _json_payload(request.baseline)
+    return body
+
+
+def _json_payload(payload: Mapping[str, Any]) -> dict[str, Any]:
+    """A baseline or challenger: its arrays as base64 ``*_f64`` (NaN-safe), numbers as given."""
+    out: dict[str, Any] = {}
+    for key, value in payload.items():
+        if value is None:
+            continue
+        if isinstance(value, np.ndarray | list | tuple):
+            out[f"{key}_f64"] = _b64(_floats(value))
+        else:
+            out[key] = _jsonable(value)
+    return out
+
+
+def _json_rows(request: Request, rows: slice | None = None) -> dict[str, Any]:
+    # base64 f64 rather than JSON numbers: exact, compact, and NaN/inf survive to the server's
+    # validation (JSON has no NaN).
+    width = request.n_classes or 1
+    body: dict[str, Any] = {}
+    for name, values in request.columns.items():
+        part = values if rows is None else values[rows.start * width : rows.stop * width]
+        body[f"{name}_f64"] = _b64(part)
+    if request.label_names is not None:
+        body["labels"] = request.label_names if rows is None else request.label_names[rows]
+    return body
+
+
+def to_json(request: Request) -> dict[str, Any]:
+    body = {**_json_header(request), **_json_rows(request)}
+    if request.challenger is not None:
+        body["challenger"] = _json_payload(request.challenger)
+    if request.images is not None:
+        body["images"] = [
+            {key: np.asarray(value).reshape(-1, 4).tolist() if key.endswith("_boxes")
+             else _jsonable(value) for key, value in image.items()}
+            for image in request.images
+        ]  # fmt: skip
+    return body
+
+
+def to_ndjson(request: Request, chunk_rows: int) -> Iterator[dict[str, Any]]:
+    yield _json_header(request)
+    for rows in chunks(request.n_rows, chunk_rows):
+        yield _json_rows(request, rows)
