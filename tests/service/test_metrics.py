@@ -830,8 +830,11 @@ def test_the_store_survives_many_threads_recording_and_collecting(cap: int) -> N
         assert (evaluations, overflow) == (recorders_n * rounds, 0)
         assert sum(series.rows for series in snapshot.values()) == sum(rows_sent)
     else:
+        # Refusals happen, but whether a whole evaluation is refused depends on the order the
+        # threads ran in: when every model got in first, only the multiclass classes past the
+        # cap are refused and every evaluation still counts.
         assert overflow > 0
-        assert evaluations < recorders_n * rounds
+        assert evaluations <= recorders_n * rounds
 
 
 # --- the contract -------------------------------------------------------------------------------
