@@ -9,8 +9,9 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from typing import Protocol
 
-__all__ = ["CATALOG", "MetricInfo", "catalog_entry", "register"]
+__all__ = ["CATALOG", "EntryBuilder", "MetricInfo", "catalog_entry", "entry_builder", "register"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -20,6 +21,22 @@ class MetricInfo:
     higher_is_better: bool | None
     definition: str
     aliases: tuple[str, ...] = ()
+
+
+class EntryBuilder(Protocol):
+    def __call__(
+        self, name: str, better: bool | None, definition: str, *aliases: str
+    ) -> MetricInfo: ...
+
+
+def entry_builder(task: str) -> EntryBuilder:
+    """The catalog-entry builder of one task's package: ``m(name, better, definition,
+    *aliases)``."""
+
+    def entry(name: str, better: bool | None, definition: str, *aliases: str) -> MetricInfo:
+        return MetricInfo(name, (task,), better, definition, tuple(aliases))
+
+    return entry
 
 
 _B = ("binary",)

@@ -2,15 +2,11 @@
 
 from __future__ import annotations
 
-from core._catalog import MetricInfo
+from core._catalog import entry_builder
 
 __all__ = ["CATALOG_ENTRIES", "CLASS_METRICS", "CONVENTIONS", "MEAN_METRICS"]
 
-_D = ("detection",)
-
-
-def _m(name: str, better: bool | None, definition: str, *aliases: str) -> MetricInfo:
-    return MetricInfo(name, _D, better, definition, tuple(aliases))
+_m = entry_builder("detection")
 
 
 # Top-level mean -> the per-class metric it averages (macro over classes with ground truth).

@@ -3,16 +3,13 @@ definition, and the conventions a multiclass result carries."""
 
 from __future__ import annotations
 
-from core._catalog import MetricInfo
+from core._catalog import MetricInfo, entry_builder
 
 __all__ = ["AVERAGES", "CATALOG_ENTRIES", "CONVENTIONS", "METRIC_NAMES"]
 
-_MC = ("multiclass",)
 AVERAGES = ("micro", "macro", "weighted")
 
-
-def _m(name: str, better: bool | None, definition: str, *aliases: str) -> MetricInfo:
-    return MetricInfo(name, _MC, better, definition, tuple(aliases))
+_m = entry_builder("multiclass")
 
 
 _HARD = {

@@ -3,16 +3,13 @@ definition, and the conventions a multilabel result carries."""
 
 from __future__ import annotations
 
-from core._catalog import MetricInfo
+from core._catalog import MetricInfo, entry_builder
 
 __all__ = ["CATALOG_ENTRIES", "CONVENTIONS", "METRIC_NAMES"]
 
-_ML = ("multilabel",)
 AVERAGES = ("micro", "macro", "weighted", "samples")
 
-
-def _m(name: str, better: bool | None, definition: str, *aliases: str) -> MetricInfo:
-    return MetricInfo(name, _ML, better, definition, tuple(aliases))
+_m = entry_builder("multilabel")
 
 
 _PER_LABEL = {

@@ -2,15 +2,11 @@
 
 from __future__ import annotations
 
-from core._catalog import MetricInfo
+from core._catalog import MetricInfo, entry_builder
 
 __all__ = ["CATALOG_ENTRIES", "CONVENTIONS"]
 
-_R = ("regression",)
-
-
-def _r(name: str, better: bool | None, definition: str, *aliases: str) -> MetricInfo:
-    return MetricInfo(name, _R, better, definition, tuple(aliases))
+_r = entry_builder("regression")
 
 
 # y = labels, ŷ = predictions, r = y - ŷ, w = weights (1 when none came), n = sum w, mean_w =
