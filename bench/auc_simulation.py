@@ -59,7 +59,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
-from binary_core import load_average, machine_description  # bench/ is on sys.path
+from binary_core import load_average, machine_description, progress  # bench/ on sys.path
 from numpy.typing import NDArray
 from results_md import RESULTS_PATH, write_section
 
@@ -314,12 +314,8 @@ def run_simulation(
             results = pool.map(_simulate_task, work)
         for done, (config, tally) in enumerate(results, start=1):
             totals[config].merge(tally)
-            _progress(f"  {done}/{len(work)} chunks (n={config.n:,}, {config.prevalence:.0%})")
+            progress(f"  {done}/{len(work)} chunks (n={config.n:,}, {config.prevalence:.0%})")
     return totals
-
-
-def _progress(message: str) -> None:
-    print(message, file=sys.stderr, flush=True)
 
 
 # --- report -----------------------------------------------------------------------------------
@@ -544,7 +540,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     configs = [Config(n, prevalence) for n in SIZES for prevalence in PREVALENCES]
     before = load_average()
     started = time.perf_counter()
-    _progress(f"simulating {len(configs)} cells x {args.replicates:,} replicates ...")
+    progress(f"simulating {len(configs)} cells x {args.replicates:,} replicates ...")
     totals = run_simulation(configs, args.replicates, args.seed, args.jobs)
     elapsed = time.perf_counter() - started
     load = (before, load_average())

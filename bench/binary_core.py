@@ -246,7 +246,8 @@ def best_runs(
     return {name: best[name] for name in names}
 
 
-def _progress(message: str) -> None:
+def progress(message: str) -> None:
+    """A line of progress on stderr (the table goes to stdout); every bench script uses it."""
     print(message, file=sys.stderr, flush=True)
 
 
@@ -312,7 +313,7 @@ def _check_ties(first: Mapping[str, object]) -> None:
 def bench_size(data: Data, repeats: int, *, gate: bool) -> tuple[list[Row], dict[str, Usage]]:
     """The target rows and the scikit-learn rows for one data set (continuous scores), and
     what the best run of each task used."""
-    _progress(f"timing {data.rows:,} rows (best of {repeats}) ...")
+    progress(f"timing {data.rows:,} rows (best of {repeats}) ...")
     labels, scores = data.labels, data.scores
     usage = best_runs(
         {
@@ -374,7 +375,7 @@ def bench_size(data: Data, repeats: int, *, gate: bool) -> tuple[list[Row], dict
 def bench_ties(data: Data, repeats: int) -> list[Row]:
     """The suite rows again with many ties (informational: the target is for float64 scores)."""
     tied = data.with_ties()
-    _progress(f"timing {tied.rows:,} rows with scores rounded to {TIE_DECIMALS} decimals ...")
+    progress(f"timing {tied.rows:,} rows with scores rounded to {TIE_DECIMALS} decimals ...")
     scores = tied.scores
     usage = best_runs(
         {
@@ -410,7 +411,7 @@ def bench_ties(data: Data, repeats: int) -> list[Row]:
 
 def run_benchmark(rows: int, repeats: int, seed: int) -> tuple[list[Row], dict[str, Usage]]:
     """Every row of the table, and what the best runs of the gated data set used."""
-    _progress(f"generating {rows:,} rows ...")
+    progress(f"generating {rows:,} rows ...")
     data = make_data(rows, seed)
     results, usage = bench_size(data, repeats, gate=True)
     results += bench_ties(data, repeats)
@@ -515,7 +516,7 @@ def load_average() -> float:
 
 def warn_if_busy(load: float) -> None:
     if load > BUSY_LOAD:
-        _progress(
+        progress(
             f"warning: the 1-minute load average is {load:.2f} before the run: other processes"
             " compete for the CPUs and the timings will be noisy"
         )
@@ -714,7 +715,7 @@ def profile_suite(
 
 
 def run_profile(rows: int, repeats: int, seed: int, top: int) -> None:
-    _progress(f"generating {rows:,} rows ...")
+    progress(f"generating {rows:,} rows ...")
     data = make_data(rows, seed)
     scores = data.scores
     reference = best_runs(

@@ -47,6 +47,7 @@ from binary_core import (  # bench/ is on sys.path when run as a script
     best_runs,
     load_average,
     machine_description,
+    progress,
     render_table,
     render_usage,
     warn_if_busy,
@@ -152,12 +153,8 @@ def check(first: Mapping[str, object]) -> None:
             raise AssertionError(f"{ours}: ours {value!r} but scikit-learn {expected!r}")
 
 
-def _progress(message: str) -> None:
-    print(message, file=sys.stderr, flush=True)
-
-
 def bench_classes(data: Data, repeats: int) -> dict[str, Usage]:
-    _progress(f"timing {data.rows:,} rows x {data.classes} classes (best of {repeats}) ...")
+    progress(f"timing {data.rows:,} rows x {data.classes} classes (best of {repeats}) ...")
     return best_runs(tasks(data), repeats, check=check)
 
 
@@ -204,7 +201,7 @@ def run_benchmark(
     results: list[Row] = []
     usages: dict[int, dict[str, Usage]] = {}
     for classes in CLASSES:
-        _progress(f"generating {rows:,} rows x {classes} classes ...")
+        progress(f"generating {rows:,} rows x {classes} classes ...")
         data = make_data(rows, classes, seed)
         usages[classes] = bench_classes(data, repeats[classes])
         results += rows_for(data, usages[classes])

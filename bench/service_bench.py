@@ -78,6 +78,7 @@ from binary_core import (
     best_runs,
     load_average,
     machine_description,
+    progress,
     warn_if_busy,
 )
 from evalserve.v1 import evaluation_pb2 as pb
@@ -135,10 +136,6 @@ CHANNEL_OPTIONS = (("grpc.max_send_message_length", -1), ("grpc.max_receive_mess
 
 Floats = NDArray[np.float64]
 Task = Callable[[], object]
-
-
-def _progress(message: str) -> None:
-    print(message, file=sys.stderr, flush=True)
 
 
 # --- data and wire formats ------------------------------------------------------------------
@@ -358,13 +355,13 @@ class ServerProcess:
             try:
                 self.process.wait(timeout=STOP_TIMEOUT)
             except subprocess.TimeoutExpired:
-                _progress(f"{self.name} did not stop within {STOP_TIMEOUT:.0f} s; killing it")
+                progress(f"{self.name} did not stop within {STOP_TIMEOUT:.0f} s; killing it")
                 self.process.kill()
                 self.process.wait()
         status = self.process.returncode
         if status in self.clean_exits:
             return True
-        _progress(f"{self.name} exited with status {status}: {''.join(self.log[-10:])}")
+        progress(f"{self.name} exited with status {status}: {''.join(self.log[-10:])}")
         return False
 
 
@@ -619,7 +616,7 @@ def bench_evaluate(
         if spliced != packed_request_api(rows):
             raise AssertionError("the wire-level packed encoding is not the protobuf message")
 
-    _progress(f"1. one request of {rows.n:,} rows, end to end (best of {repeats}) ...")
+    progress(f"1. one request of {rows.n:,} rows, end to end (best of {repeats}) ...")
     usage = best_runs(tasks, repeats, check=check)
     client.close()
     rest.close()
@@ -759,7 +756,7 @@ def bench_stages(rows: Rows, repeats: int) -> dict[str, Usage]:
         ),
         STAGE_JSON_DECODE: lambda: orjson.loads(response_json),
     }
-    _progress(f"   the server's stages in this process (best of {repeats}) ...")
+    progress(f"   the server's stages in this process (best of {repeats}) ...")
     return best_runs(tasks, repeats)
 
 
@@ -803,7 +800,7 @@ def bench_stream(
         rss_before = server.status_kib("VmRSS")
         sent = [0]
         batches = math.ceil(rows / STREAM_BATCH_ROWS)
-        _progress(f"2. streaming {rows:,} rows in {batches} batches, {variant} ...")
+        progress(f"2. streaming {rows:,} rows in {batches} batches, {variant} ...")
         server_cpu, client_cpu = server.cpu_seconds(), process_cpu()
         start = time.perf_counter()
         response = client.evaluate_stream(
@@ -947,7 +944,7 @@ def bench_small(
                 raise AssertionError(f"naive {path} {metric} {theirs[metric]} but ours differs")
     rest.close()
 
-    _progress(
+    progress(
         f"3. small requests ({n:,} rows), {clients} clients, {rounds} x {seconds:g} s each ..."
     )
     warm_up = min(1.0, seconds)
@@ -960,7 +957,7 @@ def bench_small(
         for name in names[shift:] + names[:shift]:
             server, make_call = targets[name]
             result = load_run(make_call, clients, seconds, server)
-            _progress(f"   {name}: {result.throughput:,.0f} requests/s")
+            progress(f"   {name}: {result.throughput:,.0f} requests/s")
             if name not in best or result.throughput > best[name].throughput:
                 best[name] = result
     channel_client.close()
