@@ -1,18 +1,22 @@
 """The Python client (clients/python, ``evalserve_client``) against a real server on loopback:
 every request of the contract table through both transports gives ``core.evaluate``'s answer
 exactly, large binary inputs stream, refusals come back as typed exceptions with the server's
-field and message, unavailable servers are retried, and the stubs are what the pinned
-generator makes of the proto."""
+field and message, unavailable servers are retried (a gRPC or REST server that comes up during the
+backoff is reached) while refusals are not, the metric catalog is core's, and streamed uploads
+report their progress on stderr when asked (or on a terminal)."""
 
 from __future__ import annotations
 
 import asyncio
+import inspect
+import io
+import re
 import socket
-import subprocess
 import sys
 import threading
 import time
-from pathlib import Path
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 import numpy as np
@@ -23,29 +27,20 @@ from evalserve_client import (
     EvalserveError,
     EvaluationResult,
     InvalidArgument,
+    MetricInfo,
     TooLarge,
     Unavailable,
 )
 
-from core import evaluate
+from core import CATALOG, evaluate
 from service.config import Settings
 from tests.contract.doors import column
 from tests.contract.servers import Service, running
 from tests.contract.test_same_answer import REQUESTS, assert_same, expected_of, request_of
 
-ROOT = Path(__file__).resolve().parents[2]
-CLIENT = ROOT / "clients" / "python"
-COMMITTED = CLIENT / "src" / "evalserve_client" / "_proto"
-
-
-def _grpc_of(service: Service) -> str:
-    # servers.running connects its own channel to the gRPC port; read it back from there
-    target: str = service.channel._channel.target().decode()  # type: ignore[attr-defined]
-    return target
-
 
 def targets(service: Service) -> dict[str, str]:
-    return {"grpc": _grpc_of(service), "rest": service.url}
+    return {"grpc": service.grpc_target, "rest": service.url}
 
 
 def arguments(request: dict[str, Any]) -> tuple[tuple[Any, ...], dict[str, Any]]:
@@ -97,6 +92,53 @@ def test_the_typed_result_and_plain_inputs(service: Service) -> None:
         assert result.per_class == []
         assert isinstance(result.undefined, dict)
         assert isinstance(result.warnings, list)
+
+
+@pytest.mark.parametrize("transport", ["grpc", "rest"])
+def test_pandas_columns_are_inputs(service: Service, transport: str) -> None:
+    pd = pytest.importorskip("pandas")  # in the test extra: never skipped by `make test`
+    index = pd.Index([10, 11, 12, 13, 14, 15])  # not 0..n-1: positions, not labels, count
+    frame = pd.DataFrame(
+        {
+            "label": pd.Series([0, 0, 1, 1, 1, 0], index=index, dtype="int64"),
+            "score": pd.Series([0.1, 0.4, 0.35, 0.8, 0.8, 0.2], index=index, dtype="float32"),
+            "weight": pd.Series([1.0, 2.0, 1.0, 0.5, 1.0, 3.0], index=index),
+            "species": pd.Categorical(["cat", "dog", "owl", "owl", "cat", "dog"]),
+        },
+        index=index,
+    )
+    probabilities = pd.DataFrame(
+        np.array([[0.6, 0.3, 0.1], [0.2, 0.5, 0.3], [0.1, 0.2, 0.7]] * 2),
+        columns=["cat", "dog", "owl"],
+    )
+    with Client(targets(service)[transport]) as client:
+        binary = client.evaluate(
+            "binary", frame["label"], frame["score"], sample_weight=frame["weight"]
+        )
+        multiclass = client.evaluate(
+            "multiclass",
+            frame["species"],  # a categorical column of class names
+            probabilities,
+            classes=list(probabilities.columns),
+        )
+    assert_same(
+        binary.to_dict(),
+        evaluate(
+            "binary",
+            frame["label"].to_numpy(float),
+            frame["score"].to_numpy(np.float64),
+            sample_weight=frame["weight"].to_numpy(),
+        ).to_dict(),
+    )
+    assert_same(
+        multiclass.to_dict(),
+        evaluate(
+            "multiclass",
+            list(frame["species"].astype(str)),
+            probabilities.to_numpy(),
+            classes=["cat", "dog", "owl"],
+        ).to_dict(),
+    )
 
 
 def _rows(n_rows: int, seed: int) -> tuple[np.ndarray[Any, Any], np.ndarray[Any, Any]]:
@@ -225,28 +267,183 @@ def test_the_async_client(service: Service, limited: Service, transport: str) ->
     asyncio.run(main())
 
 
-def test_regenerating_the_client_stubs_changes_nothing(tmp_path: Path) -> None:
-    subprocess.run(
-        [sys.executable, str(CLIENT / "generate.py"), str(tmp_path)],
-        check=True,
-        capture_output=True,
-        timeout=120,
-    )
-    fresh = {p.relative_to(tmp_path): p.read_bytes() for p in tmp_path.rglob("*") if p.is_file()}
-    committed = {
-        p.relative_to(COMMITTED): p.read_bytes()
-        for p in COMMITTED.rglob("*")
-        if p.is_file() and "__pycache__" not in p.parts
-    }
-    assert sorted(fresh) == sorted(committed)
-    stale = [str(name) for name, content in fresh.items() if committed[name] != content]
-    assert stale == [], f"stale client stubs, run `python clients/python/generate.py`: {stale}"
+# --- the metric catalog -------------------------------------------------------------------------
 
 
-def test_client_and_server_stubs_live_side_by_side() -> None:
-    """Both are importable in one process: the same proto file, one descriptor, no clash."""
-    from evalserve.v1 import evaluation_pb2 as server_pb
-    from evalserve_client._proto.evalserve.v1 import evaluation_pb2 as client_pb
+def _core_catalog() -> list[MetricInfo]:
+    return [
+        MetricInfo(info.name, info.tasks, info.higher_is_better, info.definition, info.aliases)
+        for info in CATALOG.values()
+    ]
 
-    assert client_pb.DESCRIPTOR.name == server_pb.DESCRIPTOR.name
-    assert client_pb.EvaluateRequest.DESCRIPTOR.full_name == "evalserve.v1.EvaluateRequest"
+
+@pytest.mark.parametrize("transport", ["grpc", "rest"])
+def test_list_metrics_is_cores_catalog(service: Service, transport: str) -> None:
+    with Client(targets(service)[transport]) as client:
+        catalog = client.list_metrics()
+    assert catalog == _core_catalog()
+    roc_auc = next(entry for entry in catalog if entry.name == "roc_auc")
+    assert roc_auc.tasks == ("binary",)
+    assert roc_auc.higher_is_better is True
+    assert any(entry.higher_is_better is None for entry in catalog)  # counts have no direction
+    assert "sensitivity" in next(entry for entry in catalog if entry.name == "recall").aliases
+
+    async def main() -> list[MetricInfo]:
+        async with AsyncClient(targets(service)[transport]) as client:
+            return await client.list_metrics(timeout=30)
+
+    assert asyncio.run(main()) == catalog
+
+
+# --- the progress line of streamed uploads ----------------------------------------------------
+
+SENT = re.compile(r"\revalserve: ([\d,]+)/([\d,]+) rows sent \((\d+)%\)")
+
+
+def _reports(err: str) -> list[tuple[int, int]]:
+    return [(int(s.replace(",", "")), int(t.replace(",", ""))) for s, t, _ in SENT.findall(err)]
+
+
+@pytest.mark.parametrize("kind", ["sync", "async"])
+@pytest.mark.parametrize("transport", ["grpc", "rest"])
+def test_a_forced_progress_line_reports_every_row_sent(
+    limited: Service, transport: str, kind: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    labels, scores = _rows(2500, seed=8)
+    settings: dict[str, Any] = {"stream_threshold": 1000, "chunk_rows": 700, "progress": True}
+    target = targets(limited)[transport]
+    if kind == "sync":
+        with Client(target, **settings) as client:
+            client.evaluate("binary", labels, scores)
+    else:
+
+        async def main() -> None:
+            async with AsyncClient(target, **settings) as client:
+                await client.evaluate("binary", labels, scores)
+
+        asyncio.run(main())
+    err = capsys.readouterr().err
+    assert _reports(err) == [(700, 2500), (1400, 2500), (2100, 2500), (2500, 2500)]
+    assert err.endswith("2,500/2,500 rows sent (100%)\n")
+
+
+def test_progress_is_off_by_default_unless_stderr_is_a_terminal(
+    limited: Service, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    labels, scores = _rows(2500, seed=9)
+    with Client(limited.grpc_target, stream_threshold=1000, chunk_rows=700) as client:
+        client.evaluate("binary", labels, scores)  # captured stderr: not a terminal
+        assert capsys.readouterr().err == ""
+
+        class Terminal(io.StringIO):
+            def isatty(self) -> bool:
+                return True
+
+        terminal = Terminal()
+        monkeypatch.setattr(sys, "stderr", terminal)
+        client.evaluate("binary", labels, scores)
+        assert _reports(terminal.getvalue())[-1] == (2500, 2500)
+        terminal.truncate(0)
+        client.evaluate("binary", labels, scores, progress=False)  # the call's word wins
+        client.evaluate("binary", labels[:900], scores[:900], progress=True)  # one message
+        assert terminal.getvalue() == ""
+
+
+# --- retries ------------------------------------------------------------------------------------
+
+
+class _Counted:
+    """Counts a client's attempts (its one method that sends) and signals the first failure."""
+
+    def __init__(self) -> None:
+        self.outcomes: list[str] = []
+        self.failed = threading.Event()
+
+    def wrap(self, send: Any) -> Any:
+        def counted(*args: Any) -> Any:
+            with self._counting():
+                return send(*args)
+
+        async def counted_async(*args: Any) -> Any:
+            with self._counting():
+                return await send(*args)
+
+        return counted_async if inspect.iscoroutinefunction(send) else counted
+
+    @contextmanager
+    def _counting(self) -> Iterator[None]:
+        try:
+            yield
+        except EvalserveError as error:
+            self.outcomes.append(type(error).__name__)
+            self.failed.set()
+            raise
+        self.outcomes.append("ok")
+
+
+@pytest.mark.parametrize("kind", ["sync", "async"])
+def test_a_grpc_server_that_comes_up_during_the_backoff_is_reached(kind: str) -> None:
+    """Nothing listens on the port when the call starts; the server starts once the first
+    attempt has failed, and a retry reaches it."""
+    port = _free_port()
+    counted = _Counted()
+    release = threading.Event()
+
+    def serve_after_the_first_failure() -> None:
+        assert counted.failed.wait(timeout=30)
+        with running(Settings(host="127.0.0.1", rest_port=0, grpc_port=port)):
+            release.wait(timeout=60)
+
+    server = threading.Thread(target=serve_after_the_first_failure, daemon=True)
+    server.start()
+    target = f"127.0.0.1:{port}"
+    try:
+        if kind == "sync":
+            with Client(target, retries=8, backoff=0.1) as client:
+                client._evaluate = counted.wrap(client._evaluate)  # type: ignore[method-assign]
+                result = client.evaluate("binary", [0, 0, 1, 1], [0.1, 0.4, 0.35, 0.8])
+        else:
+
+            async def main() -> EvaluationResult:
+                async with AsyncClient(target, retries=8, backoff=0.1) as client:
+                    client._evaluate = counted.wrap(client._evaluate)  # type: ignore[method-assign]
+                    return await client.evaluate("binary", [0, 0, 1, 1], [0.1, 0.4, 0.35, 0.8])
+
+            result = asyncio.run(main())
+        assert result.metrics["roc_auc"] == 0.75
+        assert counted.outcomes[0] == "Unavailable"
+        assert counted.outcomes[-1] == "ok"
+        assert set(counted.outcomes[:-1]) == {"Unavailable"}
+    finally:
+        release.set()
+        server.join(timeout=60)
+
+
+def _requests(service: Service, code: str, transport: str) -> float:
+    prefix = f'evalserve_requests_total{{code="{code}",method="evaluate",transport="{transport}"}} '
+    lines = service.rest.get("/metrics").text.splitlines()
+    return sum(float(line.removeprefix(prefix)) for line in lines if line.startswith(prefix))
+
+
+@pytest.mark.parametrize("kind", ["sync", "async"])
+@pytest.mark.parametrize("transport", ["grpc", "rest"])
+def test_an_invalid_argument_is_not_retried(service: Service, transport: str, kind: str) -> None:
+    code = "INVALID_ARGUMENT" if transport == "grpc" else "422"
+    before = _requests(service, code, transport)
+    counted = _Counted()
+    target = targets(service)[transport]
+    with pytest.raises(InvalidArgument):
+        if kind == "sync":
+            with Client(target, retries=5, backoff=0.01) as client:
+                client._evaluate = counted.wrap(client._evaluate)  # type: ignore[method-assign]
+                client.evaluate("binary", [0, 1], [0.2, 0.7], options={"beta": -1.0})
+        else:
+
+            async def main() -> None:
+                async with AsyncClient(target, retries=5, backoff=0.01) as client:
+                    client._evaluate = counted.wrap(client._evaluate)  # type: ignore[method-assign]
+                    await client.evaluate("binary", [0, 1], [0.2, 0.7], options={"beta": -1.0})
+
+            asyncio.run(main())
+    assert counted.outcomes == ["InvalidArgument"]
+    assert _requests(service, code, transport) - before == 1

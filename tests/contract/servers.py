@@ -40,6 +40,7 @@ class Service:
 
     settings: Settings
     url: str
+    grpc_target: str
     rest: httpx.Client
     channel: grpc.Channel
     stub: pb_grpc.EvaluationServiceStub
@@ -79,10 +80,13 @@ def running(settings: Settings) -> Iterator[Service]:
         raise AssertionError(f"the service did not start: {failure!r}")
     ports = started["ports"]
     url = f"http://127.0.0.1:{ports.rest}"
-    channel = grpc.insecure_channel(f"127.0.0.1:{ports.grpc}")
+    grpc_target = f"127.0.0.1:{ports.grpc}"
+    channel = grpc.insecure_channel(grpc_target)
     try:
         with httpx.Client(base_url=url, timeout=120) as rest:
-            yield Service(settings, url, rest, channel, pb_grpc.EvaluationServiceStub(channel))
+            yield Service(
+                settings, url, grpc_target, rest, channel, pb_grpc.EvaluationServiceStub(channel)
+            )
     finally:
         channel.close()
         loop, stop = holder["stop"]

@@ -15,7 +15,7 @@ from evalserve_client._errors import (
     TooLarge,
     Unavailable,
 )
-from evalserve_client._result import EvaluationResult
+from evalserve_client._result import EvaluationResult, MetricInfo
 
 __all__ = [
     "AsyncClient",
@@ -24,6 +24,7 @@ __all__ = [
     "EvalserveError",
     "EvaluationResult",
     "InvalidArgument",
+    "MetricInfo",
     "TooLarge",
     "Unavailable",
 ]

@@ -1,14 +1,27 @@
-"""``Client`` and ``AsyncClient``: one ``evaluate`` over gRPC (``host:port``, ``grpc://``) or
-REST (``http://``, ``https://``), with deadlines, retries of idempotent calls and automatic
-streaming of large binary inputs."""
+"""``Client`` and ``AsyncClient``: ``evaluate`` and ``list_metrics`` over gRPC (``host:port``,
+``grpc://``) or REST (``http://``, ``https://``), with deadlines, retries of these idempotent
+calls and automatic streaming of large binary inputs (with a progress line on stderr).
+
+The two classes share everything but the I/O: ``_Base`` builds a call (the request, whether it
+streams, its deadline and progress) and maps errors; each class sends it, sync or awaited.
+"""
 
 from __future__ import annotations
 
 import asyncio
 import time
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import (
+    AsyncIterator,
+    Awaitable,
+    Callable,
+    Iterable,
+    Iterator,
+    Mapping,
+    Sequence,
+)
+from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar, cast
 
 import grpc
 import httpx
@@ -22,12 +35,21 @@ from evalserve_client._errors import (
     TooLarge,
     Unavailable,
 )
+from evalserve_client._progress import ProgressLine, shown
+from evalserve_client._proto.evalserve.v1 import evaluation_pb2 as pb
 from evalserve_client._proto.evalserve.v1 import evaluation_pb2_grpc as pb_grpc
-from evalserve_client._result import EvaluationResult
+from evalserve_client._result import EvaluationResult, MetricInfo
 
 __all__ = ["AsyncClient", "Client"]
 
 MAX_MESSAGE = 256 * 1024 * 1024
+CHANNEL_OPTIONS = [
+    ("grpc.max_send_message_length", MAX_MESSAGE),
+    ("grpc.max_receive_message_length", MAX_MESSAGE),
+]
+JSON = {"content-type": "application/json"}
+NDJSON = {"content-type": "application/x-ndjson"}
+T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -77,9 +99,52 @@ def _rest_error(response: httpx.Response) -> EvalserveError:
     return EvalserveError(message, field=field, code=code)
 
 
-def _ndjson(lines: Iterator[dict[str, Any]]) -> Iterator[bytes]:
-    for line in lines:
-        yield orjson.dumps(line) + b"\n"
+@contextmanager
+def _grpc_errors() -> Iterator[None]:
+    try:
+        yield
+    except grpc.RpcError as error:
+        raise _grpc_error(error) from error
+
+
+@contextmanager
+def _rest_errors() -> Iterator[None]:
+    try:
+        yield
+    except httpx.TimeoutException as error:
+        raise DeadlineExceeded(str(error), code="deadline_exceeded") from error
+    except httpx.TransportError as error:
+        raise Unavailable(str(error) or type(error).__name__, code="unavailable") from error
+
+
+def _body(response: httpx.Response) -> dict[str, Any]:
+    if response.status_code != 200:
+        raise _rest_error(response)
+    body: dict[str, Any] = response.json()
+    return body
+
+
+def _catalog(entries: list[dict[str, Any]]) -> list[MetricInfo]:
+    return [MetricInfo.from_dict(entry) for entry in entries]
+
+
+async def _async_iter(items: Iterable[T]) -> AsyncIterator[T]:
+    # batches built one at a time as the transport asks, as the sync client's iterators are
+    for item in items:
+        yield item
+
+
+@dataclass(frozen=True)
+class _Call:
+    """One evaluation, ready to send (and to send again on a retry)."""
+
+    request: _wire.Request
+    stream: bool
+    timeout: float
+    progress: bool
+
+    def progress_line(self) -> ProgressLine | None:
+        return ProgressLine(self.request.n_rows) if self.progress else None
 
 
 class _Base:
@@ -92,6 +157,7 @@ class _Base:
         backoff: float = 0.2,
         stream_threshold: int = 1_000_000,
         chunk_rows: int = 250_000,
+        progress: bool | None = None,
     ) -> None:
         self._target = _parse(target)
         self.timeout = timeout
@@ -99,8 +165,13 @@ class _Base:
         self.backoff = backoff
         self.stream_threshold = stream_threshold
         self.chunk_rows = chunk_rows
+        self.progress = progress
+        self._connect()
 
-    def _request(
+    def _connect(self) -> None:
+        raise NotImplementedError
+
+    def _call(
         self,
         task: str,
         y_true: Any,
@@ -113,14 +184,30 @@ class _Base:
         model: Mapping[str, str] | None,
         baseline: Mapping[str, Any] | None,
         challenger: Mapping[str, Any] | None,
-    ) -> tuple[_wire.Request, bool]:
+        timeout: float | None,
+        progress: bool | None,
+    ) -> _Call:
         request = _wire.build(
             task, y_true, y_score, y_pred=y_pred, sample_weight=sample_weight, options=options,
             classes=classes, model=model, baseline=baseline, challenger=challenger,
         )  # fmt: skip
         # streams take binary rows; a challenger has no place in a stream's header
         stream = task == "binary" and challenger is None and request.n_rows > self.stream_threshold
-        return request, stream
+        progress = self.progress if progress is None else progress
+        return _Call(request, stream, self._deadline(timeout), shown(progress, stream))
+
+    def _channel_options(self) -> list[tuple[str, int]]:
+        # The channel reconnects on the client's backoff, not gRPC's default (1 s, growing to
+        # 120 s): a server back up during the retries is reached by the next one, since a call
+        # on a channel still waiting to reconnect fails at once.
+        return [
+            *CHANNEL_OPTIONS,
+            ("grpc.initial_reconnect_backoff_ms", max(1, round(1000 * self.backoff))),
+            ("grpc.max_reconnect_backoff_ms", max(1, round(1000 * self._delay(self.retries)))),
+        ]
+
+    def _deadline(self, timeout: float | None) -> float:
+        return self.timeout if timeout is None else timeout
 
     def _delay(self, attempt: int) -> float:
         return float(self.backoff * 2**attempt)
@@ -128,18 +215,22 @@ class _Base:
 
 class Client(_Base):
     """A synchronous client. ``Client("localhost:50051")`` speaks gRPC,
-    ``Client("http://localhost:8000")`` REST. Use as a context manager or call ``close()``."""
+    ``Client("http://localhost:8000")`` REST. Use as a context manager or call ``close()``.
 
-    def __init__(self, target: str, **settings: Any) -> None:
-        super().__init__(target, **settings)
-        self._http: httpx.Client | None = None
-        self._channel: grpc.Channel | None = None
-        self._stub: pb_grpc.EvaluationServiceStub | None = None
+    Settings (keywords): ``timeout`` (s, each call's deadline), ``retries`` and ``backoff`` (s,
+    doubled each retry) for a server that is unavailable, ``stream_threshold`` (rows over which
+    a binary input streams) and ``chunk_rows`` (rows a batch), ``progress`` (a progress line on
+    stderr for streamed uploads: None shows it when stderr is a terminal)."""
+
+    _http: httpx.Client | None = None
+    _channel: grpc.Channel | None = None
+    _stub: pb_grpc.EvaluationServiceStub
+
+    def _connect(self) -> None:
         if self._target.rest:
             self._http = httpx.Client(base_url=self._target.address)
         else:
-            options = [("grpc.max_send_message_length", MAX_MESSAGE),
-                       ("grpc.max_receive_message_length", MAX_MESSAGE)]  # fmt: skip
+            options = self._channel_options()
             self._channel = grpc.insecure_channel(self._target.address, options=options)
             self._stub = pb_grpc.EvaluationServiceStub(self._channel)
 
@@ -169,72 +260,85 @@ class Client(_Base):
         baseline: Mapping[str, Any] | None = None,
         challenger: Mapping[str, Any] | None = None,
         timeout: float | None = None,
+        progress: bool | None = None,
     ) -> EvaluationResult:
         """Evaluate as ``core.evaluate`` does, on the server; raises ``EvalserveError``."""
-        request, stream = self._request(
+        call = self._call(
             task, y_true, y_score, y_pred=y_pred, sample_weight=sample_weight, options=options,
             classes=classes, model=model, baseline=baseline, challenger=challenger,
+            timeout=timeout, progress=progress,
         )  # fmt: skip
-        deadline = self.timeout if timeout is None else timeout
-        for attempt in range(self.retries + 1):
-            try:
-                return EvaluationResult.from_dict(self._once(request, stream, deadline))
-            except Unavailable:
-                if attempt == self.retries:
-                    raise
-                time.sleep(self._delay(attempt))
-        raise AssertionError("unreachable")
+        return EvaluationResult.from_dict(self._retried(lambda: self._evaluate(call)))
 
-    def _once(self, request: _wire.Request, stream: bool, timeout: float) -> dict[str, Any]:
-        if self._http is not None:
+    def list_metrics(self, *, timeout: float | None = None) -> list[MetricInfo]:
+        """The server's metric catalog: every metric name it can return."""
+        return _catalog(self._retried(lambda: self._list_metrics(self._deadline(timeout))))
+
+    def _retried(self, attempt: Callable[[], T]) -> T:
+        for retry in range(self.retries):
             try:
-                if stream:
-                    lines = _ndjson(_wire.to_ndjson(request, self.chunk_rows))
-                    response = self._http.post(
-                        "/v1/evaluate/stream", content=lines, timeout=timeout,
-                        headers={"content-type": "application/x-ndjson"},
-                    )  # fmt: skip
-                else:
-                    response = self._http.post(
-                        "/v1/evaluate", content=orjson.dumps(_wire.to_json(request)),
-                        timeout=timeout, headers={"content-type": "application/json"},
-                    )  # fmt: skip
-            except httpx.TimeoutException as error:
-                raise DeadlineExceeded(str(error), code="deadline_exceeded") from error
-            except httpx.TransportError as error:
-                raise Unavailable(str(error) or type(error).__name__, code="unavailable") from error
-            if response.status_code != 200:
-                raise _rest_error(response)
-            body: dict[str, Any] = response.json()
-            return body
-        assert self._stub is not None
+                return attempt()
+            except Unavailable:
+                time.sleep(self._delay(retry))
+        return attempt()
+
+    def _evaluate(self, call: _Call) -> dict[str, Any]:
+        request, line = call.request, call.progress_line()
         try:
-            if stream:
-                answer = self._stub.EvaluateStream(
-                    _wire.to_proto_stream(request, self.chunk_rows), timeout=timeout
-                )
-            else:
-                answer = self._stub.Evaluate(_wire.to_proto(request), timeout=timeout)
-        except grpc.RpcError as error:
-            raise _grpc_error(error) from error
-        return _wire.from_proto(answer)
+            if self._http is not None:
+                with _rest_errors():
+                    if call.stream:
+                        lines = _wire.to_ndjson(request, self.chunk_rows, line)
+                        response = self._http.post(
+                            "/v1/evaluate/stream", content=lines, timeout=call.timeout,
+                            headers=NDJSON,
+                        )  # fmt: skip
+                    else:
+                        response = self._http.post(
+                            "/v1/evaluate", content=orjson.dumps(_wire.to_json(request)),
+                            timeout=call.timeout, headers=JSON,
+                        )  # fmt: skip
+                return _body(response)
+            with _grpc_errors():
+                if call.stream:
+                    messages = _wire.to_proto_stream(request, self.chunk_rows, line)
+                    answer = self._stub.EvaluateStream(messages, timeout=call.timeout)
+                else:
+                    answer = self._stub.Evaluate(_wire.to_proto(request), timeout=call.timeout)
+            return _wire.from_proto(answer)
+        finally:
+            if line is not None:
+                line.close()
+
+    def _list_metrics(self, timeout: float) -> list[dict[str, Any]]:
+        if self._http is not None:
+            with _rest_errors():
+                response = self._http.get("/v1/metrics", timeout=timeout)
+            entries: list[dict[str, Any]] = _body(response)["metrics"]
+            return entries
+        with _grpc_errors():
+            answer = self._stub.ListMetrics(pb.ListMetricsRequest(), timeout=timeout)
+        return _wire.catalog_from_proto(answer)
 
 
 class AsyncClient(_Base):
-    """The asyncio client: the same targets and ``evaluate``, awaited (grpc.aio, httpx)."""
+    """The asyncio client: the same targets, settings and calls as ``Client``, awaited
+    (grpc.aio, httpx)."""
 
-    def __init__(self, target: str, **settings: Any) -> None:
-        super().__init__(target, **settings)
-        self._http: httpx.AsyncClient | None = None
-        self._channel: grpc.aio.Channel | None = None
-        self._stub: pb_grpc.EvaluationServiceAsyncStub | None = None
+    _http: httpx.AsyncClient | None = None
+    _channel: grpc.aio.Channel | None = None
+    _stub: pb_grpc.EvaluationServiceAsyncStub
+
+    def _connect(self) -> None:
         if self._target.rest:
             self._http = httpx.AsyncClient(base_url=self._target.address)
         else:
-            options = [("grpc.max_send_message_length", MAX_MESSAGE),
-                       ("grpc.max_receive_message_length", MAX_MESSAGE)]  # fmt: skip
+            options = self._channel_options()
             self._channel = grpc.aio.insecure_channel(self._target.address, options=options)
-            self._stub = pb_grpc.EvaluationServiceStub(self._channel)
+            # the generated constructor serves both channel kinds; on an aio channel its calls
+            # are awaitable, which is what the async stub's type says
+            stub = pb_grpc.EvaluationServiceStub(self._channel)
+            self._stub = cast("pb_grpc.EvaluationServiceAsyncStub", stub)  # only in the .pyi
 
     async def __aenter__(self) -> AsyncClient:
         return self
@@ -262,52 +366,64 @@ class AsyncClient(_Base):
         baseline: Mapping[str, Any] | None = None,
         challenger: Mapping[str, Any] | None = None,
         timeout: float | None = None,
+        progress: bool | None = None,
     ) -> EvaluationResult:
         """Evaluate as ``core.evaluate`` does, on the server; raises ``EvalserveError``."""
-        request, stream = self._request(
+        call = self._call(
             task, y_true, y_score, y_pred=y_pred, sample_weight=sample_weight, options=options,
             classes=classes, model=model, baseline=baseline, challenger=challenger,
+            timeout=timeout, progress=progress,
         )  # fmt: skip
-        deadline = self.timeout if timeout is None else timeout
-        for attempt in range(self.retries + 1):
-            try:
-                return EvaluationResult.from_dict(await self._once(request, stream, deadline))
-            except Unavailable:
-                if attempt == self.retries:
-                    raise
-                await asyncio.sleep(self._delay(attempt))
-        raise AssertionError("unreachable")
+        return EvaluationResult.from_dict(await self._retried(lambda: self._evaluate(call)))
 
-    async def _once(self, request: _wire.Request, stream: bool, timeout: float) -> dict[str, Any]:
-        if self._http is not None:
+    async def list_metrics(self, *, timeout: float | None = None) -> list[MetricInfo]:
+        """The server's metric catalog: every metric name it can return."""
+        deadline = self._deadline(timeout)
+        return _catalog(await self._retried(lambda: self._list_metrics(deadline)))
+
+    async def _retried(self, attempt: Callable[[], Awaitable[T]]) -> T:
+        for retry in range(self.retries):
             try:
-                if stream:
-                    content = b"".join(_ndjson(_wire.to_ndjson(request, self.chunk_rows)))
-                    response = await self._http.post(
-                        "/v1/evaluate/stream", content=content, timeout=timeout,
-                        headers={"content-type": "application/x-ndjson"},
-                    )  # fmt: skip
-                else:
-                    response = await self._http.post(
-                        "/v1/evaluate", content=orjson.dumps(_wire.to_json(request)),
-                        timeout=timeout, headers={"content-type": "application/json"},
-                    )  # fmt: skip
-            except httpx.TimeoutException as error:
-                raise DeadlineExceeded(str(error), code="deadline_exceeded") from error
-            except httpx.TransportError as error:
-                raise Unavailable(str(error) or type(error).__name__, code="unavailable") from error
-            if response.status_code != 200:
-                raise _rest_error(response)
-            body: dict[str, Any] = response.json()
-            return body
-        assert self._stub is not None
+                return await attempt()
+            except Unavailable:
+                await asyncio.sleep(self._delay(retry))
+        return await attempt()
+
+    async def _evaluate(self, call: _Call) -> dict[str, Any]:
+        request, line = call.request, call.progress_line()
         try:
-            if stream:
-                answer = await self._stub.EvaluateStream(
-                    iter(list(_wire.to_proto_stream(request, self.chunk_rows))), timeout=timeout
-                )
-            else:
-                answer = await self._stub.Evaluate(_wire.to_proto(request), timeout=timeout)
-        except grpc.RpcError as error:
-            raise _grpc_error(error) from error
-        return _wire.from_proto(answer)
+            if self._http is not None:
+                with _rest_errors():
+                    if call.stream:
+                        lines = _async_iter(_wire.to_ndjson(request, self.chunk_rows, line))
+                        response = await self._http.post(
+                            "/v1/evaluate/stream", content=lines, timeout=call.timeout,
+                            headers=NDJSON,
+                        )  # fmt: skip
+                    else:
+                        response = await self._http.post(
+                            "/v1/evaluate", content=orjson.dumps(_wire.to_json(request)),
+                            timeout=call.timeout, headers=JSON,
+                        )  # fmt: skip
+                return _body(response)
+            with _grpc_errors():
+                if call.stream:
+                    messages = _async_iter(_wire.to_proto_stream(request, self.chunk_rows, line))
+                    answer = await self._stub.EvaluateStream(messages, timeout=call.timeout)
+                else:
+                    message = _wire.to_proto(request)
+                    answer = await self._stub.Evaluate(message, timeout=call.timeout)
+            return _wire.from_proto(answer)
+        finally:
+            if line is not None:
+                line.close()
+
+    async def _list_metrics(self, timeout: float) -> list[dict[str, Any]]:
+        if self._http is not None:
+            with _rest_errors():
+                response = await self._http.get("/v1/metrics", timeout=timeout)
+            entries: list[dict[str, Any]] = _body(response)["metrics"]
+            return entries
+        with _grpc_errors():
+            answer = await self._stub.ListMetrics(pb.ListMetricsRequest(), timeout=timeout)
+        return _wire.catalog_from_proto(answer)

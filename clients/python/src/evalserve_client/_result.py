@@ -1,12 +1,16 @@
-"""The typed result of an evaluation, the JSON shape of the service (``core``'s to_dict)."""
+"""Typed answers: an evaluation, in the JSON shape of the service (``core``'s to_dict), and the
+entries of the metric catalog."""
 
 from __future__ import annotations
 
 import copy
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-__all__ = ["EvaluationResult"]
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
+
+__all__ = ["EvaluationResult", "MetricInfo"]
 
 
 @dataclass(frozen=True)
@@ -47,3 +51,34 @@ class EvaluationResult:
     def to_dict(self) -> dict[str, Any]:
         """The response body, as the REST door and ``core``'s ``to_dict()`` give it."""
         return copy.deepcopy(self._body)
+
+    def plot(self, figure: Figure | None = None) -> Figure:
+        """The ROC and PR curves and the confusion matrix that the answer carries, drawn with
+        matplotlib (``pip install 'evalserve-client[plot]'``) on ``figure`` or a new one. A new
+        figure is not registered with pyplot: show it in a notebook as it is, or save it with
+        ``figure.savefig(path)``; pass ``plt.figure()`` for ``plt.show()``."""
+        from evalserve_client._plot import plot
+
+        return plot(self, figure)
+
+
+@dataclass(frozen=True)
+class MetricInfo:
+    """One entry of the server's metric catalog (``GET /v1/metrics``, gRPC ``ListMetrics``).
+    ``higher_is_better`` is None for counts and thresholds, which have no direction."""
+
+    name: str
+    tasks: tuple[str, ...]
+    higher_is_better: bool | None
+    definition: str
+    aliases: tuple[str, ...]
+
+    @classmethod
+    def from_dict(cls, entry: dict[str, Any]) -> MetricInfo:
+        return cls(
+            name=entry["name"],
+            tasks=tuple(entry["tasks"]),
+            higher_is_better=entry.get("higher_is_better"),
+            definition=entry["definition"],
+            aliases=tuple(entry.get("aliases", ())),
+        )

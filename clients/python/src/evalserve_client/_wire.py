@@ -5,16 +5,18 @@ back to the JSON shape of the service."""
 from __future__ import annotations
 
 import base64
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
+import orjson
 from numpy.typing import NDArray
 
 from evalserve_client._proto.evalserve.v1 import evaluation_pb2 as pb
 
 COLUMNS = ("labels", "scores", "predictions", "weights")
+OnRows = Callable[[int], None]  # told the rows of each batch once the transport has taken it
 F64 = np.dtype("<f8")
 
 
@@ -163,11 +165,15 @@ def chunks(n_rows: int, chunk_rows: int) -> Iterator[slice]:
         yield slice(start, min(start + chunk_rows, n_rows))
 
 
-def to_proto_stream(request: Request, chunk_rows: int) -> Iterator[pb.EvaluateStreamRequest]:
+def to_proto_stream(
+    request: Request, chunk_rows: int, on_rows: OnRows | None = None
+) -> Iterator[pb.EvaluateStreamRequest]:
     header = pb.StreamHeader(task=_task(request.task), **_header_fields(request))
     yield pb.EvaluateStreamRequest(header=header)
     for rows in chunks(request.n_rows, chunk_rows):
         yield pb.EvaluateStreamRequest(**_row_fields(request, rows))
+        if on_rows is not None:
+            on_rows(rows.stop - rows.start)
 
 
 def _fields_of(message: Any, keys: Sequence[str]) -> dict[str, Any]:
@@ -243,6 +249,22 @@ def from_proto(response: pb.EvaluateResponse) -> dict[str, Any]:
     }
 
 
+def catalog_from_proto(response: pb.ListMetricsResponse) -> list[dict[str, Any]]:
+    """The entries of ``GET /v1/metrics`` from a ``ListMetrics`` answer."""
+    return [
+        {
+            "name": entry.name,
+            "tasks": [pb.Task.Name(task).removeprefix("TASK_").lower() for task in entry.tasks],
+            "higher_is_better": (
+                entry.higher_is_better if entry.HasField("higher_is_better") else None
+            ),
+            "definition": entry.definition,
+            "aliases": list(entry.aliases),
+        }
+        for entry in response.metrics
+    ]
+
+
 # --- REST (JSON) ------------------------------------------------------------------------------
 
 
@@ -312,7 +334,10 @@ def to_json(request: Request) -> dict[str, Any]:
     return body
 
 
-def to_ndjson(request: Request, chunk_rows: int) -> Iterator[dict[str, Any]]:
-    yield _json_header(request)
+def to_ndjson(request: Request, chunk_rows: int, on_rows: OnRows | None = None) -> Iterator[bytes]:
+    """NDJSON lines: the header, then one line a batch."""
+    yield orjson.dumps(_json_header(request)) + b"\n"
     for rows in chunks(request.n_rows, chunk_rows):
-        yield _json_rows(request, rows)
+        yield orjson.dumps(_json_rows(request, rows)) + b"\n"
+        if on_rows is not None:
+            on_rows(rows.stop - rows.start)

@@ -3,28 +3,28 @@
 isort:skip_file
 evalserve's API: the single source of truth for gRPC, protobuf-over-HTTP and the JSON models."""
 
-from collections import abc as _abc
-from google.protobuf import descriptor as _descriptor
-from google.protobuf import message as _message
-from google.protobuf.internal import containers as _containers
-from google.protobuf.internal import enum_type_wrapper as _enum_type_wrapper
-import builtins as _builtins
+import builtins
+import collections.abc
+import google.protobuf.descriptor
+import google.protobuf.internal.containers
+import google.protobuf.internal.enum_type_wrapper
+import google.protobuf.message
 import sys
-import typing as _typing
+import typing
 
-if sys.version_info >= (3, 11):
-    from typing import TypeAlias as _TypeAlias, Never as _Never
+if sys.version_info >= (3, 10):
+    import typing as typing_extensions
 else:
-    from typing_extensions import TypeAlias as _TypeAlias, Never as _Never
+    import typing_extensions
 
-DESCRIPTOR: _descriptor.FileDescriptor
+DESCRIPTOR: google.protobuf.descriptor.FileDescriptor
 
 class _Task:
-    ValueType = _typing.NewType("ValueType", _builtins.int)
-    V: _TypeAlias = ValueType  # noqa: Y015
+    ValueType = typing.NewType("ValueType", builtins.int)
+    V: typing_extensions.TypeAlias = ValueType
 
-class _TaskEnumTypeWrapper(_enum_type_wrapper._EnumTypeWrapper[_Task.ValueType], _builtins.type):
-    DESCRIPTOR: _descriptor.EnumDescriptor
+class _TaskEnumTypeWrapper(google.protobuf.internal.enum_type_wrapper._EnumTypeWrapper[_Task.ValueType], builtins.type):
+    DESCRIPTOR: google.protobuf.descriptor.EnumDescriptor
     TASK_UNSPECIFIED: _Task.ValueType  # 0
     TASK_BINARY: _Task.ValueType  # 1
     TASK_MULTICLASS: _Task.ValueType  # 2
@@ -41,178 +41,144 @@ TASK_MULTICLASS: Task.ValueType  # 2
 TASK_MULTILABEL: Task.ValueType  # 3
 TASK_REGRESSION: Task.ValueType  # 4
 TASK_DETECTION: Task.ValueType  # 5
-Global___Task: _TypeAlias = Task  # noqa: Y015
+global___Task = Task
 
-@_typing.final
-class Options(_message.Message):
+@typing.final
+class Options(google.protobuf.message.Message):
     """Options tune the evaluation; an unset field takes its default."""
 
-    DESCRIPTOR: _descriptor.Descriptor
+    DESCRIPTOR: google.protobuf.descriptor.Descriptor
 
-    THRESHOLD_FIELD_NUMBER: _builtins.int
-    BETA_FIELD_NUMBER: _builtins.int
-    TOP_K_FIELD_NUMBER: _builtins.int
-    HEAD_K_FIELD_NUMBER: _builtins.int
-    MAX_FPR_FIELD_NUMBER: _builtins.int
-    MAX_CURVE_POINTS_FIELD_NUMBER: _builtins.int
-    CONFIDENCE_LEVEL_FIELD_NUMBER: _builtins.int
-    N_PARAMS_FIELD_NUMBER: _builtins.int
-    CALIBRATION_BINS_FIELD_NUMBER: _builtins.int
-    AUC_INTERVAL_FIELD_NUMBER: _builtins.int
-    ALPHA_FIELD_NUMBER: _builtins.int
-    DRIFT_MIN_SAMPLES_FIELD_NUMBER: _builtins.int
-    BOOTSTRAP_REPLICATES_FIELD_NUMBER: _builtins.int
-    BOOTSTRAP_SEED_FIELD_NUMBER: _builtins.int
-    FULL_MODEL_VARIANCE_FIELD_NUMBER: _builtins.int
-    MAX_DETECTIONS_FIELD_NUMBER: _builtins.int
-    threshold: _builtins.float
+    THRESHOLD_FIELD_NUMBER: builtins.int
+    BETA_FIELD_NUMBER: builtins.int
+    TOP_K_FIELD_NUMBER: builtins.int
+    HEAD_K_FIELD_NUMBER: builtins.int
+    MAX_FPR_FIELD_NUMBER: builtins.int
+    MAX_CURVE_POINTS_FIELD_NUMBER: builtins.int
+    CONFIDENCE_LEVEL_FIELD_NUMBER: builtins.int
+    N_PARAMS_FIELD_NUMBER: builtins.int
+    CALIBRATION_BINS_FIELD_NUMBER: builtins.int
+    AUC_INTERVAL_FIELD_NUMBER: builtins.int
+    ALPHA_FIELD_NUMBER: builtins.int
+    DRIFT_MIN_SAMPLES_FIELD_NUMBER: builtins.int
+    BOOTSTRAP_REPLICATES_FIELD_NUMBER: builtins.int
+    BOOTSTRAP_SEED_FIELD_NUMBER: builtins.int
+    FULL_MODEL_VARIANCE_FIELD_NUMBER: builtins.int
+    MAX_DETECTIONS_FIELD_NUMBER: builtins.int
+    threshold: builtins.float
     """A score >= threshold is predicted positive (default 0.5)."""
-    beta: _builtins.float
+    beta: builtins.float
     """F-beta weight of recall, > 0 (default 1)."""
-    max_fpr: _builtins.float
+    max_fpr: builtins.float
     """FPR bound of the McClish-standardized partial AUC, in (0, 1]."""
-    max_curve_points: _builtins.int
+    max_curve_points: builtins.int
     """Curves are thinned to at most this many points; 0 omits them (default 1000)."""
-    confidence_level: _builtins.float
+    confidence_level: builtins.float
     """Level of every interval, in (0, 1) (default 0.95)."""
-    n_params: _builtins.int
+    n_params: builtins.int
     """Parameters of a regression model, for adjusted R2, AIC, BIC and Mallows' Cp."""
-    calibration_bins: _builtins.int
+    calibration_bins: builtins.int
     """Equal-width bins of the expected calibration error (default 10)."""
-    auc_interval: _builtins.str
+    auc_interval: builtins.str
     """DeLong interval of the ROC AUC: "logit" (default) or "wald" (as pROC)."""
-    alpha: _builtins.float
+    alpha: builtins.float
     """Significance level of the drift test and the challenger comparison (default 0.05)."""
-    drift_min_samples: _builtins.float
+    drift_min_samples: builtins.float
     """Fewest positives and negatives (each) for a drift or comparison verdict (default 20)."""
-    bootstrap_replicates: _builtins.int
+    bootstrap_replicates: builtins.int
     """Replicates of the bootstrap intervals; 0 (the default) skips them."""
-    bootstrap_seed: _builtins.int
+    bootstrap_seed: builtins.int
     """Seed of the bootstrap (default 0): the same request gives the same intervals."""
-    full_model_variance: _builtins.float
+    full_model_variance: builtins.float
     """Regression: residual variance of the full model, for Mallows' Cp."""
-    max_detections: _builtins.int
+    max_detections: builtins.int
     """Detection: the highest-scoring predictions kept per image (default 100, as COCO)."""
-    @_builtins.property
-    def top_k(self) -> _containers.RepeatedScalarFieldContainer[_builtins.int]:
+    @property
+    def top_k(self) -> google.protobuf.internal.containers.RepeatedScalarFieldContainer[builtins.int]:
         """k of multiclass top-k accuracy (default 1 and 5)."""
 
-    @_builtins.property
-    def head_k(self) -> _containers.RepeatedScalarFieldContainer[_builtins.float]:
+    @property
+    def head_k(self) -> google.protobuf.internal.containers.RepeatedScalarFieldContainer[builtins.float]:
         """k of precision_at_{k} and recall_at_{k}, in units of sample weight."""
 
     def __init__(
         self,
         *,
-        threshold: _builtins.float | None = ...,
-        beta: _builtins.float | None = ...,
-        top_k: _abc.Iterable[_builtins.int] | None = ...,
-        head_k: _abc.Iterable[_builtins.float] | None = ...,
-        max_fpr: _builtins.float | None = ...,
-        max_curve_points: _builtins.int | None = ...,
-        confidence_level: _builtins.float | None = ...,
-        n_params: _builtins.int | None = ...,
-        calibration_bins: _builtins.int | None = ...,
-        auc_interval: _builtins.str | None = ...,
-        alpha: _builtins.float | None = ...,
-        drift_min_samples: _builtins.float | None = ...,
-        bootstrap_replicates: _builtins.int | None = ...,
-        bootstrap_seed: _builtins.int | None = ...,
-        full_model_variance: _builtins.float | None = ...,
-        max_detections: _builtins.int | None = ...,
+        threshold: builtins.float | None = ...,
+        beta: builtins.float | None = ...,
+        top_k: collections.abc.Iterable[builtins.int] | None = ...,
+        head_k: collections.abc.Iterable[builtins.float] | None = ...,
+        max_fpr: builtins.float | None = ...,
+        max_curve_points: builtins.int | None = ...,
+        confidence_level: builtins.float | None = ...,
+        n_params: builtins.int | None = ...,
+        calibration_bins: builtins.int | None = ...,
+        auc_interval: builtins.str | None = ...,
+        alpha: builtins.float | None = ...,
+        drift_min_samples: builtins.float | None = ...,
+        bootstrap_replicates: builtins.int | None = ...,
+        bootstrap_seed: builtins.int | None = ...,
+        full_model_variance: builtins.float | None = ...,
+        max_detections: builtins.int | None = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _typing.Literal["_alpha", b"_alpha", "_auc_interval", b"_auc_interval", "_beta", b"_beta", "_bootstrap_replicates", b"_bootstrap_replicates", "_bootstrap_seed", b"_bootstrap_seed", "_calibration_bins", b"_calibration_bins", "_confidence_level", b"_confidence_level", "_drift_min_samples", b"_drift_min_samples", "_full_model_variance", b"_full_model_variance", "_max_curve_points", b"_max_curve_points", "_max_detections", b"_max_detections", "_max_fpr", b"_max_fpr", "_n_params", b"_n_params", "_threshold", b"_threshold", "alpha", b"alpha", "auc_interval", b"auc_interval", "beta", b"beta", "bootstrap_replicates", b"bootstrap_replicates", "bootstrap_seed", b"bootstrap_seed", "calibration_bins", b"calibration_bins", "confidence_level", b"confidence_level", "drift_min_samples", b"drift_min_samples", "full_model_variance", b"full_model_variance", "max_curve_points", b"max_curve_points", "max_detections", b"max_detections", "max_fpr", b"max_fpr", "n_params", b"n_params", "threshold", b"threshold"]  # noqa: Y015
-    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["_alpha", b"_alpha", "_auc_interval", b"_auc_interval", "_beta", b"_beta", "_bootstrap_replicates", b"_bootstrap_replicates", "_bootstrap_seed", b"_bootstrap_seed", "_calibration_bins", b"_calibration_bins", "_confidence_level", b"_confidence_level", "_drift_min_samples", b"_drift_min_samples", "_full_model_variance", b"_full_model_variance", "_max_curve_points", b"_max_curve_points", "_max_detections", b"_max_detections", "_max_fpr", b"_max_fpr", "_n_params", b"_n_params", "_threshold", b"_threshold", "alpha", b"alpha", "auc_interval", b"auc_interval", "beta", b"beta", "bootstrap_replicates", b"bootstrap_replicates", "bootstrap_seed", b"bootstrap_seed", "calibration_bins", b"calibration_bins", "confidence_level", b"confidence_level", "drift_min_samples", b"drift_min_samples", "full_model_variance", b"full_model_variance", "head_k", b"head_k", "max_curve_points", b"max_curve_points", "max_detections", b"max_detections", "max_fpr", b"max_fpr", "n_params", b"n_params", "threshold", b"threshold", "top_k", b"top_k"]  # noqa: Y015
-    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
-    _WhichOneofReturnType__alpha: _TypeAlias = _typing.Literal["alpha"]  # noqa: Y015
-    _WhichOneofArgType__alpha: _TypeAlias = _typing.Literal["_alpha", b"_alpha"]  # noqa: Y015
-    _WhichOneofReturnType__auc_interval: _TypeAlias = _typing.Literal["auc_interval"]  # noqa: Y015
-    _WhichOneofArgType__auc_interval: _TypeAlias = _typing.Literal["_auc_interval", b"_auc_interval"]  # noqa: Y015
-    _WhichOneofReturnType__beta: _TypeAlias = _typing.Literal["beta"]  # noqa: Y015
-    _WhichOneofArgType__beta: _TypeAlias = _typing.Literal["_beta", b"_beta"]  # noqa: Y015
-    _WhichOneofReturnType__bootstrap_replicates: _TypeAlias = _typing.Literal["bootstrap_replicates"]  # noqa: Y015
-    _WhichOneofArgType__bootstrap_replicates: _TypeAlias = _typing.Literal["_bootstrap_replicates", b"_bootstrap_replicates"]  # noqa: Y015
-    _WhichOneofReturnType__bootstrap_seed: _TypeAlias = _typing.Literal["bootstrap_seed"]  # noqa: Y015
-    _WhichOneofArgType__bootstrap_seed: _TypeAlias = _typing.Literal["_bootstrap_seed", b"_bootstrap_seed"]  # noqa: Y015
-    _WhichOneofReturnType__calibration_bins: _TypeAlias = _typing.Literal["calibration_bins"]  # noqa: Y015
-    _WhichOneofArgType__calibration_bins: _TypeAlias = _typing.Literal["_calibration_bins", b"_calibration_bins"]  # noqa: Y015
-    _WhichOneofReturnType__confidence_level: _TypeAlias = _typing.Literal["confidence_level"]  # noqa: Y015
-    _WhichOneofArgType__confidence_level: _TypeAlias = _typing.Literal["_confidence_level", b"_confidence_level"]  # noqa: Y015
-    _WhichOneofReturnType__drift_min_samples: _TypeAlias = _typing.Literal["drift_min_samples"]  # noqa: Y015
-    _WhichOneofArgType__drift_min_samples: _TypeAlias = _typing.Literal["_drift_min_samples", b"_drift_min_samples"]  # noqa: Y015
-    _WhichOneofReturnType__full_model_variance: _TypeAlias = _typing.Literal["full_model_variance"]  # noqa: Y015
-    _WhichOneofArgType__full_model_variance: _TypeAlias = _typing.Literal["_full_model_variance", b"_full_model_variance"]  # noqa: Y015
-    _WhichOneofReturnType__max_curve_points: _TypeAlias = _typing.Literal["max_curve_points"]  # noqa: Y015
-    _WhichOneofArgType__max_curve_points: _TypeAlias = _typing.Literal["_max_curve_points", b"_max_curve_points"]  # noqa: Y015
-    _WhichOneofReturnType__max_detections: _TypeAlias = _typing.Literal["max_detections"]  # noqa: Y015
-    _WhichOneofArgType__max_detections: _TypeAlias = _typing.Literal["_max_detections", b"_max_detections"]  # noqa: Y015
-    _WhichOneofReturnType__max_fpr: _TypeAlias = _typing.Literal["max_fpr"]  # noqa: Y015
-    _WhichOneofArgType__max_fpr: _TypeAlias = _typing.Literal["_max_fpr", b"_max_fpr"]  # noqa: Y015
-    _WhichOneofReturnType__n_params: _TypeAlias = _typing.Literal["n_params"]  # noqa: Y015
-    _WhichOneofArgType__n_params: _TypeAlias = _typing.Literal["_n_params", b"_n_params"]  # noqa: Y015
-    _WhichOneofReturnType__threshold: _TypeAlias = _typing.Literal["threshold"]  # noqa: Y015
-    _WhichOneofArgType__threshold: _TypeAlias = _typing.Literal["_threshold", b"_threshold"]  # noqa: Y015
-    @_typing.overload
-    def WhichOneof(self, oneof_group: _WhichOneofArgType__alpha) -> _WhichOneofReturnType__alpha | None: ...
-    @_typing.overload
-    def WhichOneof(self, oneof_group: _WhichOneofArgType__auc_interval) -> _WhichOneofReturnType__auc_interval | None: ...
-    @_typing.overload
-    def WhichOneof(self, oneof_group: _WhichOneofArgType__beta) -> _WhichOneofReturnType__beta | None: ...
-    @_typing.overload
-    def WhichOneof(self, oneof_group: _WhichOneofArgType__bootstrap_replicates) -> _WhichOneofReturnType__bootstrap_replicates | None: ...
-    @_typing.overload
-    def WhichOneof(self, oneof_group: _WhichOneofArgType__bootstrap_seed) -> _WhichOneofReturnType__bootstrap_seed | None: ...
-    @_typing.overload
-    def WhichOneof(self, oneof_group: _WhichOneofArgType__calibration_bins) -> _WhichOneofReturnType__calibration_bins | None: ...
-    @_typing.overload
-    def WhichOneof(self, oneof_group: _WhichOneofArgType__confidence_level) -> _WhichOneofReturnType__confidence_level | None: ...
-    @_typing.overload
-    def WhichOneof(self, oneof_group: _WhichOneofArgType__drift_min_samples) -> _WhichOneofReturnType__drift_min_samples | None: ...
-    @_typing.overload
-    def WhichOneof(self, oneof_group: _WhichOneofArgType__full_model_variance) -> _WhichOneofReturnType__full_model_variance | None: ...
-    @_typing.overload
-    def WhichOneof(self, oneof_group: _WhichOneofArgType__max_curve_points) -> _WhichOneofReturnType__max_curve_points | None: ...
-    @_typing.overload
-    def WhichOneof(self, oneof_group: _WhichOneofArgType__max_detections) -> _WhichOneofReturnType__max_detections | None: ...
-    @_typing.overload
-    def WhichOneof(self, oneof_group: _WhichOneofArgType__max_fpr) -> _WhichOneofReturnType__max_fpr | None: ...
-    @_typing.overload
-    def WhichOneof(self, oneof_group: _WhichOneofArgType__n_params) -> _WhichOneofReturnType__n_params | None: ...
-    @_typing.overload
-    def WhichOneof(self, oneof_group: _WhichOneofArgType__threshold) -> _WhichOneofReturnType__threshold | None: ...
+    def HasField(self, field_name: typing.Literal["_alpha", b"_alpha", "_auc_interval", b"_auc_interval", "_beta", b"_beta", "_bootstrap_replicates", b"_bootstrap_replicates", "_bootstrap_seed", b"_bootstrap_seed", "_calibration_bins", b"_calibration_bins", "_confidence_level", b"_confidence_level", "_drift_min_samples", b"_drift_min_samples", "_full_model_variance", b"_full_model_variance", "_max_curve_points", b"_max_curve_points", "_max_detections", b"_max_detections", "_max_fpr", b"_max_fpr", "_n_params", b"_n_params", "_threshold", b"_threshold", "alpha", b"alpha", "auc_interval", b"auc_interval", "beta", b"beta", "bootstrap_replicates", b"bootstrap_replicates", "bootstrap_seed", b"bootstrap_seed", "calibration_bins", b"calibration_bins", "confidence_level", b"confidence_level", "drift_min_samples", b"drift_min_samples", "full_model_variance", b"full_model_variance", "max_curve_points", b"max_curve_points", "max_detections", b"max_detections", "max_fpr", b"max_fpr", "n_params", b"n_params", "threshold", b"threshold"]) -> builtins.bool: ...
+    def ClearField(self, field_name: typing.Literal["_alpha", b"_alpha", "_auc_interval", b"_auc_interval", "_beta", b"_beta", "_bootstrap_replicates", b"_bootstrap_replicates", "_bootstrap_seed", b"_bootstrap_seed", "_calibration_bins", b"_calibration_bins", "_confidence_level", b"_confidence_level", "_drift_min_samples", b"_drift_min_samples", "_full_model_variance", b"_full_model_variance", "_max_curve_points", b"_max_curve_points", "_max_detections", b"_max_detections", "_max_fpr", b"_max_fpr", "_n_params", b"_n_params", "_threshold", b"_threshold", "alpha", b"alpha", "auc_interval", b"auc_interval", "beta", b"beta", "bootstrap_replicates", b"bootstrap_replicates", "bootstrap_seed", b"bootstrap_seed", "calibration_bins", b"calibration_bins", "confidence_level", b"confidence_level", "drift_min_samples", b"drift_min_samples", "full_model_variance", b"full_model_variance", "head_k", b"head_k", "max_curve_points", b"max_curve_points", "max_detections", b"max_detections", "max_fpr", b"max_fpr", "n_params", b"n_params", "threshold", b"threshold", "top_k", b"top_k"]) -> None: ...
+    @typing.overload
+    def WhichOneof(self, oneof_group: typing.Literal["_alpha", b"_alpha"]) -> typing.Literal["alpha"] | None: ...
+    @typing.overload
+    def WhichOneof(self, oneof_group: typing.Literal["_auc_interval", b"_auc_interval"]) -> typing.Literal["auc_interval"] | None: ...
+    @typing.overload
+    def WhichOneof(self, oneof_group: typing.Literal["_beta", b"_beta"]) -> typing.Literal["beta"] | None: ...
+    @typing.overload
+    def WhichOneof(self, oneof_group: typing.Literal["_bootstrap_replicates", b"_bootstrap_replicates"]) -> typing.Literal["bootstrap_replicates"] | None: ...
+    @typing.overload
+    def WhichOneof(self, oneof_group: typing.Literal["_bootstrap_seed", b"_bootstrap_seed"]) -> typing.Literal["bootstrap_seed"] | None: ...
+    @typing.overload
+    def WhichOneof(self, oneof_group: typing.Literal["_calibration_bins", b"_calibration_bins"]) -> typing.Literal["calibration_bins"] | None: ...
+    @typing.overload
+    def WhichOneof(self, oneof_group: typing.Literal["_confidence_level", b"_confidence_level"]) -> typing.Literal["confidence_level"] | None: ...
+    @typing.overload
+    def WhichOneof(self, oneof_group: typing.Literal["_drift_min_samples", b"_drift_min_samples"]) -> typing.Literal["drift_min_samples"] | None: ...
+    @typing.overload
+    def WhichOneof(self, oneof_group: typing.Literal["_full_model_variance", b"_full_model_variance"]) -> typing.Literal["full_model_variance"] | None: ...
+    @typing.overload
+    def WhichOneof(self, oneof_group: typing.Literal["_max_curve_points", b"_max_curve_points"]) -> typing.Literal["max_curve_points"] | None: ...
+    @typing.overload
+    def WhichOneof(self, oneof_group: typing.Literal["_max_detections", b"_max_detections"]) -> typing.Literal["max_detections"] | None: ...
+    @typing.overload
+    def WhichOneof(self, oneof_group: typing.Literal["_max_fpr", b"_max_fpr"]) -> typing.Literal["max_fpr"] | None: ...
+    @typing.overload
+    def WhichOneof(self, oneof_group: typing.Literal["_n_params", b"_n_params"]) -> typing.Literal["n_params"] | None: ...
+    @typing.overload
+    def WhichOneof(self, oneof_group: typing.Literal["_threshold", b"_threshold"]) -> typing.Literal["threshold"] | None: ...
 
-Global___Options: _TypeAlias = Options  # noqa: Y015
+global___Options = Options
 
-@_typing.final
-class Model(_message.Message):
+@typing.final
+class Model(google.protobuf.message.Message):
     """Model names the evaluated model; a request that carries one updates its Prometheus gauges."""
 
-    DESCRIPTOR: _descriptor.Descriptor
+    DESCRIPTOR: google.protobuf.descriptor.Descriptor
 
-    NAME_FIELD_NUMBER: _builtins.int
-    VERSION_FIELD_NUMBER: _builtins.int
-    SEGMENT_FIELD_NUMBER: _builtins.int
-    name: _builtins.str
-    version: _builtins.str
-    segment: _builtins.str
+    NAME_FIELD_NUMBER: builtins.int
+    VERSION_FIELD_NUMBER: builtins.int
+    SEGMENT_FIELD_NUMBER: builtins.int
+    name: builtins.str
+    version: builtins.str
+    segment: builtins.str
     def __init__(
         self,
         *,
-        name: _builtins.str = ...,
-        version: _builtins.str = ...,
-        segment: _builtins.str = ...,
+        name: builtins.str = ...,
+        version: builtins.str = ...,
+        segment: builtins.str = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
-    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["name", b"name", "segment", b"segment", "version", b"version"]  # noqa: Y015
-    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
-    def WhichOneof(self, oneof_group: _Never) -> None: ...
+    def ClearField(self, field_name: typing.Literal["name", b"name", "segment", b"segment", "version", b"version"]) -> None: ...
 
-Global___Model: _TypeAlias = Model  # noqa: Y015
+global___Model = Model
 
-@_typing.final
-class Baseline(_message.Message):
+@typing.final
+class Baseline(google.protobuf.message.Message):
     """Every numeric column of rows comes either packed (`labels`) or as raw little-endian float64
     bytes (`labels_f64`), the faster form for large arrays; never both. The column fields are
     the same in EvaluateRequest, EvaluateStreamRequest and Baseline.
@@ -221,428 +187,388 @@ class Baseline(_message.Message):
     class counts) or a reference payload of labels and scores.
     """
 
-    DESCRIPTOR: _descriptor.Descriptor
+    DESCRIPTOR: google.protobuf.descriptor.Descriptor
 
-    ROC_AUC_FIELD_NUMBER: _builtins.int
-    ROC_AUC_VARIANCE_FIELD_NUMBER: _builtins.int
-    N_POSITIVE_FIELD_NUMBER: _builtins.int
-    N_NEGATIVE_FIELD_NUMBER: _builtins.int
-    LABELS_FIELD_NUMBER: _builtins.int
-    SCORES_FIELD_NUMBER: _builtins.int
-    LABELS_F64_FIELD_NUMBER: _builtins.int
-    SCORES_F64_FIELD_NUMBER: _builtins.int
-    WEIGHTS_FIELD_NUMBER: _builtins.int
-    WEIGHTS_F64_FIELD_NUMBER: _builtins.int
-    roc_auc: _builtins.float
+    ROC_AUC_FIELD_NUMBER: builtins.int
+    ROC_AUC_VARIANCE_FIELD_NUMBER: builtins.int
+    N_POSITIVE_FIELD_NUMBER: builtins.int
+    N_NEGATIVE_FIELD_NUMBER: builtins.int
+    LABELS_FIELD_NUMBER: builtins.int
+    SCORES_FIELD_NUMBER: builtins.int
+    LABELS_F64_FIELD_NUMBER: builtins.int
+    SCORES_F64_FIELD_NUMBER: builtins.int
+    WEIGHTS_FIELD_NUMBER: builtins.int
+    WEIGHTS_F64_FIELD_NUMBER: builtins.int
+    roc_auc: builtins.float
     """A summary: the baseline AUC with its variance, or with its class counts."""
-    roc_auc_variance: _builtins.float
-    n_positive: _builtins.float
-    n_negative: _builtins.float
-    labels_f64: _builtins.bytes
-    scores_f64: _builtins.bytes
-    weights_f64: _builtins.bytes
-    @_builtins.property
-    def labels(self) -> _containers.RepeatedScalarFieldContainer[_builtins.float]:
+    roc_auc_variance: builtins.float
+    n_positive: builtins.float
+    n_negative: builtins.float
+    labels_f64: builtins.bytes
+    scores_f64: builtins.bytes
+    weights_f64: builtins.bytes
+    @property
+    def labels(self) -> google.protobuf.internal.containers.RepeatedScalarFieldContainer[builtins.float]:
         """Or a reference payload: labels and scores (and optional weights) of the baseline period."""
 
-    @_builtins.property
-    def scores(self) -> _containers.RepeatedScalarFieldContainer[_builtins.float]: ...
-    @_builtins.property
-    def weights(self) -> _containers.RepeatedScalarFieldContainer[_builtins.float]: ...
+    @property
+    def scores(self) -> google.protobuf.internal.containers.RepeatedScalarFieldContainer[builtins.float]: ...
+    @property
+    def weights(self) -> google.protobuf.internal.containers.RepeatedScalarFieldContainer[builtins.float]: ...
     def __init__(
         self,
         *,
-        roc_auc: _builtins.float | None = ...,
-        roc_auc_variance: _builtins.float | None = ...,
-        n_positive: _builtins.float | None = ...,
-        n_negative: _builtins.float | None = ...,
-        labels: _abc.Iterable[_builtins.float] | None = ...,
-        scores: _abc.Iterable[_builtins.float] | None = ...,
-        labels_f64: _builtins.bytes = ...,
-        scores_f64: _builtins.bytes = ...,
-        weights: _abc.Iterable[_builtins.float] | None = ...,
-        weights_f64: _builtins.bytes = ...,
+        roc_auc: builtins.float | None = ...,
+        roc_auc_variance: builtins.float | None = ...,
+        n_positive: builtins.float | None = ...,
+        n_negative: builtins.float | None = ...,
+        labels: collections.abc.Iterable[builtins.float] | None = ...,
+        scores: collections.abc.Iterable[builtins.float] | None = ...,
+        labels_f64: builtins.bytes = ...,
+        scores_f64: builtins.bytes = ...,
+        weights: collections.abc.Iterable[builtins.float] | None = ...,
+        weights_f64: builtins.bytes = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _typing.Literal["_n_negative", b"_n_negative", "_n_positive", b"_n_positive", "_roc_auc", b"_roc_auc", "_roc_auc_variance", b"_roc_auc_variance", "n_negative", b"n_negative", "n_positive", b"n_positive", "roc_auc", b"roc_auc", "roc_auc_variance", b"roc_auc_variance"]  # noqa: Y015
-    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["_n_negative", b"_n_negative", "_n_positive", b"_n_positive", "_roc_auc", b"_roc_auc", "_roc_auc_variance", b"_roc_auc_variance", "labels", b"labels", "labels_f64", b"labels_f64", "n_negative", b"n_negative", "n_positive", b"n_positive", "roc_auc", b"roc_auc", "roc_auc_variance", b"roc_auc_variance", "scores", b"scores", "scores_f64", b"scores_f64", "weights", b"weights", "weights_f64", b"weights_f64"]  # noqa: Y015
-    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
-    _WhichOneofReturnType__n_negative: _TypeAlias = _typing.Literal["n_negative"]  # noqa: Y015
-    _WhichOneofArgType__n_negative: _TypeAlias = _typing.Literal["_n_negative", b"_n_negative"]  # noqa: Y015
-    _WhichOneofReturnType__n_positive: _TypeAlias = _typing.Literal["n_positive"]  # noqa: Y015
-    _WhichOneofArgType__n_positive: _TypeAlias = _typing.Literal["_n_positive", b"_n_positive"]  # noqa: Y015
-    _WhichOneofReturnType__roc_auc: _TypeAlias = _typing.Literal["roc_auc"]  # noqa: Y015
-    _WhichOneofArgType__roc_auc: _TypeAlias = _typing.Literal["_roc_auc", b"_roc_auc"]  # noqa: Y015
-    _WhichOneofReturnType__roc_auc_variance: _TypeAlias = _typing.Literal["roc_auc_variance"]  # noqa: Y015
-    _WhichOneofArgType__roc_auc_variance: _TypeAlias = _typing.Literal["_roc_auc_variance", b"_roc_auc_variance"]  # noqa: Y015
-    @_typing.overload
-    def WhichOneof(self, oneof_group: _WhichOneofArgType__n_negative) -> _WhichOneofReturnType__n_negative | None: ...
-    @_typing.overload
-    def WhichOneof(self, oneof_group: _WhichOneofArgType__n_positive) -> _WhichOneofReturnType__n_positive | None: ...
-    @_typing.overload
-    def WhichOneof(self, oneof_group: _WhichOneofArgType__roc_auc) -> _WhichOneofReturnType__roc_auc | None: ...
-    @_typing.overload
-    def WhichOneof(self, oneof_group: _WhichOneofArgType__roc_auc_variance) -> _WhichOneofReturnType__roc_auc_variance | None: ...
+    def HasField(self, field_name: typing.Literal["_n_negative", b"_n_negative", "_n_positive", b"_n_positive", "_roc_auc", b"_roc_auc", "_roc_auc_variance", b"_roc_auc_variance", "n_negative", b"n_negative", "n_positive", b"n_positive", "roc_auc", b"roc_auc", "roc_auc_variance", b"roc_auc_variance"]) -> builtins.bool: ...
+    def ClearField(self, field_name: typing.Literal["_n_negative", b"_n_negative", "_n_positive", b"_n_positive", "_roc_auc", b"_roc_auc", "_roc_auc_variance", b"_roc_auc_variance", "labels", b"labels", "labels_f64", b"labels_f64", "n_negative", b"n_negative", "n_positive", b"n_positive", "roc_auc", b"roc_auc", "roc_auc_variance", b"roc_auc_variance", "scores", b"scores", "scores_f64", b"scores_f64", "weights", b"weights", "weights_f64", b"weights_f64"]) -> None: ...
+    @typing.overload
+    def WhichOneof(self, oneof_group: typing.Literal["_n_negative", b"_n_negative"]) -> typing.Literal["n_negative"] | None: ...
+    @typing.overload
+    def WhichOneof(self, oneof_group: typing.Literal["_n_positive", b"_n_positive"]) -> typing.Literal["n_positive"] | None: ...
+    @typing.overload
+    def WhichOneof(self, oneof_group: typing.Literal["_roc_auc", b"_roc_auc"]) -> typing.Literal["roc_auc"] | None: ...
+    @typing.overload
+    def WhichOneof(self, oneof_group: typing.Literal["_roc_auc_variance", b"_roc_auc_variance"]) -> typing.Literal["roc_auc_variance"] | None: ...
 
-Global___Baseline: _TypeAlias = Baseline  # noqa: Y015
+global___Baseline = Baseline
 
-@_typing.final
-class Challenger(_message.Message):
+@typing.final
+class Challenger(google.protobuf.message.Message):
     """Challenger is a second model's scores on the same rows (paired comparison)."""
 
-    DESCRIPTOR: _descriptor.Descriptor
+    DESCRIPTOR: google.protobuf.descriptor.Descriptor
 
-    SCORES_FIELD_NUMBER: _builtins.int
-    SCORES_F64_FIELD_NUMBER: _builtins.int
-    scores_f64: _builtins.bytes
-    @_builtins.property
-    def scores(self) -> _containers.RepeatedScalarFieldContainer[_builtins.float]: ...
+    SCORES_FIELD_NUMBER: builtins.int
+    SCORES_F64_FIELD_NUMBER: builtins.int
+    scores_f64: builtins.bytes
+    @property
+    def scores(self) -> google.protobuf.internal.containers.RepeatedScalarFieldContainer[builtins.float]: ...
     def __init__(
         self,
         *,
-        scores: _abc.Iterable[_builtins.float] | None = ...,
-        scores_f64: _builtins.bytes = ...,
+        scores: collections.abc.Iterable[builtins.float] | None = ...,
+        scores_f64: builtins.bytes = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
-    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["scores", b"scores", "scores_f64", b"scores_f64"]  # noqa: Y015
-    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
-    def WhichOneof(self, oneof_group: _Never) -> None: ...
+    def ClearField(self, field_name: typing.Literal["scores", b"scores", "scores_f64", b"scores_f64"]) -> None: ...
 
-Global___Challenger: _TypeAlias = Challenger  # noqa: Y015
+global___Challenger = Challenger
 
-@_typing.final
-class EvaluateRequest(_message.Message):
-    DESCRIPTOR: _descriptor.Descriptor
+@typing.final
+class EvaluateRequest(google.protobuf.message.Message):
+    DESCRIPTOR: google.protobuf.descriptor.Descriptor
 
-    TASK_FIELD_NUMBER: _builtins.int
-    LABELS_FIELD_NUMBER: _builtins.int
-    SCORES_FIELD_NUMBER: _builtins.int
-    PREDICTIONS_FIELD_NUMBER: _builtins.int
-    WEIGHTS_FIELD_NUMBER: _builtins.int
-    CLASSES_FIELD_NUMBER: _builtins.int
-    LABEL_NAMES_FIELD_NUMBER: _builtins.int
-    OPTIONS_FIELD_NUMBER: _builtins.int
-    MODEL_FIELD_NUMBER: _builtins.int
-    BASELINE_FIELD_NUMBER: _builtins.int
-    CHALLENGER_FIELD_NUMBER: _builtins.int
-    LABELS_F64_FIELD_NUMBER: _builtins.int
-    SCORES_F64_FIELD_NUMBER: _builtins.int
-    PREDICTIONS_F64_FIELD_NUMBER: _builtins.int
-    WEIGHTS_F64_FIELD_NUMBER: _builtins.int
-    N_CLASSES_FIELD_NUMBER: _builtins.int
-    IMAGES_FIELD_NUMBER: _builtins.int
-    task: Global___Task.ValueType
-    labels_f64: _builtins.bytes
-    scores_f64: _builtins.bytes
-    predictions_f64: _builtins.bytes
-    weights_f64: _builtins.bytes
-    n_classes: _builtins.int
+    TASK_FIELD_NUMBER: builtins.int
+    LABELS_FIELD_NUMBER: builtins.int
+    SCORES_FIELD_NUMBER: builtins.int
+    PREDICTIONS_FIELD_NUMBER: builtins.int
+    WEIGHTS_FIELD_NUMBER: builtins.int
+    CLASSES_FIELD_NUMBER: builtins.int
+    LABEL_NAMES_FIELD_NUMBER: builtins.int
+    OPTIONS_FIELD_NUMBER: builtins.int
+    MODEL_FIELD_NUMBER: builtins.int
+    BASELINE_FIELD_NUMBER: builtins.int
+    CHALLENGER_FIELD_NUMBER: builtins.int
+    LABELS_F64_FIELD_NUMBER: builtins.int
+    SCORES_F64_FIELD_NUMBER: builtins.int
+    PREDICTIONS_F64_FIELD_NUMBER: builtins.int
+    WEIGHTS_F64_FIELD_NUMBER: builtins.int
+    N_CLASSES_FIELD_NUMBER: builtins.int
+    IMAGES_FIELD_NUMBER: builtins.int
+    task: global___Task.ValueType
+    labels_f64: builtins.bytes
+    scores_f64: builtins.bytes
+    predictions_f64: builtins.bytes
+    weights_f64: builtins.bytes
+    n_classes: builtins.int
     """Columns of the score matrix (and of multilabel labels and predictions), sent row-major:
     default len(classes), or, for multiclass, len(scores) / len(labels).
     """
-    @_builtins.property
-    def labels(self) -> _containers.RepeatedScalarFieldContainer[_builtins.float]:
+    @property
+    def labels(self) -> google.protobuf.internal.containers.RepeatedScalarFieldContainer[builtins.float]:
         """Ground truth: 0/1 (binary), class index (multiclass), n x k 0/1 row-major (multilabel),
         targets (regression).
         """
 
-    @_builtins.property
-    def scores(self) -> _containers.RepeatedScalarFieldContainer[_builtins.float]:
+    @property
+    def scores(self) -> google.protobuf.internal.containers.RepeatedScalarFieldContainer[builtins.float]:
         """Scores: n (binary) or n x k row-major (multiclass, multilabel)."""
 
-    @_builtins.property
-    def predictions(self) -> _containers.RepeatedScalarFieldContainer[_builtins.float]:
+    @property
+    def predictions(self) -> google.protobuf.internal.containers.RepeatedScalarFieldContainer[builtins.float]:
         """Optional hard predictions; the predictions of a regression model."""
 
-    @_builtins.property
-    def weights(self) -> _containers.RepeatedScalarFieldContainer[_builtins.float]:
+    @property
+    def weights(self) -> google.protobuf.internal.containers.RepeatedScalarFieldContainer[builtins.float]:
         """Optional non-negative sample weights."""
 
-    @_builtins.property
-    def classes(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
+    @property
+    def classes(self) -> google.protobuf.internal.containers.RepeatedScalarFieldContainer[builtins.str]:
         """Class names in score-column order."""
 
-    @_builtins.property
-    def label_names(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
+    @property
+    def label_names(self) -> google.protobuf.internal.containers.RepeatedScalarFieldContainer[builtins.str]:
         """Multiclass ground truth as class names, instead of `labels`."""
 
-    @_builtins.property
-    def options(self) -> Global___Options: ...
-    @_builtins.property
-    def model(self) -> Global___Model: ...
-    @_builtins.property
-    def baseline(self) -> Global___Baseline: ...
-    @_builtins.property
-    def challenger(self) -> Global___Challenger: ...
-    @_builtins.property
-    def images(self) -> _containers.RepeatedCompositeFieldContainer[Global___DetectionImage]:
+    @property
+    def options(self) -> global___Options: ...
+    @property
+    def model(self) -> global___Model: ...
+    @property
+    def baseline(self) -> global___Baseline: ...
+    @property
+    def challenger(self) -> global___Challenger: ...
+    @property
+    def images(self) -> google.protobuf.internal.containers.RepeatedCompositeFieldContainer[global___DetectionImage]:
         """Detection: one entry per image (labels and scores stay empty)."""
 
     def __init__(
         self,
         *,
-        task: Global___Task.ValueType = ...,
-        labels: _abc.Iterable[_builtins.float] | None = ...,
-        scores: _abc.Iterable[_builtins.float] | None = ...,
-        predictions: _abc.Iterable[_builtins.float] | None = ...,
-        weights: _abc.Iterable[_builtins.float] | None = ...,
-        classes: _abc.Iterable[_builtins.str] | None = ...,
-        label_names: _abc.Iterable[_builtins.str] | None = ...,
-        options: Global___Options | None = ...,
-        model: Global___Model | None = ...,
-        baseline: Global___Baseline | None = ...,
-        challenger: Global___Challenger | None = ...,
-        labels_f64: _builtins.bytes = ...,
-        scores_f64: _builtins.bytes = ...,
-        predictions_f64: _builtins.bytes = ...,
-        weights_f64: _builtins.bytes = ...,
-        n_classes: _builtins.int | None = ...,
-        images: _abc.Iterable[Global___DetectionImage] | None = ...,
+        task: global___Task.ValueType = ...,
+        labels: collections.abc.Iterable[builtins.float] | None = ...,
+        scores: collections.abc.Iterable[builtins.float] | None = ...,
+        predictions: collections.abc.Iterable[builtins.float] | None = ...,
+        weights: collections.abc.Iterable[builtins.float] | None = ...,
+        classes: collections.abc.Iterable[builtins.str] | None = ...,
+        label_names: collections.abc.Iterable[builtins.str] | None = ...,
+        options: global___Options | None = ...,
+        model: global___Model | None = ...,
+        baseline: global___Baseline | None = ...,
+        challenger: global___Challenger | None = ...,
+        labels_f64: builtins.bytes = ...,
+        scores_f64: builtins.bytes = ...,
+        predictions_f64: builtins.bytes = ...,
+        weights_f64: builtins.bytes = ...,
+        n_classes: builtins.int | None = ...,
+        images: collections.abc.Iterable[global___DetectionImage] | None = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _typing.Literal["_n_classes", b"_n_classes", "baseline", b"baseline", "challenger", b"challenger", "model", b"model", "n_classes", b"n_classes", "options", b"options"]  # noqa: Y015
-    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["_n_classes", b"_n_classes", "baseline", b"baseline", "challenger", b"challenger", "classes", b"classes", "images", b"images", "label_names", b"label_names", "labels", b"labels", "labels_f64", b"labels_f64", "model", b"model", "n_classes", b"n_classes", "options", b"options", "predictions", b"predictions", "predictions_f64", b"predictions_f64", "scores", b"scores", "scores_f64", b"scores_f64", "task", b"task", "weights", b"weights", "weights_f64", b"weights_f64"]  # noqa: Y015
-    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
-    _WhichOneofReturnType__n_classes: _TypeAlias = _typing.Literal["n_classes"]  # noqa: Y015
-    _WhichOneofArgType__n_classes: _TypeAlias = _typing.Literal["_n_classes", b"_n_classes"]  # noqa: Y015
-    def WhichOneof(self, oneof_group: _WhichOneofArgType__n_classes) -> _WhichOneofReturnType__n_classes | None: ...
+    def HasField(self, field_name: typing.Literal["_n_classes", b"_n_classes", "baseline", b"baseline", "challenger", b"challenger", "model", b"model", "n_classes", b"n_classes", "options", b"options"]) -> builtins.bool: ...
+    def ClearField(self, field_name: typing.Literal["_n_classes", b"_n_classes", "baseline", b"baseline", "challenger", b"challenger", "classes", b"classes", "images", b"images", "label_names", b"label_names", "labels", b"labels", "labels_f64", b"labels_f64", "model", b"model", "n_classes", b"n_classes", "options", b"options", "predictions", b"predictions", "predictions_f64", b"predictions_f64", "scores", b"scores", "scores_f64", b"scores_f64", "task", b"task", "weights", b"weights", "weights_f64", b"weights_f64"]) -> None: ...
+    def WhichOneof(self, oneof_group: typing.Literal["_n_classes", b"_n_classes"]) -> typing.Literal["n_classes"] | None: ...
 
-Global___EvaluateRequest: _TypeAlias = EvaluateRequest  # noqa: Y015
+global___EvaluateRequest = EvaluateRequest
 
-@_typing.final
-class DetectionImage(_message.Message):
+@typing.final
+class DetectionImage(google.protobuf.message.Message):
     """DetectionImage is one image of a detection request: ground-truth boxes with their classes,
     predicted boxes with their classes and scores. Boxes are [x1, y1, x2, y2], row-major.
     """
 
-    DESCRIPTOR: _descriptor.Descriptor
+    DESCRIPTOR: google.protobuf.descriptor.Descriptor
 
-    IMAGE_ID_FIELD_NUMBER: _builtins.int
-    GT_BOXES_FIELD_NUMBER: _builtins.int
-    GT_CLASSES_FIELD_NUMBER: _builtins.int
-    PRED_BOXES_FIELD_NUMBER: _builtins.int
-    PRED_CLASSES_FIELD_NUMBER: _builtins.int
-    PRED_SCORES_FIELD_NUMBER: _builtins.int
-    image_id: _builtins.str
-    @_builtins.property
-    def gt_boxes(self) -> _containers.RepeatedScalarFieldContainer[_builtins.float]: ...
-    @_builtins.property
-    def gt_classes(self) -> _containers.RepeatedScalarFieldContainer[_builtins.int]: ...
-    @_builtins.property
-    def pred_boxes(self) -> _containers.RepeatedScalarFieldContainer[_builtins.float]: ...
-    @_builtins.property
-    def pred_classes(self) -> _containers.RepeatedScalarFieldContainer[_builtins.int]: ...
-    @_builtins.property
-    def pred_scores(self) -> _containers.RepeatedScalarFieldContainer[_builtins.float]: ...
+    IMAGE_ID_FIELD_NUMBER: builtins.int
+    GT_BOXES_FIELD_NUMBER: builtins.int
+    GT_CLASSES_FIELD_NUMBER: builtins.int
+    PRED_BOXES_FIELD_NUMBER: builtins.int
+    PRED_CLASSES_FIELD_NUMBER: builtins.int
+    PRED_SCORES_FIELD_NUMBER: builtins.int
+    image_id: builtins.str
+    @property
+    def gt_boxes(self) -> google.protobuf.internal.containers.RepeatedScalarFieldContainer[builtins.float]: ...
+    @property
+    def gt_classes(self) -> google.protobuf.internal.containers.RepeatedScalarFieldContainer[builtins.int]: ...
+    @property
+    def pred_boxes(self) -> google.protobuf.internal.containers.RepeatedScalarFieldContainer[builtins.float]: ...
+    @property
+    def pred_classes(self) -> google.protobuf.internal.containers.RepeatedScalarFieldContainer[builtins.int]: ...
+    @property
+    def pred_scores(self) -> google.protobuf.internal.containers.RepeatedScalarFieldContainer[builtins.float]: ...
     def __init__(
         self,
         *,
-        image_id: _builtins.str = ...,
-        gt_boxes: _abc.Iterable[_builtins.float] | None = ...,
-        gt_classes: _abc.Iterable[_builtins.int] | None = ...,
-        pred_boxes: _abc.Iterable[_builtins.float] | None = ...,
-        pred_classes: _abc.Iterable[_builtins.int] | None = ...,
-        pred_scores: _abc.Iterable[_builtins.float] | None = ...,
+        image_id: builtins.str = ...,
+        gt_boxes: collections.abc.Iterable[builtins.float] | None = ...,
+        gt_classes: collections.abc.Iterable[builtins.int] | None = ...,
+        pred_boxes: collections.abc.Iterable[builtins.float] | None = ...,
+        pred_classes: collections.abc.Iterable[builtins.int] | None = ...,
+        pred_scores: collections.abc.Iterable[builtins.float] | None = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
-    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["gt_boxes", b"gt_boxes", "gt_classes", b"gt_classes", "image_id", b"image_id", "pred_boxes", b"pred_boxes", "pred_classes", b"pred_classes", "pred_scores", b"pred_scores"]  # noqa: Y015
-    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
-    def WhichOneof(self, oneof_group: _Never) -> None: ...
+    def ClearField(self, field_name: typing.Literal["gt_boxes", b"gt_boxes", "gt_classes", b"gt_classes", "image_id", b"image_id", "pred_boxes", b"pred_boxes", "pred_classes", b"pred_classes", "pred_scores", b"pred_scores"]) -> None: ...
 
-Global___DetectionImage: _TypeAlias = DetectionImage  # noqa: Y015
+global___DetectionImage = DetectionImage
 
-@_typing.final
-class StreamHeader(_message.Message):
+@typing.final
+class StreamHeader(google.protobuf.message.Message):
     """StreamHeader is the first message of a stream."""
 
-    DESCRIPTOR: _descriptor.Descriptor
+    DESCRIPTOR: google.protobuf.descriptor.Descriptor
 
-    TASK_FIELD_NUMBER: _builtins.int
-    CLASSES_FIELD_NUMBER: _builtins.int
-    OPTIONS_FIELD_NUMBER: _builtins.int
-    MODEL_FIELD_NUMBER: _builtins.int
-    BASELINE_FIELD_NUMBER: _builtins.int
-    N_CLASSES_FIELD_NUMBER: _builtins.int
-    task: Global___Task.ValueType
-    n_classes: _builtins.int
-    @_builtins.property
-    def classes(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]: ...
-    @_builtins.property
-    def options(self) -> Global___Options: ...
-    @_builtins.property
-    def model(self) -> Global___Model: ...
-    @_builtins.property
-    def baseline(self) -> Global___Baseline:
+    TASK_FIELD_NUMBER: builtins.int
+    CLASSES_FIELD_NUMBER: builtins.int
+    OPTIONS_FIELD_NUMBER: builtins.int
+    MODEL_FIELD_NUMBER: builtins.int
+    BASELINE_FIELD_NUMBER: builtins.int
+    N_CLASSES_FIELD_NUMBER: builtins.int
+    task: global___Task.ValueType
+    n_classes: builtins.int
+    @property
+    def classes(self) -> google.protobuf.internal.containers.RepeatedScalarFieldContainer[builtins.str]: ...
+    @property
+    def options(self) -> global___Options: ...
+    @property
+    def model(self) -> global___Model: ...
+    @property
+    def baseline(self) -> global___Baseline:
         """Optional drift test of the whole stream against this baseline."""
 
     def __init__(
         self,
         *,
-        task: Global___Task.ValueType = ...,
-        classes: _abc.Iterable[_builtins.str] | None = ...,
-        options: Global___Options | None = ...,
-        model: Global___Model | None = ...,
-        baseline: Global___Baseline | None = ...,
-        n_classes: _builtins.int | None = ...,
+        task: global___Task.ValueType = ...,
+        classes: collections.abc.Iterable[builtins.str] | None = ...,
+        options: global___Options | None = ...,
+        model: global___Model | None = ...,
+        baseline: global___Baseline | None = ...,
+        n_classes: builtins.int | None = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _typing.Literal["_n_classes", b"_n_classes", "baseline", b"baseline", "model", b"model", "n_classes", b"n_classes", "options", b"options"]  # noqa: Y015
-    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["_n_classes", b"_n_classes", "baseline", b"baseline", "classes", b"classes", "model", b"model", "n_classes", b"n_classes", "options", b"options", "task", b"task"]  # noqa: Y015
-    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
-    _WhichOneofReturnType__n_classes: _TypeAlias = _typing.Literal["n_classes"]  # noqa: Y015
-    _WhichOneofArgType__n_classes: _TypeAlias = _typing.Literal["_n_classes", b"_n_classes"]  # noqa: Y015
-    def WhichOneof(self, oneof_group: _WhichOneofArgType__n_classes) -> _WhichOneofReturnType__n_classes | None: ...
+    def HasField(self, field_name: typing.Literal["_n_classes", b"_n_classes", "baseline", b"baseline", "model", b"model", "n_classes", b"n_classes", "options", b"options"]) -> builtins.bool: ...
+    def ClearField(self, field_name: typing.Literal["_n_classes", b"_n_classes", "baseline", b"baseline", "classes", b"classes", "model", b"model", "n_classes", b"n_classes", "options", b"options", "task", b"task"]) -> None: ...
+    def WhichOneof(self, oneof_group: typing.Literal["_n_classes", b"_n_classes"]) -> typing.Literal["n_classes"] | None: ...
 
-Global___StreamHeader: _TypeAlias = StreamHeader  # noqa: Y015
+global___StreamHeader = StreamHeader
 
-@_typing.final
-class EvaluateStreamRequest(_message.Message):
+@typing.final
+class EvaluateStreamRequest(google.protobuf.message.Message):
     """EvaluateStreamRequest: the header in the first message only; rows in any message."""
 
-    DESCRIPTOR: _descriptor.Descriptor
+    DESCRIPTOR: google.protobuf.descriptor.Descriptor
 
-    HEADER_FIELD_NUMBER: _builtins.int
-    LABELS_FIELD_NUMBER: _builtins.int
-    SCORES_FIELD_NUMBER: _builtins.int
-    PREDICTIONS_FIELD_NUMBER: _builtins.int
-    WEIGHTS_FIELD_NUMBER: _builtins.int
-    LABEL_NAMES_FIELD_NUMBER: _builtins.int
-    LABELS_F64_FIELD_NUMBER: _builtins.int
-    SCORES_F64_FIELD_NUMBER: _builtins.int
-    PREDICTIONS_F64_FIELD_NUMBER: _builtins.int
-    WEIGHTS_F64_FIELD_NUMBER: _builtins.int
-    labels_f64: _builtins.bytes
-    scores_f64: _builtins.bytes
-    predictions_f64: _builtins.bytes
-    weights_f64: _builtins.bytes
-    @_builtins.property
-    def header(self) -> Global___StreamHeader: ...
-    @_builtins.property
-    def labels(self) -> _containers.RepeatedScalarFieldContainer[_builtins.float]: ...
-    @_builtins.property
-    def scores(self) -> _containers.RepeatedScalarFieldContainer[_builtins.float]: ...
-    @_builtins.property
-    def predictions(self) -> _containers.RepeatedScalarFieldContainer[_builtins.float]: ...
-    @_builtins.property
-    def weights(self) -> _containers.RepeatedScalarFieldContainer[_builtins.float]: ...
-    @_builtins.property
-    def label_names(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]: ...
+    HEADER_FIELD_NUMBER: builtins.int
+    LABELS_FIELD_NUMBER: builtins.int
+    SCORES_FIELD_NUMBER: builtins.int
+    PREDICTIONS_FIELD_NUMBER: builtins.int
+    WEIGHTS_FIELD_NUMBER: builtins.int
+    LABEL_NAMES_FIELD_NUMBER: builtins.int
+    LABELS_F64_FIELD_NUMBER: builtins.int
+    SCORES_F64_FIELD_NUMBER: builtins.int
+    PREDICTIONS_F64_FIELD_NUMBER: builtins.int
+    WEIGHTS_F64_FIELD_NUMBER: builtins.int
+    labels_f64: builtins.bytes
+    scores_f64: builtins.bytes
+    predictions_f64: builtins.bytes
+    weights_f64: builtins.bytes
+    @property
+    def header(self) -> global___StreamHeader: ...
+    @property
+    def labels(self) -> google.protobuf.internal.containers.RepeatedScalarFieldContainer[builtins.float]: ...
+    @property
+    def scores(self) -> google.protobuf.internal.containers.RepeatedScalarFieldContainer[builtins.float]: ...
+    @property
+    def predictions(self) -> google.protobuf.internal.containers.RepeatedScalarFieldContainer[builtins.float]: ...
+    @property
+    def weights(self) -> google.protobuf.internal.containers.RepeatedScalarFieldContainer[builtins.float]: ...
+    @property
+    def label_names(self) -> google.protobuf.internal.containers.RepeatedScalarFieldContainer[builtins.str]: ...
     def __init__(
         self,
         *,
-        header: Global___StreamHeader | None = ...,
-        labels: _abc.Iterable[_builtins.float] | None = ...,
-        scores: _abc.Iterable[_builtins.float] | None = ...,
-        predictions: _abc.Iterable[_builtins.float] | None = ...,
-        weights: _abc.Iterable[_builtins.float] | None = ...,
-        label_names: _abc.Iterable[_builtins.str] | None = ...,
-        labels_f64: _builtins.bytes = ...,
-        scores_f64: _builtins.bytes = ...,
-        predictions_f64: _builtins.bytes = ...,
-        weights_f64: _builtins.bytes = ...,
+        header: global___StreamHeader | None = ...,
+        labels: collections.abc.Iterable[builtins.float] | None = ...,
+        scores: collections.abc.Iterable[builtins.float] | None = ...,
+        predictions: collections.abc.Iterable[builtins.float] | None = ...,
+        weights: collections.abc.Iterable[builtins.float] | None = ...,
+        label_names: collections.abc.Iterable[builtins.str] | None = ...,
+        labels_f64: builtins.bytes = ...,
+        scores_f64: builtins.bytes = ...,
+        predictions_f64: builtins.bytes = ...,
+        weights_f64: builtins.bytes = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _typing.Literal["header", b"header"]  # noqa: Y015
-    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["header", b"header", "label_names", b"label_names", "labels", b"labels", "labels_f64", b"labels_f64", "predictions", b"predictions", "predictions_f64", b"predictions_f64", "scores", b"scores", "scores_f64", b"scores_f64", "weights", b"weights", "weights_f64", b"weights_f64"]  # noqa: Y015
-    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
-    def WhichOneof(self, oneof_group: _Never) -> None: ...
+    def HasField(self, field_name: typing.Literal["header", b"header"]) -> builtins.bool: ...
+    def ClearField(self, field_name: typing.Literal["header", b"header", "label_names", b"label_names", "labels", b"labels", "labels_f64", b"labels_f64", "predictions", b"predictions", "predictions_f64", b"predictions_f64", "scores", b"scores", "scores_f64", b"scores_f64", "weights", b"weights", "weights_f64", b"weights_f64"]) -> None: ...
 
-Global___EvaluateStreamRequest: _TypeAlias = EvaluateStreamRequest  # noqa: Y015
+global___EvaluateStreamRequest = EvaluateStreamRequest
 
-@_typing.final
-class RocCurve(_message.Message):
-    DESCRIPTOR: _descriptor.Descriptor
+@typing.final
+class RocCurve(google.protobuf.message.Message):
+    DESCRIPTOR: google.protobuf.descriptor.Descriptor
 
-    FPR_FIELD_NUMBER: _builtins.int
-    TPR_FIELD_NUMBER: _builtins.int
-    THRESHOLDS_FIELD_NUMBER: _builtins.int
-    @_builtins.property
-    def fpr(self) -> _containers.RepeatedScalarFieldContainer[_builtins.float]: ...
-    @_builtins.property
-    def tpr(self) -> _containers.RepeatedScalarFieldContainer[_builtins.float]: ...
-    @_builtins.property
-    def thresholds(self) -> _containers.RepeatedScalarFieldContainer[_builtins.float]:
+    FPR_FIELD_NUMBER: builtins.int
+    TPR_FIELD_NUMBER: builtins.int
+    THRESHOLDS_FIELD_NUMBER: builtins.int
+    @property
+    def fpr(self) -> google.protobuf.internal.containers.RepeatedScalarFieldContainer[builtins.float]: ...
+    @property
+    def tpr(self) -> google.protobuf.internal.containers.RepeatedScalarFieldContainer[builtins.float]: ...
+    @property
+    def thresholds(self) -> google.protobuf.internal.containers.RepeatedScalarFieldContainer[builtins.float]:
         """The first point's threshold is +infinity."""
 
     def __init__(
         self,
         *,
-        fpr: _abc.Iterable[_builtins.float] | None = ...,
-        tpr: _abc.Iterable[_builtins.float] | None = ...,
-        thresholds: _abc.Iterable[_builtins.float] | None = ...,
+        fpr: collections.abc.Iterable[builtins.float] | None = ...,
+        tpr: collections.abc.Iterable[builtins.float] | None = ...,
+        thresholds: collections.abc.Iterable[builtins.float] | None = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
-    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["fpr", b"fpr", "thresholds", b"thresholds", "tpr", b"tpr"]  # noqa: Y015
-    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
-    def WhichOneof(self, oneof_group: _Never) -> None: ...
+    def ClearField(self, field_name: typing.Literal["fpr", b"fpr", "thresholds", b"thresholds", "tpr", b"tpr"]) -> None: ...
 
-Global___RocCurve: _TypeAlias = RocCurve  # noqa: Y015
+global___RocCurve = RocCurve
 
-@_typing.final
-class PrCurve(_message.Message):
-    DESCRIPTOR: _descriptor.Descriptor
+@typing.final
+class PrCurve(google.protobuf.message.Message):
+    DESCRIPTOR: google.protobuf.descriptor.Descriptor
 
-    PRECISION_FIELD_NUMBER: _builtins.int
-    RECALL_FIELD_NUMBER: _builtins.int
-    THRESHOLDS_FIELD_NUMBER: _builtins.int
-    @_builtins.property
-    def precision(self) -> _containers.RepeatedScalarFieldContainer[_builtins.float]: ...
-    @_builtins.property
-    def recall(self) -> _containers.RepeatedScalarFieldContainer[_builtins.float]: ...
-    @_builtins.property
-    def thresholds(self) -> _containers.RepeatedScalarFieldContainer[_builtins.float]: ...
+    PRECISION_FIELD_NUMBER: builtins.int
+    RECALL_FIELD_NUMBER: builtins.int
+    THRESHOLDS_FIELD_NUMBER: builtins.int
+    @property
+    def precision(self) -> google.protobuf.internal.containers.RepeatedScalarFieldContainer[builtins.float]: ...
+    @property
+    def recall(self) -> google.protobuf.internal.containers.RepeatedScalarFieldContainer[builtins.float]: ...
+    @property
+    def thresholds(self) -> google.protobuf.internal.containers.RepeatedScalarFieldContainer[builtins.float]: ...
     def __init__(
         self,
         *,
-        precision: _abc.Iterable[_builtins.float] | None = ...,
-        recall: _abc.Iterable[_builtins.float] | None = ...,
-        thresholds: _abc.Iterable[_builtins.float] | None = ...,
+        precision: collections.abc.Iterable[builtins.float] | None = ...,
+        recall: collections.abc.Iterable[builtins.float] | None = ...,
+        thresholds: collections.abc.Iterable[builtins.float] | None = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
-    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["precision", b"precision", "recall", b"recall", "thresholds", b"thresholds"]  # noqa: Y015
-    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
-    def WhichOneof(self, oneof_group: _Never) -> None: ...
+    def ClearField(self, field_name: typing.Literal["precision", b"precision", "recall", b"recall", "thresholds", b"thresholds"]) -> None: ...
 
-Global___PrCurve: _TypeAlias = PrCurve  # noqa: Y015
+global___PrCurve = PrCurve
 
-@_typing.final
-class Curves(_message.Message):
-    DESCRIPTOR: _descriptor.Descriptor
+@typing.final
+class Curves(google.protobuf.message.Message):
+    DESCRIPTOR: google.protobuf.descriptor.Descriptor
 
-    @_typing.final
-    class OtherEntry(_message.Message):
-        DESCRIPTOR: _descriptor.Descriptor
+    @typing.final
+    class OtherEntry(google.protobuf.message.Message):
+        DESCRIPTOR: google.protobuf.descriptor.Descriptor
 
-        KEY_FIELD_NUMBER: _builtins.int
-        VALUE_FIELD_NUMBER: _builtins.int
-        key: _builtins.str
-        @_builtins.property
-        def value(self) -> Global___NamedArrays: ...
+        KEY_FIELD_NUMBER: builtins.int
+        VALUE_FIELD_NUMBER: builtins.int
+        key: builtins.str
+        @property
+        def value(self) -> global___NamedArrays: ...
         def __init__(
             self,
             *,
-            key: _builtins.str = ...,
-            value: Global___NamedArrays | None = ...,
+            key: builtins.str = ...,
+            value: global___NamedArrays | None = ...,
         ) -> None: ...
-        _HasFieldArgType: _TypeAlias = _typing.Literal["value", b"value"]  # noqa: Y015
-        def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-        _ClearFieldArgType: _TypeAlias = _typing.Literal["key", b"key", "value", b"value"]  # noqa: Y015
-        def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
-        def WhichOneof(self, oneof_group: _Never) -> None: ...
+        def HasField(self, field_name: typing.Literal["value", b"value"]) -> builtins.bool: ...
+        def ClearField(self, field_name: typing.Literal["key", b"key", "value", b"value"]) -> None: ...
 
-    ROC_FIELD_NUMBER: _builtins.int
-    PR_FIELD_NUMBER: _builtins.int
-    OTHER_FIELD_NUMBER: _builtins.int
-    @_builtins.property
-    def roc(self) -> Global___RocCurve: ...
-    @_builtins.property
-    def pr(self) -> Global___PrCurve: ...
-    @_builtins.property
-    def other(self) -> _containers.MessageMap[_builtins.str, Global___NamedArrays]:
+    ROC_FIELD_NUMBER: builtins.int
+    PR_FIELD_NUMBER: builtins.int
+    OTHER_FIELD_NUMBER: builtins.int
+    @property
+    def roc(self) -> global___RocCurve: ...
+    @property
+    def pr(self) -> global___PrCurve: ...
+    @property
+    def other(self) -> google.protobuf.internal.containers.MessageMap[builtins.str, global___NamedArrays]:
         """Every other curve or matrix, by name (multiclass: "roc_macro" with fpr and tpr, and
         "confusion_matrix"): named arrays of numbers.
         """
@@ -650,631 +576,525 @@ class Curves(_message.Message):
     def __init__(
         self,
         *,
-        roc: Global___RocCurve | None = ...,
-        pr: Global___PrCurve | None = ...,
-        other: _abc.Mapping[_builtins.str, Global___NamedArrays] | None = ...,
+        roc: global___RocCurve | None = ...,
+        pr: global___PrCurve | None = ...,
+        other: collections.abc.Mapping[builtins.str, global___NamedArrays] | None = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _typing.Literal["pr", b"pr", "roc", b"roc"]  # noqa: Y015
-    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["other", b"other", "pr", b"pr", "roc", b"roc"]  # noqa: Y015
-    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
-    def WhichOneof(self, oneof_group: _Never) -> None: ...
+    def HasField(self, field_name: typing.Literal["pr", b"pr", "roc", b"roc"]) -> builtins.bool: ...
+    def ClearField(self, field_name: typing.Literal["other", b"other", "pr", b"pr", "roc", b"roc"]) -> None: ...
 
-Global___Curves: _TypeAlias = Curves  # noqa: Y015
+global___Curves = Curves
 
-@_typing.final
-class NamedArrays(_message.Message):
-    DESCRIPTOR: _descriptor.Descriptor
+@typing.final
+class NamedArrays(google.protobuf.message.Message):
+    DESCRIPTOR: google.protobuf.descriptor.Descriptor
 
-    @_typing.final
-    class ArraysEntry(_message.Message):
-        DESCRIPTOR: _descriptor.Descriptor
+    @typing.final
+    class ArraysEntry(google.protobuf.message.Message):
+        DESCRIPTOR: google.protobuf.descriptor.Descriptor
 
-        KEY_FIELD_NUMBER: _builtins.int
-        VALUE_FIELD_NUMBER: _builtins.int
-        key: _builtins.str
-        @_builtins.property
-        def value(self) -> Global___Values: ...
+        KEY_FIELD_NUMBER: builtins.int
+        VALUE_FIELD_NUMBER: builtins.int
+        key: builtins.str
+        @property
+        def value(self) -> global___Values: ...
         def __init__(
             self,
             *,
-            key: _builtins.str = ...,
-            value: Global___Values | None = ...,
+            key: builtins.str = ...,
+            value: global___Values | None = ...,
         ) -> None: ...
-        _HasFieldArgType: _TypeAlias = _typing.Literal["value", b"value"]  # noqa: Y015
-        def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-        _ClearFieldArgType: _TypeAlias = _typing.Literal["key", b"key", "value", b"value"]  # noqa: Y015
-        def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
-        def WhichOneof(self, oneof_group: _Never) -> None: ...
+        def HasField(self, field_name: typing.Literal["value", b"value"]) -> builtins.bool: ...
+        def ClearField(self, field_name: typing.Literal["key", b"key", "value", b"value"]) -> None: ...
 
-    ARRAYS_FIELD_NUMBER: _builtins.int
-    @_builtins.property
-    def arrays(self) -> _containers.MessageMap[_builtins.str, Global___Values]: ...
+    ARRAYS_FIELD_NUMBER: builtins.int
+    @property
+    def arrays(self) -> google.protobuf.internal.containers.MessageMap[builtins.str, global___Values]: ...
     def __init__(
         self,
         *,
-        arrays: _abc.Mapping[_builtins.str, Global___Values] | None = ...,
+        arrays: collections.abc.Mapping[builtins.str, global___Values] | None = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
-    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["arrays", b"arrays"]  # noqa: Y015
-    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
-    def WhichOneof(self, oneof_group: _Never) -> None: ...
+    def ClearField(self, field_name: typing.Literal["arrays", b"arrays"]) -> None: ...
 
-Global___NamedArrays: _TypeAlias = NamedArrays  # noqa: Y015
+global___NamedArrays = NamedArrays
 
-@_typing.final
-class Values(_message.Message):
-    DESCRIPTOR: _descriptor.Descriptor
+@typing.final
+class Values(google.protobuf.message.Message):
+    DESCRIPTOR: google.protobuf.descriptor.Descriptor
 
-    VALUES_FIELD_NUMBER: _builtins.int
-    @_builtins.property
-    def values(self) -> _containers.RepeatedScalarFieldContainer[_builtins.float]: ...
+    VALUES_FIELD_NUMBER: builtins.int
+    @property
+    def values(self) -> google.protobuf.internal.containers.RepeatedScalarFieldContainer[builtins.float]: ...
     def __init__(
         self,
         *,
-        values: _abc.Iterable[_builtins.float] | None = ...,
+        values: collections.abc.Iterable[builtins.float] | None = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
-    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["values", b"values"]  # noqa: Y015
-    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
-    def WhichOneof(self, oneof_group: _Never) -> None: ...
+    def ClearField(self, field_name: typing.Literal["values", b"values"]) -> None: ...
 
-Global___Values: _TypeAlias = Values  # noqa: Y015
+global___Values = Values
 
-@_typing.final
-class Interval(_message.Message):
-    DESCRIPTOR: _descriptor.Descriptor
+@typing.final
+class Interval(google.protobuf.message.Message):
+    DESCRIPTOR: google.protobuf.descriptor.Descriptor
 
-    LOWER_FIELD_NUMBER: _builtins.int
-    UPPER_FIELD_NUMBER: _builtins.int
-    LEVEL_FIELD_NUMBER: _builtins.int
-    METHOD_FIELD_NUMBER: _builtins.int
-    STD_ERROR_FIELD_NUMBER: _builtins.int
-    REPLICATES_FIELD_NUMBER: _builtins.int
-    SEED_FIELD_NUMBER: _builtins.int
-    lower: _builtins.float
-    upper: _builtins.float
-    level: _builtins.float
-    method: _builtins.str
+    LOWER_FIELD_NUMBER: builtins.int
+    UPPER_FIELD_NUMBER: builtins.int
+    LEVEL_FIELD_NUMBER: builtins.int
+    METHOD_FIELD_NUMBER: builtins.int
+    STD_ERROR_FIELD_NUMBER: builtins.int
+    REPLICATES_FIELD_NUMBER: builtins.int
+    SEED_FIELD_NUMBER: builtins.int
+    lower: builtins.float
+    upper: builtins.float
+    level: builtins.float
+    method: builtins.str
     """"delong", "delong-logit", "wilson" or "bootstrap-percentile"."""
-    std_error: _builtins.float
+    std_error: builtins.float
     """Standard error of the metric (bootstrap: the replicates' standard deviation)."""
-    replicates: _builtins.int
+    replicates: builtins.int
     """Bootstrap only: replicates and seed."""
-    seed: _builtins.int
+    seed: builtins.int
     def __init__(
         self,
         *,
-        lower: _builtins.float = ...,
-        upper: _builtins.float = ...,
-        level: _builtins.float = ...,
-        method: _builtins.str = ...,
-        std_error: _builtins.float = ...,
-        replicates: _builtins.int | None = ...,
-        seed: _builtins.int | None = ...,
+        lower: builtins.float = ...,
+        upper: builtins.float = ...,
+        level: builtins.float = ...,
+        method: builtins.str = ...,
+        std_error: builtins.float = ...,
+        replicates: builtins.int | None = ...,
+        seed: builtins.int | None = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _typing.Literal["_replicates", b"_replicates", "_seed", b"_seed", "replicates", b"replicates", "seed", b"seed"]  # noqa: Y015
-    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["_replicates", b"_replicates", "_seed", b"_seed", "level", b"level", "lower", b"lower", "method", b"method", "replicates", b"replicates", "seed", b"seed", "std_error", b"std_error", "upper", b"upper"]  # noqa: Y015
-    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
-    _WhichOneofReturnType__replicates: _TypeAlias = _typing.Literal["replicates"]  # noqa: Y015
-    _WhichOneofArgType__replicates: _TypeAlias = _typing.Literal["_replicates", b"_replicates"]  # noqa: Y015
-    _WhichOneofReturnType__seed: _TypeAlias = _typing.Literal["seed"]  # noqa: Y015
-    _WhichOneofArgType__seed: _TypeAlias = _typing.Literal["_seed", b"_seed"]  # noqa: Y015
-    @_typing.overload
-    def WhichOneof(self, oneof_group: _WhichOneofArgType__replicates) -> _WhichOneofReturnType__replicates | None: ...
-    @_typing.overload
-    def WhichOneof(self, oneof_group: _WhichOneofArgType__seed) -> _WhichOneofReturnType__seed | None: ...
+    def HasField(self, field_name: typing.Literal["_replicates", b"_replicates", "_seed", b"_seed", "replicates", b"replicates", "seed", b"seed"]) -> builtins.bool: ...
+    def ClearField(self, field_name: typing.Literal["_replicates", b"_replicates", "_seed", b"_seed", "level", b"level", "lower", b"lower", "method", b"method", "replicates", b"replicates", "seed", b"seed", "std_error", b"std_error", "upper", b"upper"]) -> None: ...
+    @typing.overload
+    def WhichOneof(self, oneof_group: typing.Literal["_replicates", b"_replicates"]) -> typing.Literal["replicates"] | None: ...
+    @typing.overload
+    def WhichOneof(self, oneof_group: typing.Literal["_seed", b"_seed"]) -> typing.Literal["seed"] | None: ...
 
-Global___Interval: _TypeAlias = Interval  # noqa: Y015
+global___Interval = Interval
 
-@_typing.final
-class DriftTest(_message.Message):
+@typing.final
+class DriftTest(google.protobuf.message.Message):
     """DriftTest compares the current metric with the baseline's (unpaired). Without a verdict
     (status "insufficient_data" or "undefined") delta, z, df, p_value, significant and std_error
     are unset and `reason` says why.
     """
 
-    DESCRIPTOR: _descriptor.Descriptor
+    DESCRIPTOR: google.protobuf.descriptor.Descriptor
 
-    BASELINE_FIELD_NUMBER: _builtins.int
-    DELTA_FIELD_NUMBER: _builtins.int
-    Z_FIELD_NUMBER: _builtins.int
-    P_VALUE_FIELD_NUMBER: _builtins.int
-    SIGNIFICANT_FIELD_NUMBER: _builtins.int
-    METHOD_FIELD_NUMBER: _builtins.int
-    DF_FIELD_NUMBER: _builtins.int
-    STD_ERROR_FIELD_NUMBER: _builtins.int
-    STATUS_FIELD_NUMBER: _builtins.int
-    REASON_FIELD_NUMBER: _builtins.int
-    baseline: _builtins.float
-    delta: _builtins.float
-    z: _builtins.float
-    p_value: _builtins.float
-    significant: _builtins.bool
-    method: _builtins.str
-    df: _builtins.float
+    BASELINE_FIELD_NUMBER: builtins.int
+    DELTA_FIELD_NUMBER: builtins.int
+    Z_FIELD_NUMBER: builtins.int
+    P_VALUE_FIELD_NUMBER: builtins.int
+    SIGNIFICANT_FIELD_NUMBER: builtins.int
+    METHOD_FIELD_NUMBER: builtins.int
+    DF_FIELD_NUMBER: builtins.int
+    STD_ERROR_FIELD_NUMBER: builtins.int
+    STATUS_FIELD_NUMBER: builtins.int
+    REASON_FIELD_NUMBER: builtins.int
+    baseline: builtins.float
+    delta: builtins.float
+    z: builtins.float
+    p_value: builtins.float
+    significant: builtins.bool
+    method: builtins.str
+    df: builtins.float
     """Welch-Satterthwaite degrees of freedom of the t test (payload baselines only)."""
-    std_error: _builtins.float
-    status: _builtins.str
+    std_error: builtins.float
+    status: builtins.str
     """"ok", "insufficient_data" or "undefined"."""
-    reason: _builtins.str
+    reason: builtins.str
     def __init__(
         self,
         *,
-        baseline: _builtins.float = ...,
-        delta: _builtins.float | None = ...,
-        z: _builtins.float | None = ...,
-        p_value: _builtins.float | None = ...,
-        significant: _builtins.bool | None = ...,
-        method: _builtins.str = ...,
-        df: _builtins.float | None = ...,
-        std_error: _builtins.float | None = ...,
-        status: _builtins.str = ...,
-        reason: _builtins.str | None = ...,
+        baseline: builtins.float = ...,
+        delta: builtins.float | None = ...,
+        z: builtins.float | None = ...,
+        p_value: builtins.float | None = ...,
+        significant: builtins.bool | None = ...,
+        method: builtins.str = ...,
+        df: builtins.float | None = ...,
+        std_error: builtins.float | None = ...,
+        status: builtins.str = ...,
+        reason: builtins.str | None = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _typing.Literal["_delta", b"_delta", "_df", b"_df", "_p_value", b"_p_value", "_reason", b"_reason", "_significant", b"_significant", "_std_error", b"_std_error", "_z", b"_z", "delta", b"delta", "df", b"df", "p_value", b"p_value", "reason", b"reason", "significant", b"significant", "std_error", b"std_error", "z", b"z"]  # noqa: Y015
-    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["_delta", b"_delta", "_df", b"_df", "_p_value", b"_p_value", "_reason", b"_reason", "_significant", b"_significant", "_std_error", b"_std_error", "_z", b"_z", "baseline", b"baseline", "delta", b"delta", "df", b"df", "method", b"method", "p_value", b"p_value", "reason", b"reason", "significant", b"significant", "status", b"status", "std_error", b"std_error", "z", b"z"]  # noqa: Y015
-    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
-    _WhichOneofReturnType__delta: _TypeAlias = _typing.Literal["delta"]  # noqa: Y015
-    _WhichOneofArgType__delta: _TypeAlias = _typing.Literal["_delta", b"_delta"]  # noqa: Y015
-    _WhichOneofReturnType__df: _TypeAlias = _typing.Literal["df"]  # noqa: Y015
-    _WhichOneofArgType__df: _TypeAlias = _typing.Literal["_df", b"_df"]  # noqa: Y015
-    _WhichOneofReturnType__p_value: _TypeAlias = _typing.Literal["p_value"]  # noqa: Y015
-    _WhichOneofArgType__p_value: _TypeAlias = _typing.Literal["_p_value", b"_p_value"]  # noqa: Y015
-    _WhichOneofReturnType__reason: _TypeAlias = _typing.Literal["reason"]  # noqa: Y015
-    _WhichOneofArgType__reason: _TypeAlias = _typing.Literal["_reason", b"_reason"]  # noqa: Y015
-    _WhichOneofReturnType__significant: _TypeAlias = _typing.Literal["significant"]  # noqa: Y015
-    _WhichOneofArgType__significant: _TypeAlias = _typing.Literal["_significant", b"_significant"]  # noqa: Y015
-    _WhichOneofReturnType__std_error: _TypeAlias = _typing.Literal["std_error"]  # noqa: Y015
-    _WhichOneofArgType__std_error: _TypeAlias = _typing.Literal["_std_error", b"_std_error"]  # noqa: Y015
-    _WhichOneofReturnType__z: _TypeAlias = _typing.Literal["z"]  # noqa: Y015
-    _WhichOneofArgType__z: _TypeAlias = _typing.Literal["_z", b"_z"]  # noqa: Y015
-    @_typing.overload
-    def WhichOneof(self, oneof_group: _WhichOneofArgType__delta) -> _WhichOneofReturnType__delta | None: ...
-    @_typing.overload
-    def WhichOneof(self, oneof_group: _WhichOneofArgType__df) -> _WhichOneofReturnType__df | None: ...
-    @_typing.overload
-    def WhichOneof(self, oneof_group: _WhichOneofArgType__p_value) -> _WhichOneofReturnType__p_value | None: ...
-    @_typing.overload
-    def WhichOneof(self, oneof_group: _WhichOneofArgType__reason) -> _WhichOneofReturnType__reason | None: ...
-    @_typing.overload
-    def WhichOneof(self, oneof_group: _WhichOneofArgType__significant) -> _WhichOneofReturnType__significant | None: ...
-    @_typing.overload
-    def WhichOneof(self, oneof_group: _WhichOneofArgType__std_error) -> _WhichOneofReturnType__std_error | None: ...
-    @_typing.overload
-    def WhichOneof(self, oneof_group: _WhichOneofArgType__z) -> _WhichOneofReturnType__z | None: ...
+    def HasField(self, field_name: typing.Literal["_delta", b"_delta", "_df", b"_df", "_p_value", b"_p_value", "_reason", b"_reason", "_significant", b"_significant", "_std_error", b"_std_error", "_z", b"_z", "delta", b"delta", "df", b"df", "p_value", b"p_value", "reason", b"reason", "significant", b"significant", "std_error", b"std_error", "z", b"z"]) -> builtins.bool: ...
+    def ClearField(self, field_name: typing.Literal["_delta", b"_delta", "_df", b"_df", "_p_value", b"_p_value", "_reason", b"_reason", "_significant", b"_significant", "_std_error", b"_std_error", "_z", b"_z", "baseline", b"baseline", "delta", b"delta", "df", b"df", "method", b"method", "p_value", b"p_value", "reason", b"reason", "significant", b"significant", "status", b"status", "std_error", b"std_error", "z", b"z"]) -> None: ...
+    @typing.overload
+    def WhichOneof(self, oneof_group: typing.Literal["_delta", b"_delta"]) -> typing.Literal["delta"] | None: ...
+    @typing.overload
+    def WhichOneof(self, oneof_group: typing.Literal["_df", b"_df"]) -> typing.Literal["df"] | None: ...
+    @typing.overload
+    def WhichOneof(self, oneof_group: typing.Literal["_p_value", b"_p_value"]) -> typing.Literal["p_value"] | None: ...
+    @typing.overload
+    def WhichOneof(self, oneof_group: typing.Literal["_reason", b"_reason"]) -> typing.Literal["reason"] | None: ...
+    @typing.overload
+    def WhichOneof(self, oneof_group: typing.Literal["_significant", b"_significant"]) -> typing.Literal["significant"] | None: ...
+    @typing.overload
+    def WhichOneof(self, oneof_group: typing.Literal["_std_error", b"_std_error"]) -> typing.Literal["std_error"] | None: ...
+    @typing.overload
+    def WhichOneof(self, oneof_group: typing.Literal["_z", b"_z"]) -> typing.Literal["z"] | None: ...
 
-Global___DriftTest: _TypeAlias = DriftTest  # noqa: Y015
+global___DriftTest = DriftTest
 
-@_typing.final
-class Comparison(_message.Message):
+@typing.final
+class Comparison(google.protobuf.message.Message):
     """Comparison compares the challenger's metric with the champion's on the same rows (paired)."""
 
-    DESCRIPTOR: _descriptor.Descriptor
+    DESCRIPTOR: google.protobuf.descriptor.Descriptor
 
-    CHALLENGER_FIELD_NUMBER: _builtins.int
-    DELTA_FIELD_NUMBER: _builtins.int
-    Z_FIELD_NUMBER: _builtins.int
-    P_VALUE_FIELD_NUMBER: _builtins.int
-    SIGNIFICANT_FIELD_NUMBER: _builtins.int
-    METHOD_FIELD_NUMBER: _builtins.int
-    STD_ERROR_FIELD_NUMBER: _builtins.int
-    STATUS_FIELD_NUMBER: _builtins.int
-    REASON_FIELD_NUMBER: _builtins.int
-    DF_FIELD_NUMBER: _builtins.int
-    challenger: _builtins.float
-    delta: _builtins.float
-    z: _builtins.float
-    p_value: _builtins.float
-    significant: _builtins.bool
-    method: _builtins.str
-    std_error: _builtins.float
-    status: _builtins.str
-    reason: _builtins.str
-    df: _builtins.float
+    CHALLENGER_FIELD_NUMBER: builtins.int
+    DELTA_FIELD_NUMBER: builtins.int
+    Z_FIELD_NUMBER: builtins.int
+    P_VALUE_FIELD_NUMBER: builtins.int
+    SIGNIFICANT_FIELD_NUMBER: builtins.int
+    METHOD_FIELD_NUMBER: builtins.int
+    STD_ERROR_FIELD_NUMBER: builtins.int
+    STATUS_FIELD_NUMBER: builtins.int
+    REASON_FIELD_NUMBER: builtins.int
+    DF_FIELD_NUMBER: builtins.int
+    challenger: builtins.float
+    delta: builtins.float
+    z: builtins.float
+    p_value: builtins.float
+    significant: builtins.bool
+    method: builtins.str
+    std_error: builtins.float
+    status: builtins.str
+    reason: builtins.str
+    df: builtins.float
     def __init__(
         self,
         *,
-        challenger: _builtins.float | None = ...,
-        delta: _builtins.float | None = ...,
-        z: _builtins.float | None = ...,
-        p_value: _builtins.float | None = ...,
-        significant: _builtins.bool | None = ...,
-        method: _builtins.str = ...,
-        std_error: _builtins.float | None = ...,
-        status: _builtins.str = ...,
-        reason: _builtins.str | None = ...,
-        df: _builtins.float | None = ...,
+        challenger: builtins.float | None = ...,
+        delta: builtins.float | None = ...,
+        z: builtins.float | None = ...,
+        p_value: builtins.float | None = ...,
+        significant: builtins.bool | None = ...,
+        method: builtins.str = ...,
+        std_error: builtins.float | None = ...,
+        status: builtins.str = ...,
+        reason: builtins.str | None = ...,
+        df: builtins.float | None = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _typing.Literal["_challenger", b"_challenger", "_delta", b"_delta", "_df", b"_df", "_p_value", b"_p_value", "_reason", b"_reason", "_significant", b"_significant", "_std_error", b"_std_error", "_z", b"_z", "challenger", b"challenger", "delta", b"delta", "df", b"df", "p_value", b"p_value", "reason", b"reason", "significant", b"significant", "std_error", b"std_error", "z", b"z"]  # noqa: Y015
-    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["_challenger", b"_challenger", "_delta", b"_delta", "_df", b"_df", "_p_value", b"_p_value", "_reason", b"_reason", "_significant", b"_significant", "_std_error", b"_std_error", "_z", b"_z", "challenger", b"challenger", "delta", b"delta", "df", b"df", "method", b"method", "p_value", b"p_value", "reason", b"reason", "significant", b"significant", "status", b"status", "std_error", b"std_error", "z", b"z"]  # noqa: Y015
-    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
-    _WhichOneofReturnType__challenger: _TypeAlias = _typing.Literal["challenger"]  # noqa: Y015
-    _WhichOneofArgType__challenger: _TypeAlias = _typing.Literal["_challenger", b"_challenger"]  # noqa: Y015
-    _WhichOneofReturnType__delta: _TypeAlias = _typing.Literal["delta"]  # noqa: Y015
-    _WhichOneofArgType__delta: _TypeAlias = _typing.Literal["_delta", b"_delta"]  # noqa: Y015
-    _WhichOneofReturnType__df: _TypeAlias = _typing.Literal["df"]  # noqa: Y015
-    _WhichOneofArgType__df: _TypeAlias = _typing.Literal["_df", b"_df"]  # noqa: Y015
-    _WhichOneofReturnType__p_value: _TypeAlias = _typing.Literal["p_value"]  # noqa: Y015
-    _WhichOneofArgType__p_value: _TypeAlias = _typing.Literal["_p_value", b"_p_value"]  # noqa: Y015
-    _WhichOneofReturnType__reason: _TypeAlias = _typing.Literal["reason"]  # noqa: Y015
-    _WhichOneofArgType__reason: _TypeAlias = _typing.Literal["_reason", b"_reason"]  # noqa: Y015
-    _WhichOneofReturnType__significant: _TypeAlias = _typing.Literal["significant"]  # noqa: Y015
-    _WhichOneofArgType__significant: _TypeAlias = _typing.Literal["_significant", b"_significant"]  # noqa: Y015
-    _WhichOneofReturnType__std_error: _TypeAlias = _typing.Literal["std_error"]  # noqa: Y015
-    _WhichOneofArgType__std_error: _TypeAlias = _typing.Literal["_std_error", b"_std_error"]  # noqa: Y015
-    _WhichOneofReturnType__z: _TypeAlias = _typing.Literal["z"]  # noqa: Y015
-    _WhichOneofArgType__z: _TypeAlias = _typing.Literal["_z", b"_z"]  # noqa: Y015
-    @_typing.overload
-    def WhichOneof(self, oneof_group: _WhichOneofArgType__challenger) -> _WhichOneofReturnType__challenger | None: ...
-    @_typing.overload
-    def WhichOneof(self, oneof_group: _WhichOneofArgType__delta) -> _WhichOneofReturnType__delta | None: ...
-    @_typing.overload
-    def WhichOneof(self, oneof_group: _WhichOneofArgType__df) -> _WhichOneofReturnType__df | None: ...
-    @_typing.overload
-    def WhichOneof(self, oneof_group: _WhichOneofArgType__p_value) -> _WhichOneofReturnType__p_value | None: ...
-    @_typing.overload
-    def WhichOneof(self, oneof_group: _WhichOneofArgType__reason) -> _WhichOneofReturnType__reason | None: ...
-    @_typing.overload
-    def WhichOneof(self, oneof_group: _WhichOneofArgType__significant) -> _WhichOneofReturnType__significant | None: ...
-    @_typing.overload
-    def WhichOneof(self, oneof_group: _WhichOneofArgType__std_error) -> _WhichOneofReturnType__std_error | None: ...
-    @_typing.overload
-    def WhichOneof(self, oneof_group: _WhichOneofArgType__z) -> _WhichOneofReturnType__z | None: ...
+    def HasField(self, field_name: typing.Literal["_challenger", b"_challenger", "_delta", b"_delta", "_df", b"_df", "_p_value", b"_p_value", "_reason", b"_reason", "_significant", b"_significant", "_std_error", b"_std_error", "_z", b"_z", "challenger", b"challenger", "delta", b"delta", "df", b"df", "p_value", b"p_value", "reason", b"reason", "significant", b"significant", "std_error", b"std_error", "z", b"z"]) -> builtins.bool: ...
+    def ClearField(self, field_name: typing.Literal["_challenger", b"_challenger", "_delta", b"_delta", "_df", b"_df", "_p_value", b"_p_value", "_reason", b"_reason", "_significant", b"_significant", "_std_error", b"_std_error", "_z", b"_z", "challenger", b"challenger", "delta", b"delta", "df", b"df", "method", b"method", "p_value", b"p_value", "reason", b"reason", "significant", b"significant", "status", b"status", "std_error", b"std_error", "z", b"z"]) -> None: ...
+    @typing.overload
+    def WhichOneof(self, oneof_group: typing.Literal["_challenger", b"_challenger"]) -> typing.Literal["challenger"] | None: ...
+    @typing.overload
+    def WhichOneof(self, oneof_group: typing.Literal["_delta", b"_delta"]) -> typing.Literal["delta"] | None: ...
+    @typing.overload
+    def WhichOneof(self, oneof_group: typing.Literal["_df", b"_df"]) -> typing.Literal["df"] | None: ...
+    @typing.overload
+    def WhichOneof(self, oneof_group: typing.Literal["_p_value", b"_p_value"]) -> typing.Literal["p_value"] | None: ...
+    @typing.overload
+    def WhichOneof(self, oneof_group: typing.Literal["_reason", b"_reason"]) -> typing.Literal["reason"] | None: ...
+    @typing.overload
+    def WhichOneof(self, oneof_group: typing.Literal["_significant", b"_significant"]) -> typing.Literal["significant"] | None: ...
+    @typing.overload
+    def WhichOneof(self, oneof_group: typing.Literal["_std_error", b"_std_error"]) -> typing.Literal["std_error"] | None: ...
+    @typing.overload
+    def WhichOneof(self, oneof_group: typing.Literal["_z", b"_z"]) -> typing.Literal["z"] | None: ...
 
-Global___Comparison: _TypeAlias = Comparison  # noqa: Y015
+global___Comparison = Comparison
 
-@_typing.final
-class ClassMetrics(_message.Message):
-    DESCRIPTOR: _descriptor.Descriptor
+@typing.final
+class ClassMetrics(google.protobuf.message.Message):
+    DESCRIPTOR: google.protobuf.descriptor.Descriptor
 
-    @_typing.final
-    class MetricsEntry(_message.Message):
-        DESCRIPTOR: _descriptor.Descriptor
+    @typing.final
+    class MetricsEntry(google.protobuf.message.Message):
+        DESCRIPTOR: google.protobuf.descriptor.Descriptor
 
-        KEY_FIELD_NUMBER: _builtins.int
-        VALUE_FIELD_NUMBER: _builtins.int
-        key: _builtins.str
-        value: _builtins.float
+        KEY_FIELD_NUMBER: builtins.int
+        VALUE_FIELD_NUMBER: builtins.int
+        key: builtins.str
+        value: builtins.float
         def __init__(
             self,
             *,
-            key: _builtins.str = ...,
-            value: _builtins.float = ...,
+            key: builtins.str = ...,
+            value: builtins.float = ...,
         ) -> None: ...
-        _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
-        def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-        _ClearFieldArgType: _TypeAlias = _typing.Literal["key", b"key", "value", b"value"]  # noqa: Y015
-        def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
-        def WhichOneof(self, oneof_group: _Never) -> None: ...
+        def ClearField(self, field_name: typing.Literal["key", b"key", "value", b"value"]) -> None: ...
 
-    @_typing.final
-    class UndefinedEntry(_message.Message):
-        DESCRIPTOR: _descriptor.Descriptor
+    @typing.final
+    class UndefinedEntry(google.protobuf.message.Message):
+        DESCRIPTOR: google.protobuf.descriptor.Descriptor
 
-        KEY_FIELD_NUMBER: _builtins.int
-        VALUE_FIELD_NUMBER: _builtins.int
-        key: _builtins.str
-        value: _builtins.str
+        KEY_FIELD_NUMBER: builtins.int
+        VALUE_FIELD_NUMBER: builtins.int
+        key: builtins.str
+        value: builtins.str
         def __init__(
             self,
             *,
-            key: _builtins.str = ...,
-            value: _builtins.str = ...,
+            key: builtins.str = ...,
+            value: builtins.str = ...,
         ) -> None: ...
-        _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
-        def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-        _ClearFieldArgType: _TypeAlias = _typing.Literal["key", b"key", "value", b"value"]  # noqa: Y015
-        def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
-        def WhichOneof(self, oneof_group: _Never) -> None: ...
+        def ClearField(self, field_name: typing.Literal["key", b"key", "value", b"value"]) -> None: ...
 
-    @_typing.final
-    class IntervalsEntry(_message.Message):
-        DESCRIPTOR: _descriptor.Descriptor
+    @typing.final
+    class IntervalsEntry(google.protobuf.message.Message):
+        DESCRIPTOR: google.protobuf.descriptor.Descriptor
 
-        KEY_FIELD_NUMBER: _builtins.int
-        VALUE_FIELD_NUMBER: _builtins.int
-        key: _builtins.str
-        @_builtins.property
-        def value(self) -> Global___Interval: ...
+        KEY_FIELD_NUMBER: builtins.int
+        VALUE_FIELD_NUMBER: builtins.int
+        key: builtins.str
+        @property
+        def value(self) -> global___Interval: ...
         def __init__(
             self,
             *,
-            key: _builtins.str = ...,
-            value: Global___Interval | None = ...,
+            key: builtins.str = ...,
+            value: global___Interval | None = ...,
         ) -> None: ...
-        _HasFieldArgType: _TypeAlias = _typing.Literal["value", b"value"]  # noqa: Y015
-        def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-        _ClearFieldArgType: _TypeAlias = _typing.Literal["key", b"key", "value", b"value"]  # noqa: Y015
-        def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
-        def WhichOneof(self, oneof_group: _Never) -> None: ...
+        def HasField(self, field_name: typing.Literal["value", b"value"]) -> builtins.bool: ...
+        def ClearField(self, field_name: typing.Literal["key", b"key", "value", b"value"]) -> None: ...
 
-    CLASS_NAME_FIELD_NUMBER: _builtins.int
-    METRICS_FIELD_NUMBER: _builtins.int
-    UNDEFINED_FIELD_NUMBER: _builtins.int
-    INTERVALS_FIELD_NUMBER: _builtins.int
-    class_name: _builtins.str
-    @_builtins.property
-    def metrics(self) -> _containers.ScalarMap[_builtins.str, _builtins.float]:
+    CLASS_NAME_FIELD_NUMBER: builtins.int
+    METRICS_FIELD_NUMBER: builtins.int
+    UNDEFINED_FIELD_NUMBER: builtins.int
+    INTERVALS_FIELD_NUMBER: builtins.int
+    class_name: builtins.str
+    @property
+    def metrics(self) -> google.protobuf.internal.containers.ScalarMap[builtins.str, builtins.float]:
         """Defined metrics of this class; undefined ones are in `undefined` with their reason."""
 
-    @_builtins.property
-    def undefined(self) -> _containers.ScalarMap[_builtins.str, _builtins.str]: ...
-    @_builtins.property
-    def intervals(self) -> _containers.MessageMap[_builtins.str, Global___Interval]:
+    @property
+    def undefined(self) -> google.protobuf.internal.containers.ScalarMap[builtins.str, builtins.str]: ...
+    @property
+    def intervals(self) -> google.protobuf.internal.containers.MessageMap[builtins.str, global___Interval]:
         """Intervals of this class's metrics (the DeLong interval of its one-vs-rest AUC)."""
 
     def __init__(
         self,
         *,
-        class_name: _builtins.str = ...,
-        metrics: _abc.Mapping[_builtins.str, _builtins.float] | None = ...,
-        undefined: _abc.Mapping[_builtins.str, _builtins.str] | None = ...,
-        intervals: _abc.Mapping[_builtins.str, Global___Interval] | None = ...,
+        class_name: builtins.str = ...,
+        metrics: collections.abc.Mapping[builtins.str, builtins.float] | None = ...,
+        undefined: collections.abc.Mapping[builtins.str, builtins.str] | None = ...,
+        intervals: collections.abc.Mapping[builtins.str, global___Interval] | None = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
-    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["class_name", b"class_name", "intervals", b"intervals", "metrics", b"metrics", "undefined", b"undefined"]  # noqa: Y015
-    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
-    def WhichOneof(self, oneof_group: _Never) -> None: ...
+    def ClearField(self, field_name: typing.Literal["class_name", b"class_name", "intervals", b"intervals", "metrics", b"metrics", "undefined", b"undefined"]) -> None: ...
 
-Global___ClassMetrics: _TypeAlias = ClassMetrics  # noqa: Y015
+global___ClassMetrics = ClassMetrics
 
-@_typing.final
-class EvaluateResponse(_message.Message):
-    DESCRIPTOR: _descriptor.Descriptor
+@typing.final
+class EvaluateResponse(google.protobuf.message.Message):
+    DESCRIPTOR: google.protobuf.descriptor.Descriptor
 
-    @_typing.final
-    class MetricsEntry(_message.Message):
-        DESCRIPTOR: _descriptor.Descriptor
+    @typing.final
+    class MetricsEntry(google.protobuf.message.Message):
+        DESCRIPTOR: google.protobuf.descriptor.Descriptor
 
-        KEY_FIELD_NUMBER: _builtins.int
-        VALUE_FIELD_NUMBER: _builtins.int
-        key: _builtins.str
-        value: _builtins.float
+        KEY_FIELD_NUMBER: builtins.int
+        VALUE_FIELD_NUMBER: builtins.int
+        key: builtins.str
+        value: builtins.float
         def __init__(
             self,
             *,
-            key: _builtins.str = ...,
-            value: _builtins.float = ...,
+            key: builtins.str = ...,
+            value: builtins.float = ...,
         ) -> None: ...
-        _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
-        def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-        _ClearFieldArgType: _TypeAlias = _typing.Literal["key", b"key", "value", b"value"]  # noqa: Y015
-        def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
-        def WhichOneof(self, oneof_group: _Never) -> None: ...
+        def ClearField(self, field_name: typing.Literal["key", b"key", "value", b"value"]) -> None: ...
 
-    @_typing.final
-    class UndefinedEntry(_message.Message):
-        DESCRIPTOR: _descriptor.Descriptor
+    @typing.final
+    class UndefinedEntry(google.protobuf.message.Message):
+        DESCRIPTOR: google.protobuf.descriptor.Descriptor
 
-        KEY_FIELD_NUMBER: _builtins.int
-        VALUE_FIELD_NUMBER: _builtins.int
-        key: _builtins.str
-        value: _builtins.str
+        KEY_FIELD_NUMBER: builtins.int
+        VALUE_FIELD_NUMBER: builtins.int
+        key: builtins.str
+        value: builtins.str
         def __init__(
             self,
             *,
-            key: _builtins.str = ...,
-            value: _builtins.str = ...,
+            key: builtins.str = ...,
+            value: builtins.str = ...,
         ) -> None: ...
-        _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
-        def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-        _ClearFieldArgType: _TypeAlias = _typing.Literal["key", b"key", "value", b"value"]  # noqa: Y015
-        def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
-        def WhichOneof(self, oneof_group: _Never) -> None: ...
+        def ClearField(self, field_name: typing.Literal["key", b"key", "value", b"value"]) -> None: ...
 
-    @_typing.final
-    class IntervalsEntry(_message.Message):
-        DESCRIPTOR: _descriptor.Descriptor
+    @typing.final
+    class IntervalsEntry(google.protobuf.message.Message):
+        DESCRIPTOR: google.protobuf.descriptor.Descriptor
 
-        KEY_FIELD_NUMBER: _builtins.int
-        VALUE_FIELD_NUMBER: _builtins.int
-        key: _builtins.str
-        @_builtins.property
-        def value(self) -> Global___Interval: ...
+        KEY_FIELD_NUMBER: builtins.int
+        VALUE_FIELD_NUMBER: builtins.int
+        key: builtins.str
+        @property
+        def value(self) -> global___Interval: ...
         def __init__(
             self,
             *,
-            key: _builtins.str = ...,
-            value: Global___Interval | None = ...,
+            key: builtins.str = ...,
+            value: global___Interval | None = ...,
         ) -> None: ...
-        _HasFieldArgType: _TypeAlias = _typing.Literal["value", b"value"]  # noqa: Y015
-        def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-        _ClearFieldArgType: _TypeAlias = _typing.Literal["key", b"key", "value", b"value"]  # noqa: Y015
-        def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
-        def WhichOneof(self, oneof_group: _Never) -> None: ...
+        def HasField(self, field_name: typing.Literal["value", b"value"]) -> builtins.bool: ...
+        def ClearField(self, field_name: typing.Literal["key", b"key", "value", b"value"]) -> None: ...
 
-    @_typing.final
-    class DriftEntry(_message.Message):
-        DESCRIPTOR: _descriptor.Descriptor
+    @typing.final
+    class DriftEntry(google.protobuf.message.Message):
+        DESCRIPTOR: google.protobuf.descriptor.Descriptor
 
-        KEY_FIELD_NUMBER: _builtins.int
-        VALUE_FIELD_NUMBER: _builtins.int
-        key: _builtins.str
-        @_builtins.property
-        def value(self) -> Global___DriftTest: ...
+        KEY_FIELD_NUMBER: builtins.int
+        VALUE_FIELD_NUMBER: builtins.int
+        key: builtins.str
+        @property
+        def value(self) -> global___DriftTest: ...
         def __init__(
             self,
             *,
-            key: _builtins.str = ...,
-            value: Global___DriftTest | None = ...,
+            key: builtins.str = ...,
+            value: global___DriftTest | None = ...,
         ) -> None: ...
-        _HasFieldArgType: _TypeAlias = _typing.Literal["value", b"value"]  # noqa: Y015
-        def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-        _ClearFieldArgType: _TypeAlias = _typing.Literal["key", b"key", "value", b"value"]  # noqa: Y015
-        def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
-        def WhichOneof(self, oneof_group: _Never) -> None: ...
+        def HasField(self, field_name: typing.Literal["value", b"value"]) -> builtins.bool: ...
+        def ClearField(self, field_name: typing.Literal["key", b"key", "value", b"value"]) -> None: ...
 
-    @_typing.final
-    class ComparisonEntry(_message.Message):
-        DESCRIPTOR: _descriptor.Descriptor
+    @typing.final
+    class ComparisonEntry(google.protobuf.message.Message):
+        DESCRIPTOR: google.protobuf.descriptor.Descriptor
 
-        KEY_FIELD_NUMBER: _builtins.int
-        VALUE_FIELD_NUMBER: _builtins.int
-        key: _builtins.str
-        @_builtins.property
-        def value(self) -> Global___Comparison: ...
+        KEY_FIELD_NUMBER: builtins.int
+        VALUE_FIELD_NUMBER: builtins.int
+        key: builtins.str
+        @property
+        def value(self) -> global___Comparison: ...
         def __init__(
             self,
             *,
-            key: _builtins.str = ...,
-            value: Global___Comparison | None = ...,
+            key: builtins.str = ...,
+            value: global___Comparison | None = ...,
         ) -> None: ...
-        _HasFieldArgType: _TypeAlias = _typing.Literal["value", b"value"]  # noqa: Y015
-        def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-        _ClearFieldArgType: _TypeAlias = _typing.Literal["key", b"key", "value", b"value"]  # noqa: Y015
-        def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
-        def WhichOneof(self, oneof_group: _Never) -> None: ...
+        def HasField(self, field_name: typing.Literal["value", b"value"]) -> builtins.bool: ...
+        def ClearField(self, field_name: typing.Literal["key", b"key", "value", b"value"]) -> None: ...
 
-    @_typing.final
-    class ConventionsEntry(_message.Message):
-        DESCRIPTOR: _descriptor.Descriptor
+    @typing.final
+    class ConventionsEntry(google.protobuf.message.Message):
+        DESCRIPTOR: google.protobuf.descriptor.Descriptor
 
-        KEY_FIELD_NUMBER: _builtins.int
-        VALUE_FIELD_NUMBER: _builtins.int
-        key: _builtins.str
-        value: _builtins.str
+        KEY_FIELD_NUMBER: builtins.int
+        VALUE_FIELD_NUMBER: builtins.int
+        key: builtins.str
+        value: builtins.str
         def __init__(
             self,
             *,
-            key: _builtins.str = ...,
-            value: _builtins.str = ...,
+            key: builtins.str = ...,
+            value: builtins.str = ...,
         ) -> None: ...
-        _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
-        def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-        _ClearFieldArgType: _TypeAlias = _typing.Literal["key", b"key", "value", b"value"]  # noqa: Y015
-        def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
-        def WhichOneof(self, oneof_group: _Never) -> None: ...
+        def ClearField(self, field_name: typing.Literal["key", b"key", "value", b"value"]) -> None: ...
 
-    TASK_FIELD_NUMBER: _builtins.int
-    N_SAMPLES_FIELD_NUMBER: _builtins.int
-    METRICS_FIELD_NUMBER: _builtins.int
-    UNDEFINED_FIELD_NUMBER: _builtins.int
-    PER_CLASS_FIELD_NUMBER: _builtins.int
-    CURVES_FIELD_NUMBER: _builtins.int
-    INTERVALS_FIELD_NUMBER: _builtins.int
-    DRIFT_FIELD_NUMBER: _builtins.int
-    COMPARISON_FIELD_NUMBER: _builtins.int
-    CONVENTIONS_FIELD_NUMBER: _builtins.int
-    WARNINGS_FIELD_NUMBER: _builtins.int
-    task: Global___Task.ValueType
-    n_samples: _builtins.int
-    @_builtins.property
-    def metrics(self) -> _containers.ScalarMap[_builtins.str, _builtins.float]:
+    TASK_FIELD_NUMBER: builtins.int
+    N_SAMPLES_FIELD_NUMBER: builtins.int
+    METRICS_FIELD_NUMBER: builtins.int
+    UNDEFINED_FIELD_NUMBER: builtins.int
+    PER_CLASS_FIELD_NUMBER: builtins.int
+    CURVES_FIELD_NUMBER: builtins.int
+    INTERVALS_FIELD_NUMBER: builtins.int
+    DRIFT_FIELD_NUMBER: builtins.int
+    COMPARISON_FIELD_NUMBER: builtins.int
+    CONVENTIONS_FIELD_NUMBER: builtins.int
+    WARNINGS_FIELD_NUMBER: builtins.int
+    task: global___Task.ValueType
+    n_samples: builtins.int
+    @property
+    def metrics(self) -> google.protobuf.internal.containers.ScalarMap[builtins.str, builtins.float]:
         """Defined metrics. An undefined metric is absent here and present in `undefined`."""
 
-    @_builtins.property
-    def undefined(self) -> _containers.ScalarMap[_builtins.str, _builtins.str]: ...
-    @_builtins.property
-    def per_class(self) -> _containers.RepeatedCompositeFieldContainer[Global___ClassMetrics]: ...
-    @_builtins.property
-    def curves(self) -> Global___Curves: ...
-    @_builtins.property
-    def intervals(self) -> _containers.MessageMap[_builtins.str, Global___Interval]: ...
-    @_builtins.property
-    def drift(self) -> _containers.MessageMap[_builtins.str, Global___DriftTest]: ...
-    @_builtins.property
-    def comparison(self) -> _containers.MessageMap[_builtins.str, Global___Comparison]: ...
-    @_builtins.property
-    def conventions(self) -> _containers.ScalarMap[_builtins.str, _builtins.str]: ...
-    @_builtins.property
-    def warnings(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]: ...
+    @property
+    def undefined(self) -> google.protobuf.internal.containers.ScalarMap[builtins.str, builtins.str]: ...
+    @property
+    def per_class(self) -> google.protobuf.internal.containers.RepeatedCompositeFieldContainer[global___ClassMetrics]: ...
+    @property
+    def curves(self) -> global___Curves: ...
+    @property
+    def intervals(self) -> google.protobuf.internal.containers.MessageMap[builtins.str, global___Interval]: ...
+    @property
+    def drift(self) -> google.protobuf.internal.containers.MessageMap[builtins.str, global___DriftTest]: ...
+    @property
+    def comparison(self) -> google.protobuf.internal.containers.MessageMap[builtins.str, global___Comparison]: ...
+    @property
+    def conventions(self) -> google.protobuf.internal.containers.ScalarMap[builtins.str, builtins.str]: ...
+    @property
+    def warnings(self) -> google.protobuf.internal.containers.RepeatedScalarFieldContainer[builtins.str]: ...
     def __init__(
         self,
         *,
-        task: Global___Task.ValueType = ...,
-        n_samples: _builtins.int = ...,
-        metrics: _abc.Mapping[_builtins.str, _builtins.float] | None = ...,
-        undefined: _abc.Mapping[_builtins.str, _builtins.str] | None = ...,
-        per_class: _abc.Iterable[Global___ClassMetrics] | None = ...,
-        curves: Global___Curves | None = ...,
-        intervals: _abc.Mapping[_builtins.str, Global___Interval] | None = ...,
-        drift: _abc.Mapping[_builtins.str, Global___DriftTest] | None = ...,
-        comparison: _abc.Mapping[_builtins.str, Global___Comparison] | None = ...,
-        conventions: _abc.Mapping[_builtins.str, _builtins.str] | None = ...,
-        warnings: _abc.Iterable[_builtins.str] | None = ...,
+        task: global___Task.ValueType = ...,
+        n_samples: builtins.int = ...,
+        metrics: collections.abc.Mapping[builtins.str, builtins.float] | None = ...,
+        undefined: collections.abc.Mapping[builtins.str, builtins.str] | None = ...,
+        per_class: collections.abc.Iterable[global___ClassMetrics] | None = ...,
+        curves: global___Curves | None = ...,
+        intervals: collections.abc.Mapping[builtins.str, global___Interval] | None = ...,
+        drift: collections.abc.Mapping[builtins.str, global___DriftTest] | None = ...,
+        comparison: collections.abc.Mapping[builtins.str, global___Comparison] | None = ...,
+        conventions: collections.abc.Mapping[builtins.str, builtins.str] | None = ...,
+        warnings: collections.abc.Iterable[builtins.str] | None = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _typing.Literal["curves", b"curves"]  # noqa: Y015
-    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["comparison", b"comparison", "conventions", b"conventions", "curves", b"curves", "drift", b"drift", "intervals", b"intervals", "metrics", b"metrics", "n_samples", b"n_samples", "per_class", b"per_class", "task", b"task", "undefined", b"undefined", "warnings", b"warnings"]  # noqa: Y015
-    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
-    def WhichOneof(self, oneof_group: _Never) -> None: ...
+    def HasField(self, field_name: typing.Literal["curves", b"curves"]) -> builtins.bool: ...
+    def ClearField(self, field_name: typing.Literal["comparison", b"comparison", "conventions", b"conventions", "curves", b"curves", "drift", b"drift", "intervals", b"intervals", "metrics", b"metrics", "n_samples", b"n_samples", "per_class", b"per_class", "task", b"task", "undefined", b"undefined", "warnings", b"warnings"]) -> None: ...
 
-Global___EvaluateResponse: _TypeAlias = EvaluateResponse  # noqa: Y015
+global___EvaluateResponse = EvaluateResponse
 
-@_typing.final
-class ListMetricsRequest(_message.Message):
-    DESCRIPTOR: _descriptor.Descriptor
+@typing.final
+class ListMetricsRequest(google.protobuf.message.Message):
+    DESCRIPTOR: google.protobuf.descriptor.Descriptor
 
     def __init__(
         self,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
-    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _Never  # noqa: Y015
-    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
-    def WhichOneof(self, oneof_group: _Never) -> None: ...
 
-Global___ListMetricsRequest: _TypeAlias = ListMetricsRequest  # noqa: Y015
+global___ListMetricsRequest = ListMetricsRequest
 
-@_typing.final
-class MetricInfo(_message.Message):
-    DESCRIPTOR: _descriptor.Descriptor
+@typing.final
+class MetricInfo(google.protobuf.message.Message):
+    DESCRIPTOR: google.protobuf.descriptor.Descriptor
 
-    NAME_FIELD_NUMBER: _builtins.int
-    TASKS_FIELD_NUMBER: _builtins.int
-    HIGHER_IS_BETTER_FIELD_NUMBER: _builtins.int
-    DEFINITION_FIELD_NUMBER: _builtins.int
-    ALIASES_FIELD_NUMBER: _builtins.int
-    name: _builtins.str
-    higher_is_better: _builtins.bool
+    NAME_FIELD_NUMBER: builtins.int
+    TASKS_FIELD_NUMBER: builtins.int
+    HIGHER_IS_BETTER_FIELD_NUMBER: builtins.int
+    DEFINITION_FIELD_NUMBER: builtins.int
+    ALIASES_FIELD_NUMBER: builtins.int
+    name: builtins.str
+    higher_is_better: builtins.bool
     """True when larger is better, false when smaller is; unset for counts and thresholds."""
-    definition: _builtins.str
-    @_builtins.property
-    def tasks(self) -> _containers.RepeatedScalarFieldContainer[Global___Task.ValueType]: ...
-    @_builtins.property
-    def aliases(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]: ...
+    definition: builtins.str
+    @property
+    def tasks(self) -> google.protobuf.internal.containers.RepeatedScalarFieldContainer[global___Task.ValueType]: ...
+    @property
+    def aliases(self) -> google.protobuf.internal.containers.RepeatedScalarFieldContainer[builtins.str]: ...
     def __init__(
         self,
         *,
-        name: _builtins.str = ...,
-        tasks: _abc.Iterable[Global___Task.ValueType] | None = ...,
-        higher_is_better: _builtins.bool | None = ...,
-        definition: _builtins.str = ...,
-        aliases: _abc.Iterable[_builtins.str] | None = ...,
+        name: builtins.str = ...,
+        tasks: collections.abc.Iterable[global___Task.ValueType] | None = ...,
+        higher_is_better: builtins.bool | None = ...,
+        definition: builtins.str = ...,
+        aliases: collections.abc.Iterable[builtins.str] | None = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _typing.Literal["_higher_is_better", b"_higher_is_better", "higher_is_better", b"higher_is_better"]  # noqa: Y015
-    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["_higher_is_better", b"_higher_is_better", "aliases", b"aliases", "definition", b"definition", "higher_is_better", b"higher_is_better", "name", b"name", "tasks", b"tasks"]  # noqa: Y015
-    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
-    _WhichOneofReturnType__higher_is_better: _TypeAlias = _typing.Literal["higher_is_better"]  # noqa: Y015
-    _WhichOneofArgType__higher_is_better: _TypeAlias = _typing.Literal["_higher_is_better", b"_higher_is_better"]  # noqa: Y015
-    def WhichOneof(self, oneof_group: _WhichOneofArgType__higher_is_better) -> _WhichOneofReturnType__higher_is_better | None: ...
+    def HasField(self, field_name: typing.Literal["_higher_is_better", b"_higher_is_better", "higher_is_better", b"higher_is_better"]) -> builtins.bool: ...
+    def ClearField(self, field_name: typing.Literal["_higher_is_better", b"_higher_is_better", "aliases", b"aliases", "definition", b"definition", "higher_is_better", b"higher_is_better", "name", b"name", "tasks", b"tasks"]) -> None: ...
+    def WhichOneof(self, oneof_group: typing.Literal["_higher_is_better", b"_higher_is_better"]) -> typing.Literal["higher_is_better"] | None: ...
 
-Global___MetricInfo: _TypeAlias = MetricInfo  # noqa: Y015
+global___MetricInfo = MetricInfo
 
-@_typing.final
-class ListMetricsResponse(_message.Message):
-    DESCRIPTOR: _descriptor.Descriptor
+@typing.final
+class ListMetricsResponse(google.protobuf.message.Message):
+    DESCRIPTOR: google.protobuf.descriptor.Descriptor
 
-    METRICS_FIELD_NUMBER: _builtins.int
-    @_builtins.property
-    def metrics(self) -> _containers.RepeatedCompositeFieldContainer[Global___MetricInfo]: ...
+    METRICS_FIELD_NUMBER: builtins.int
+    @property
+    def metrics(self) -> google.protobuf.internal.containers.RepeatedCompositeFieldContainer[global___MetricInfo]: ...
     def __init__(
         self,
         *,
-        metrics: _abc.Iterable[Global___MetricInfo] | None = ...,
+        metrics: collections.abc.Iterable[global___MetricInfo] | None = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
-    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["metrics", b"metrics"]  # noqa: Y015
-    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
-    def WhichOneof(self, oneof_group: _Never) -> None: ...
+    def ClearField(self, field_name: typing.Literal["metrics", b"metrics"]) -> None: ...
 
-Global___ListMetricsResponse: _TypeAlias = ListMetricsResponse  # noqa: Y015
+global___ListMetricsResponse = ListMetricsResponse

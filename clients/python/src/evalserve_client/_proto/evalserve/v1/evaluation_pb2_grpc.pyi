@@ -3,92 +3,100 @@
 isort:skip_file
 evalserve's API: the single source of truth for gRPC, protobuf-over-HTTP and the JSON models."""
 
-from collections import abc as _abc
-from evalserve_client._proto.evalserve.v1 import evaluation_pb2 as _evaluation_pb2
-from grpc import aio as _aio
-import abc as _abc_1
-import grpc as _grpc
-import sys
-import typing as _typing
+import abc
+import collections.abc
+import evalserve_client._proto.evalserve.v1.evaluation_pb2
+import grpc
+import grpc.aio
+import typing
 
-if sys.version_info >= (3, 11):
-    from typing import Self as _Self
-else:
-    from typing_extensions import Self as _Self
+_T = typing.TypeVar("_T")
 
-_T = _typing.TypeVar("_T")
+class _MaybeAsyncIterator(collections.abc.AsyncIterator[_T], collections.abc.Iterator[_T], metaclass=abc.ABCMeta): ...
 
-class _MaybeAsyncIterator(_abc.AsyncIterator[_T], _abc.Iterator[_T], metaclass=_abc_1.ABCMeta): ...
-
-class _ServicerContext(_grpc.ServicerContext, _aio.ServicerContext):  # type: ignore[misc, type-arg]
+class _ServicerContext(grpc.ServicerContext, grpc.aio.ServicerContext):  # type: ignore[misc, type-arg]
     ...
-
-GRPC_GENERATED_VERSION: str
-GRPC_VERSION: str
 
 class EvaluationServiceStub:
     """EvaluationService evaluates model scores against ground truth. It keeps no state between
     calls.
     """
 
-    @_typing.overload
-    def __new__(cls, channel: _grpc.Channel) -> _Self: ...
-    @_typing.overload
-    def __new__(cls, channel: _aio.Channel) -> EvaluationServiceAsyncStub: ...
-    Evaluate: _grpc.UnaryUnaryMultiCallable[_evaluation_pb2.EvaluateRequest, _evaluation_pb2.EvaluateResponse]
+    def __init__(self, channel: typing.Union[grpc.Channel, grpc.aio.Channel]) -> None: ...
+    Evaluate: grpc.UnaryUnaryMultiCallable[
+        evalserve_client._proto.evalserve.v1.evaluation_pb2.EvaluateRequest,
+        evalserve_client._proto.evalserve.v1.evaluation_pb2.EvaluateResponse,
+    ]
     """Evaluate one payload."""
-    EvaluateStream: _grpc.StreamUnaryMultiCallable[_evaluation_pb2.EvaluateStreamRequest, _evaluation_pb2.EvaluateResponse]
+
+    EvaluateStream: grpc.StreamUnaryMultiCallable[
+        evalserve_client._proto.evalserve.v1.evaluation_pb2.EvaluateStreamRequest,
+        evalserve_client._proto.evalserve.v1.evaluation_pb2.EvaluateResponse,
+    ]
     """Evaluate a stream of batches: the first message carries the header (task, options, model),
     every message may carry a batch of rows; one result for the whole stream.
     """
-    ListMetrics: _grpc.UnaryUnaryMultiCallable[_evaluation_pb2.ListMetricsRequest, _evaluation_pb2.ListMetricsResponse]
+
+    ListMetrics: grpc.UnaryUnaryMultiCallable[
+        evalserve_client._proto.evalserve.v1.evaluation_pb2.ListMetricsRequest,
+        evalserve_client._proto.evalserve.v1.evaluation_pb2.ListMetricsResponse,
+    ]
     """The metric catalog: names, definitions, aliases and directions."""
 
-@_typing.type_check_only
-class EvaluationServiceAsyncStub(EvaluationServiceStub):
+class EvaluationServiceAsyncStub:
     """EvaluationService evaluates model scores against ground truth. It keeps no state between
     calls.
     """
 
-    def __init__(self, channel: _aio.Channel) -> None: ...
-    Evaluate: _aio.UnaryUnaryMultiCallable[_evaluation_pb2.EvaluateRequest, _evaluation_pb2.EvaluateResponse]  # type: ignore[assignment]
+    Evaluate: grpc.aio.UnaryUnaryMultiCallable[
+        evalserve_client._proto.evalserve.v1.evaluation_pb2.EvaluateRequest,
+        evalserve_client._proto.evalserve.v1.evaluation_pb2.EvaluateResponse,
+    ]
     """Evaluate one payload."""
-    EvaluateStream: _aio.StreamUnaryMultiCallable[_evaluation_pb2.EvaluateStreamRequest, _evaluation_pb2.EvaluateResponse]  # type: ignore[assignment]
+
+    EvaluateStream: grpc.aio.StreamUnaryMultiCallable[
+        evalserve_client._proto.evalserve.v1.evaluation_pb2.EvaluateStreamRequest,
+        evalserve_client._proto.evalserve.v1.evaluation_pb2.EvaluateResponse,
+    ]
     """Evaluate a stream of batches: the first message carries the header (task, options, model),
     every message may carry a batch of rows; one result for the whole stream.
     """
-    ListMetrics: _aio.UnaryUnaryMultiCallable[_evaluation_pb2.ListMetricsRequest, _evaluation_pb2.ListMetricsResponse]  # type: ignore[assignment]
+
+    ListMetrics: grpc.aio.UnaryUnaryMultiCallable[
+        evalserve_client._proto.evalserve.v1.evaluation_pb2.ListMetricsRequest,
+        evalserve_client._proto.evalserve.v1.evaluation_pb2.ListMetricsResponse,
+    ]
     """The metric catalog: names, definitions, aliases and directions."""
 
-class EvaluationServiceServicer(metaclass=_abc_1.ABCMeta):
+class EvaluationServiceServicer(metaclass=abc.ABCMeta):
     """EvaluationService evaluates model scores against ground truth. It keeps no state between
     calls.
     """
 
-    @_abc_1.abstractmethod
+    @abc.abstractmethod
     def Evaluate(
         self,
-        request: _evaluation_pb2.EvaluateRequest,
+        request: evalserve_client._proto.evalserve.v1.evaluation_pb2.EvaluateRequest,
         context: _ServicerContext,
-    ) -> _typing.Union[_evaluation_pb2.EvaluateResponse, _abc.Awaitable[_evaluation_pb2.EvaluateResponse]]:
+    ) -> typing.Union[evalserve_client._proto.evalserve.v1.evaluation_pb2.EvaluateResponse, collections.abc.Awaitable[evalserve_client._proto.evalserve.v1.evaluation_pb2.EvaluateResponse]]:
         """Evaluate one payload."""
 
-    @_abc_1.abstractmethod
+    @abc.abstractmethod
     def EvaluateStream(
         self,
-        request_iterator: _MaybeAsyncIterator[_evaluation_pb2.EvaluateStreamRequest],
+        request_iterator: _MaybeAsyncIterator[evalserve_client._proto.evalserve.v1.evaluation_pb2.EvaluateStreamRequest],
         context: _ServicerContext,
-    ) -> _typing.Union[_evaluation_pb2.EvaluateResponse, _abc.Awaitable[_evaluation_pb2.EvaluateResponse]]:
+    ) -> typing.Union[evalserve_client._proto.evalserve.v1.evaluation_pb2.EvaluateResponse, collections.abc.Awaitable[evalserve_client._proto.evalserve.v1.evaluation_pb2.EvaluateResponse]]:
         """Evaluate a stream of batches: the first message carries the header (task, options, model),
         every message may carry a batch of rows; one result for the whole stream.
         """
 
-    @_abc_1.abstractmethod
+    @abc.abstractmethod
     def ListMetrics(
         self,
-        request: _evaluation_pb2.ListMetricsRequest,
+        request: evalserve_client._proto.evalserve.v1.evaluation_pb2.ListMetricsRequest,
         context: _ServicerContext,
-    ) -> _typing.Union[_evaluation_pb2.ListMetricsResponse, _abc.Awaitable[_evaluation_pb2.ListMetricsResponse]]:
+    ) -> typing.Union[evalserve_client._proto.evalserve.v1.evaluation_pb2.ListMetricsResponse, collections.abc.Awaitable[evalserve_client._proto.evalserve.v1.evaluation_pb2.ListMetricsResponse]]:
         """The metric catalog: names, definitions, aliases and directions."""
 
-def add_EvaluationServiceServicer_to_server(servicer: EvaluationServiceServicer, server: _typing.Union[_grpc.Server, _aio.Server]) -> None: ...
+def add_EvaluationServiceServicer_to_server(servicer: EvaluationServiceServicer, server: typing.Union[grpc.Server, grpc.aio.Server]) -> None: ...

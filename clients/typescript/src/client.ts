@@ -1,0 +1,134 @@
+/**
+ * `EvalserveClient`: one `evaluate` over gRPC (`host:port`, `grpc://host:port`) or REST
+ * (`http://`, `https://`), with deadlines, retries of these idempotent calls when the server is
+ * unavailable, and automatic streaming of large binary inputs.
+ */
+
+import type { Door } from "./door.js";
+import { EvalserveError, Unavailable } from "./errors.js";
+import { GrpcDoor } from "./grpc.js";
+import { detectionRequest, rowsRequest, type Request } from "./request.js";
+import { RestDoor } from "./rest.js";
+import type {
+  ClientOptions,
+  DetectionPrediction,
+  DetectionTarget,
+  EvaluateOptions,
+  EvaluationResult,
+  Labels,
+  MetricInfo,
+  Task,
+  Values,
+} from "./types.js";
+
+const DEFAULTS: Required<ClientOptions> = {
+  timeoutMs: 60_000,
+  retries: 3,
+  backoffMs: 200,
+  streamThreshold: 1_000_000,
+  chunkRows: 250_000,
+};
+
+function door(target: string): Door {
+  if (/^https?:\/\//.test(target)) {
+    return new RestDoor(target.replace(/\/+$/, ""));
+  }
+  return new GrpcDoor(target.replace(/^grpc:\/\//, ""));
+}
+
+function sleep(ms: number): Promise<void> {
+  return new Promise((resolve) => setTimeout(resolve, ms));
+}
+
+export class EvalserveClient {
+  readonly target: string;
+  readonly settings: Readonly<Required<ClientOptions>>;
+  private readonly door: Door;
+  private closed = false;
+
+  /**
+   * `new EvalserveClient("localhost:50051")` speaks gRPC, `new
+   * EvalserveClient("http://localhost:8000")` REST. Call `close()` when done.
+   */
+  constructor(target: string, options: ClientOptions = {}) {
+    this.target = target;
+    this.settings = { ...DEFAULTS, ...definedOnly(options) };
+    this.door = door(target);
+  }
+
+  /** Evaluate as `core.evaluate` does, on the server; rejects with an `EvalserveError`. */
+  evaluate(
+    task: "detection",
+    yTrue: readonly DetectionTarget[],
+    yScore: readonly DetectionPrediction[],
+    opts?: EvaluateOptions,
+  ): Promise<EvaluationResult>;
+  evaluate(
+    task: Exclude<Task, "detection">,
+    yTrue: Labels,
+    yScore?: Values | null,
+    opts?: EvaluateOptions,
+  ): Promise<EvaluationResult>;
+  evaluate(
+    task: Task,
+    yTrue: Labels | readonly DetectionTarget[],
+    yScore?: Values | readonly DetectionPrediction[] | null,
+    opts?: EvaluateOptions,
+  ): Promise<EvaluationResult>;
+  async evaluate(
+    task: Task,
+    yTrue: Labels | readonly DetectionTarget[],
+    yScore?: Values | readonly DetectionPrediction[] | null,
+    opts: EvaluateOptions = {},
+  ): Promise<EvaluationResult> {
+    const request: Request =
+      task === "detection"
+        ? detectionRequest(
+            yTrue as readonly DetectionTarget[],
+            (yScore ?? []) as readonly DetectionPrediction[],
+            opts,
+          )
+        : rowsRequest(task, yTrue as Labels, yScore as Values | null | undefined, opts);
+    // streams take binary rows; a challenger has no place in a stream's header
+    const stream =
+      task === "binary" &&
+      request.challenger === null &&
+      request.nRows > this.settings.streamThreshold;
+    const timeoutMs = opts.timeoutMs ?? this.settings.timeoutMs;
+    return this.retried(() =>
+      this.door.evaluate(request, stream, this.settings.chunkRows, timeoutMs),
+    );
+  }
+
+  /** The metric catalog: names, tasks, directions, definitions and aliases. */
+  listMetrics(opts: { readonly timeoutMs?: number } = {}): Promise<MetricInfo[]> {
+    const timeoutMs = opts.timeoutMs ?? this.settings.timeoutMs;
+    return this.retried(() => this.door.listMetrics(timeoutMs));
+  }
+
+  /** Close the connection (gRPC); later calls are refused. */
+  close(): void {
+    this.closed = true;
+    this.door.close();
+  }
+
+  private async retried<T>(attempt: () => Promise<T>): Promise<T> {
+    for (let retry = 0; ; retry += 1) {
+      if (this.closed) {
+        throw new EvalserveError("the client is closed", { code: "closed" });
+      }
+      try {
+        return await attempt();
+      } catch (error) {
+        if (!(error instanceof Unavailable) || retry >= this.settings.retries) {
+          throw error;
+        }
+      }
+      await sleep(this.settings.backoffMs * 2 ** retry);
+    }
+  }
+}
+
+function definedOnly(options: ClientOptions): Partial<ClientOptions> {
+  return Object.fromEntries(Object.entries(options).filter(([, value]) => value !== undefined));
+}

@@ -1,0 +1,16 @@
+/** What the client asks of a transport: one attempt of each call, typed errors on failure. */
+
+import type { Request } from "./request.js";
+import type { EvaluationResult, MetricInfo } from "./types.js";
+
+export interface Door {
+  /** Evaluate once; `stream` sends the rows in batches of `chunkRows`. */
+  evaluate(
+    request: Request,
+    stream: boolean,
+    chunkRows: number,
+    timeoutMs: number,
+  ): Promise<EvaluationResult>;
+  listMetrics(timeoutMs: number): Promise<MetricInfo[]>;
+  close(): void;
+}

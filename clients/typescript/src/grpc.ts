@@ -1,0 +1,61 @@
+/** The gRPC door: Connect's gRPC transport over one HTTP/2 connection (node:http2). */
+
+import { createClient, type Client } from "@connectrpc/connect";
+import { createGrpcTransport, Http2SessionManager } from "@connectrpc/connect-node";
+
+import type { Door } from "./door.js";
+import { EvaluationService, type EvaluateStreamRequest } from "./gen/evalserve/v1/evaluation_pb.js";
+import { grpcError } from "./grpc-errors.js";
+import { toProto, toProtoStream } from "./proto-request.js";
+import { catalogFromProto, resultFromProto } from "./proto-result.js";
+import type { Request } from "./request.js";
+import type { EvaluationResult, MetricInfo } from "./types.js";
+
+async function* asAsync(
+  messages: Iterable<EvaluateStreamRequest>,
+): AsyncGenerator<EvaluateStreamRequest> {
+  yield* messages;
+}
+
+export class GrpcDoor implements Door {
+  private readonly session: Http2SessionManager;
+  private readonly client: Client<typeof EvaluationService>;
+
+  /** `address` is host:port; the connection opens on the first call. */
+  constructor(address: string) {
+    const baseUrl = `http://${address}`;
+    this.session = new Http2SessionManager(baseUrl);
+    const transport = createGrpcTransport({ baseUrl, sessionManager: this.session });
+    this.client = createClient(EvaluationService, transport);
+  }
+
+  async evaluate(
+    request: Request,
+    stream: boolean,
+    chunkRows: number,
+    timeoutMs: number,
+  ): Promise<EvaluationResult> {
+    try {
+      const answer = stream
+        ? await this.client.evaluateStream(asAsync(toProtoStream(request, chunkRows)), {
+            timeoutMs,
+          })
+        : await this.client.evaluate(toProto(request), { timeoutMs });
+      return resultFromProto(answer);
+    } catch (error) {
+      throw grpcError(error);
+    }
+  }
+
+  async listMetrics(timeoutMs: number): Promise<MetricInfo[]> {
+    try {
+      return catalogFromProto(await this.client.listMetrics({}, { timeoutMs }));
+    } catch (error) {
+      throw grpcError(error);
+    }
+  }
+
+  close(): void {
+    this.session.abort();
+  }
+}

@@ -1,0 +1,220 @@
+/**
+ * The public shapes: what `evaluate` takes, and the result in the JSON shape of the service's
+ * REST door (`core`'s `to_dict()`), whichever transport carried it.
+ *
+ * Request objects (`options`, `model`, `baseline`, `challenger`) use the API's own field names
+ * (snake case), as the REST JSON and the Python client do; `src/schema-check.ts` fails the
+ * typecheck when they drift from the proto.
+ */
+
+export type Task = "binary" | "multiclass" | "multilabel" | "regression" | "detection";
+
+/** A numeric column: one value per row. */
+export type Column = Float64Array | readonly number[];
+/** An n x k matrix, one row per sample (multiclass and multilabel scores, multilabel labels). */
+export type Matrix = readonly Column[];
+export type Values = Column | Matrix;
+/** Ground truth: numbers (or a matrix), or class names for multiclass. */
+export type Labels = Values | readonly string[];
+
+/** Options tune the evaluation; an absent (or null) option takes the server's default. */
+export interface Options {
+  /** A score >= threshold is predicted positive (default 0.5). */
+  readonly threshold?: number | null;
+  /** F-beta weight of recall, > 0 (default 1). */
+  readonly beta?: number | null;
+  /** k of multiclass top-k accuracy (default 1 and 5). */
+  readonly top_k?: readonly number[] | null;
+  /** k of precision_at_{k} and recall_at_{k}, in units of sample weight. */
+  readonly head_k?: readonly number[] | null;
+  /** FPR bound of the McClish-standardized partial AUC, in (0, 1]. */
+  readonly max_fpr?: number | null;
+  /** Curves are thinned to at most this many points; 0 omits them (default 1000). */
+  readonly max_curve_points?: number | null;
+  /** Level of every interval, in (0, 1) (default 0.95). */
+  readonly confidence_level?: number | null;
+  /** Parameters of a regression model, for adjusted R2, AIC, BIC and Mallows' Cp. */
+  readonly n_params?: number | null;
+  /** Equal-width bins of the expected calibration error (default 10). */
+  readonly calibration_bins?: number | null;
+  /** DeLong interval of the ROC AUC: "logit" (default) or "wald" (as pROC). */
+  readonly auc_interval?: "logit" | "wald" | null;
+  /** Significance level of the drift test and the challenger comparison (default 0.05). */
+  readonly alpha?: number | null;
+  /** Fewest positives and negatives (each) for a drift or comparison verdict (default 20). */
+  readonly drift_min_samples?: number | null;
+  /** Replicates of the bootstrap intervals; 0 (the default) skips them. */
+  readonly bootstrap_replicates?: number | null;
+  /** Seed of the bootstrap (default 0): the same request gives the same intervals. */
+  readonly bootstrap_seed?: number | null;
+  /** Regression: residual variance of the full model, for Mallows' Cp. */
+  readonly full_model_variance?: number | null;
+  /** Detection: the highest-scoring predictions kept per image (default 100, as COCO). */
+  readonly max_detections?: number | null;
+}
+
+/** The evaluated model; a request that names one updates its Prometheus gauges. */
+export interface Model {
+  readonly name: string;
+  readonly version?: string;
+  readonly segment?: string;
+}
+
+/** The drift test's reference: a summary (AUC with its variance or class counts), or a
+ * reference payload of labels and scores (and optional weights). */
+export interface Baseline {
+  readonly roc_auc?: number | null;
+  readonly roc_auc_variance?: number | null;
+  readonly n_positive?: number | null;
+  readonly n_negative?: number | null;
+  readonly labels?: Column | null;
+  readonly scores?: Column | null;
+  readonly weights?: Column | null;
+}
+
+/** A second model's scores on the same rows (paired comparison). */
+export interface Challenger {
+  readonly scores: Column;
+}
+
+/** One image of a detection evaluation: ground-truth boxes [x1, y1, x2, y2] and classes. */
+export interface DetectionTarget {
+  readonly boxes: Values;
+  readonly classes: Column;
+  readonly image_id?: string;
+}
+
+/** The predicted boxes of one image, their classes and scores. */
+export interface DetectionPrediction {
+  readonly boxes: Values;
+  readonly classes: Column;
+  readonly scores: Column;
+}
+
+/** The optional arguments of `evaluate`. */
+export interface EvaluateOptions {
+  /** Hard predictions; the predictions of a regression model. */
+  readonly yPred?: Values | null;
+  /** Non-negative sample weights. */
+  readonly sampleWeight?: Column | null;
+  readonly options?: Options | null;
+  /** Class names in score-column order. */
+  readonly classes?: readonly string[] | null;
+  readonly model?: Model | null;
+  readonly baseline?: Baseline | null;
+  readonly challenger?: Challenger | null;
+  /** This call's deadline, instead of the client's `timeoutMs`. */
+  readonly timeoutMs?: number;
+}
+
+// --- the result ------------------------------------------------------------------------------
+
+export interface Interval {
+  readonly lower: number;
+  readonly upper: number;
+  readonly level: number;
+  /** "delong", "delong-logit", "wilson" or "bootstrap-percentile". */
+  readonly method: string;
+  readonly std_error: number;
+  /** Bootstrap only. */
+  readonly replicates?: number;
+  readonly seed?: number;
+}
+
+/** The current metric against the baseline's (unpaired). Without a verdict (status
+ * "insufficient_data" or "undefined") the test's numbers are null and `reason` says why. */
+export interface DriftTest {
+  readonly baseline: number;
+  readonly delta: number | null;
+  readonly z: number | null;
+  readonly p_value: number | null;
+  readonly significant: boolean | null;
+  readonly method: string;
+  readonly df: number | null;
+  readonly std_error: number | null;
+  readonly status: string;
+  readonly reason: string | null;
+}
+
+/** The challenger's metric against the champion's on the same rows (paired). */
+export interface Comparison {
+  readonly challenger: number | null;
+  readonly delta: number | null;
+  readonly z: number | null;
+  readonly p_value: number | null;
+  readonly significant: boolean | null;
+  readonly method: string;
+  readonly std_error: number | null;
+  readonly status: string;
+  readonly reason: string | null;
+  readonly df: number | null;
+}
+
+/** One class's row: its metrics side by side with `class`, `undefined` and `intervals`
+ * (read them with `classMetrics(row)`). */
+export interface ClassRow {
+  readonly class: string;
+  readonly undefined: Readonly<Record<string, string>>;
+  readonly intervals: Readonly<Record<string, Interval>>;
+  readonly [metric: string]:
+    | number
+    | null
+    | string
+    | Readonly<Record<string, string>>
+    | Readonly<Record<string, Interval>>;
+}
+
+/** A curve or matrix: named arrays; a non-finite value (the +inf start of a threshold list)
+ * is null. */
+export type Curve = Readonly<Record<string, readonly (number | null)[]>>;
+
+/** One evaluation, in the JSON shape of the REST door. */
+export interface EvaluationResult {
+  readonly task: Task;
+  readonly n_samples: number;
+  /** Every metric; an undefined one is null, with its reason in `undefined`. */
+  readonly metrics: Readonly<Record<string, number | null>>;
+  readonly undefined: Readonly<Record<string, string>>;
+  readonly per_class: readonly ClassRow[];
+  readonly curves: Readonly<Record<string, Curve>>;
+  readonly intervals: Readonly<Record<string, Interval>>;
+  readonly drift: Readonly<Record<string, DriftTest>>;
+  readonly comparison: Readonly<Record<string, Comparison>>;
+  readonly conventions: Readonly<Record<string, string>>;
+  readonly warnings: readonly string[];
+}
+
+/** One entry of the metric catalog (`GET /v1/metrics`, `ListMetrics`). */
+export interface MetricInfo {
+  readonly name: string;
+  readonly tasks: readonly Task[];
+  /** True when larger is better, false when smaller is; null for counts and thresholds. */
+  readonly higher_is_better: boolean | null;
+  readonly definition: string;
+  readonly aliases: readonly string[];
+}
+
+/** The settings of a client. */
+export interface ClientOptions {
+  /** Deadline of each attempt of a call, in milliseconds (default 60 000). */
+  readonly timeoutMs?: number;
+  /** Retries of a call that found the server unavailable (default 3). */
+  readonly retries?: number;
+  /** The first retry waits this long, each further one twice as long (default 200 ms). */
+  readonly backoffMs?: number;
+  /** A binary evaluation of more rows than this is streamed (default 1 000 000). */
+  readonly streamThreshold?: number;
+  /** Rows per batch of a stream (default 250 000). */
+  readonly chunkRows?: number;
+}
+
+/** The values of a class row's metrics, null where undefined. */
+export function classMetrics(row: ClassRow): Record<string, number | null> {
+  const metrics: Record<string, number | null> = {};
+  for (const [key, value] of Object.entries(row)) {
+    if (typeof value === "number" || value === null) {
+      metrics[key] = value;
+    }
+  }
+  return metrics;
+}
