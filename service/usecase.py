@@ -116,11 +116,11 @@ class StreamAccumulator:
         if batch.is_empty:
             return  # a message that carries no rows
         if batch.label_names is not None:
-            raise StreamProtocolError(f"{where}.labels", "expected 0/1 labels for task 'binary'")
+            raise InvalidInputError(f"{where}.labels", "expected 0/1 labels for task 'binary'")
         try:
             rows = binary_inputs(batch.labels, batch.scores, batch.predictions, batch.weights)
-        except InvalidInputError as error:
-            raise StreamProtocolError(f"{where}.{error.field}", error.message) from None
+        except InvalidInputError as error:  # a refused value: 422 as in one payload, located
+            raise InvalidInputError(f"{where}.{error.field}", error.message) from None
         labels, predicted = rows.labels, rows.predicted
         if (self.predictions is None) != (predicted is None) and self.n_rows:
             raise StreamProtocolError(

@@ -19,8 +19,10 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
+import grpc
 import numpy as np
 import pytest
+from evalserve.v1 import evaluation_pb2 as pb
 from evalserve_client import (
     AsyncClient,
     Client,
@@ -195,11 +197,47 @@ def test_a_refusal_is_a_typed_error_with_the_servers_field(
 
 
 @pytest.mark.parametrize("transport", ["grpc", "rest"])
-def test_too_many_rows_is_too_large(limited: Service, transport: str) -> None:
-    labels, scores = _rows(2500, seed=6)
-    with Client(targets(limited)[transport]) as client, pytest.raises(TooLarge) as refused:
+def test_a_refused_stream_batch_names_its_batch_and_field(service: Service, transport: str) -> None:
+    """The field of a streamed refusal contains a space ("batch 5.scores"): it comes from the
+    server's BadRequest detail on gRPC, not from splitting the message."""
+    labels = np.r_[np.zeros(50), np.ones(50)]
+    scores = np.linspace(0, 1, 100)
+    scores[77] = np.nan  # rows 60..79 are the fourth batch of 20
+    client = Client(targets(service)[transport], stream_threshold=10, chunk_rows=20)
+    with client, pytest.raises(InvalidArgument) as refused:
         client.evaluate("binary", labels, scores)
-    assert refused.value.code in ("too_large", "resource_exhausted")
+    # gRPC numbers messages (the header is message 1), REST numbers lines (the header is line 1)
+    where = {"grpc": "batch 5", "rest": "line 5"}[transport]
+    assert refused.value.field == f"{where}.scores"
+    assert refused.value.message == "expected finite numbers, but row 17 is nan"
+    assert refused.value.code == "invalid_argument"
+
+
+@pytest.mark.parametrize("transport", ["grpc", "rest"])
+def test_options_a_transport_cannot_carry_are_refused_as_the_server_would(
+    service: Service, transport: str
+) -> None:
+    """An unknown option (gRPC cannot encode it) and a non-finite one (JSON has no inf) are
+    refused before sending, with the messages the server gives where it can see them."""
+    server_unknown = service.rest.post(
+        "/v1/evaluate",
+        json={"task": "binary", "labels": [0, 1], "scores": [0.2, 0.7], "options": {"thresh": 1}},
+    ).json()["error"]
+    request = pb.EvaluateRequest(task=pb.TASK_BINARY, labels=[0, 1], scores=[0.2, 0.7])
+    request.options.threshold = float("inf")
+    with pytest.raises(grpc.RpcError) as raw:
+        service.stub.Evaluate(request)
+    with Client(targets(service)[transport]) as client:
+        with pytest.raises(InvalidArgument) as unknown:
+            client.evaluate("binary", [0, 1], [0.2, 0.7], options={"thresh": 1})
+        with pytest.raises(InvalidArgument) as infinite:
+            client.evaluate("binary", [0, 1], [0.2, 0.7], options={"threshold": float("inf")})
+    assert (unknown.value.field, unknown.value.message, unknown.value.code) == (
+        server_unknown["field"],
+        server_unknown["message"],
+        server_unknown["code"],
+    )
+    assert f"{infinite.value.field}: {infinite.value.message}" == raw.value.details()
 
 
 def _free_port() -> int:
@@ -446,4 +484,10 @@ def test_an_invalid_argument_is_not_retried(service: Service, transport: str, ki
 
             asyncio.run(main())
     assert counted.outcomes == ["InvalidArgument"]
+    # The server counts a request once its answer is on the way, so the count can trail the
+    # client by a moment: wait for the one request, then make sure no second one follows.
+    deadline = time.monotonic() + 5
+    while _requests(service, code, transport) - before < 1 and time.monotonic() < deadline:
+        time.sleep(0.01)
+    time.sleep(0.2)
     assert _requests(service, code, transport) - before == 1

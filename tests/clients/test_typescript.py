@@ -252,6 +252,8 @@ def other_cases(service: Service, limited: Service, dead: int) -> list[dict[str,
                     options={"beta": -1.0}),
             ts_case(f"unknown-option:{transport}", served, "binary", [0, 1], [0.2, 0.7],
                     options={"colour": "red"}),
+            ts_case(f"infinite-option:{transport}", served, "binary", [0, 1], [0.2, 0.7],
+                    options={"threshold": {"number": "Infinity"}}),
             ts_case(f"deadline:{transport}", served, "binary", big_labels, big_scores,
                     timeoutMs=1),
             ts_case(f"dead-server:{transport}", dead_target, "binary", [0, 1], [0.2, 0.7],
@@ -384,8 +386,22 @@ def test_an_unknown_option_is_refused_alike_on_both_transports(answers: Answers)
     assert rest["type"] == grpc["type"] == "InvalidArgument"
     assert rest["field"] == grpc["field"] == "options.colour"
     assert rest["code"] == grpc["code"] == "malformed"
-    assert "unknown field" in rest["detail"]
-    assert "unknown field" in grpc["detail"]
+    assert rest["detail"] == grpc["detail"]
+    assert rest["detail"].startswith("unknown field; expected one of ['alpha', ")
+
+
+@pytest.mark.parametrize("transport", TRANSPORTS)
+def test_a_non_finite_option_is_refused_as_the_python_client_does(
+    service: Service, answers: Answers, transport: str
+) -> None:
+    """JSON has no infinity: sent over REST it would become null (the default). Both clients
+    refuse it before sending, with the server's own gRPC message."""
+    refused = error(answers, f"infinite-option:{transport}")
+    with Client(targets(service)[transport]) as client, pytest.raises(EvalserveError) as python:
+        client.evaluate("binary", [0, 1], [0.2, 0.7], options={"threshold": float("inf")})
+    assert refused["type"] == type(python.value).__name__ == "InvalidArgument"
+    assert refused["field"] == python.value.field == "options.threshold"
+    assert refused["detail"] == python.value.message == "expected a finite number, but got inf"
 
 
 @pytest.mark.parametrize("transport", TRANSPORTS)

@@ -377,18 +377,18 @@ CASES: dict[str, Bad] = {
                         stream=True),
     "stream-header-only": Bad([HEADER], 400, INVALID, "rows", "no rows", stream=True),
     "stream-batch-length-mismatch": Bad(
-        [HEADER, rows(4), {"labels": [0, 1, 1], "scores": [0.2, 0.3]}], 400, INVALID,
+        [HEADER, rows(4), {"labels": [0, 1, 1], "scores": [0.2, 0.3]}], 422, INVALID,
         "line 3.scores", "expected 3 values", grpc_field="batch 3.scores", stream=True,
     ),
     "stream-batch-empty-labels": Bad(
-        [HEADER, rows(4), {"labels": [], "scores": [0.3, 0.7]}], 400, INVALID, "line 3.labels",
+        [HEADER, rows(4), {"labels": [], "scores": [0.3, 0.7]}], 422, INVALID, "line 3.labels",
         grpc_field="batch 3.labels", stream=True,
     ),
-    "stream-batch-label-2": Bad([HEADER, {"labels": [0, 2], "scores": [0.1, 0.2]}], 400,
+    "stream-batch-label-2": Bad([HEADER, {"labels": [0, 2], "scores": [0.1, 0.2]}], 422,
                                 INVALID, "line 2.labels", "0 or 1",
                                 grpc_field="batch 2.labels", stream=True),
     "stream-batch-nan-raw": Bad(
-        [HEADER, {"labels": [0, 1], "scores_f64": f64([0.1, NAN])}], 400, INVALID,
+        [HEADER, {"labels": [0, 1], "scores_f64": f64([0.1, NAN])}], 422, INVALID,
         "line 2.scores", "finite", grpc_field="batch 2.scores", stream=True,
     ),
     "stream-batch-raw-not-a-multiple-of-8": Bad(

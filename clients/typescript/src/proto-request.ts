@@ -103,7 +103,9 @@ function messageInit(schema: DescMessage, values: object, where: string): Init {
     if (field === undefined) {
       const known = schema.fields.map((f) => f.name).filter((n) => !n.endsWith("_f64"));
       known.sort();
-      throw new InvalidArgument(`unknown field; expected one of ${known.join(", ")}`, {
+      // the REST door's message, which prints the names as a Python list
+      const names = known.map((name) => `'${name}'`).join(", ");
+      throw new InvalidArgument(`unknown field; expected one of [${names}]`, {
         field: `${where}.${key}`,
         code: "malformed",
       });

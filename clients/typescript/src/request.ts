@@ -47,12 +47,29 @@ export interface Request {
   readonly images: readonly Image[] | null;
 }
 
-/** The options without their null (default) entries. */
+/** How the server (Python) prints a non-finite number in its messages. */
+function pythonFloat(value: number): string {
+  return Number.isNaN(value) ? "nan" : value > 0 ? "inf" : "-inf";
+}
+
+/**
+ * The options without their null (default) entries. A non-finite number is refused here, with
+ * the server's message: JSON has no infinity (JSON.stringify would send null, the default).
+ */
 function setOptions(options: Options | null | undefined): Options | null {
   if (options == null) {
     return null;
   }
-  return Object.fromEntries(Object.entries(options).filter(([, value]) => value != null));
+  const kept = Object.entries(options).filter(([, value]) => value != null);
+  for (const [key, value] of kept) {
+    if (typeof value === "number" && !Number.isFinite(value)) {
+      throw new InvalidArgument(`expected a finite number, but got ${pythonFloat(value)}`, {
+        field: `options.${key}`,
+        code: "invalid_argument",
+      });
+    }
+  }
+  return Object.fromEntries(kept);
 }
 
 function isNames(labels: Labels): labels is readonly string[] {

@@ -7,7 +7,7 @@
  * CASES.json: {"cases": [{"id", "target", "settings"?, "call": "evaluate" | "listMetrics",
  * "task"?, "yTrue"?, "yScore"?, "opts"?}], "parallel"?: bool}. Anywhere in the arguments,
  * {"f64": BASE64} stands for a Float64Array of those little-endian bytes (the other arrays stay
- * number[] / string[]). The cases run one after the other, or all at once when "parallel".
+ * number[] / string[]), and {"number": "Infinity" | "-Infinity" | "NaN"} for that number. The cases run one after the other, or all at once when "parallel".
  * Each call writes "started ID" on stderr as it starts. The output maps each id to
  * {"ok": result} or {"error": {type, code, field, detail, message}}, with the call's wall time
  * in "ms"; a non-finite number is written as the text "non-finite VALUE", not JSON's null.
@@ -40,6 +40,9 @@ function decoded(value: unknown): unknown {
       const bytes = Buffer.from(String(entries[0][1]), "base64");
       const copy = new Uint8Array(bytes); // aligned, as Float64Array needs
       return new Float64Array(copy.buffer, 0, copy.byteLength / 8);
+    }
+    if (entries.length === 1 && entries[0]?.[0] === "number") {
+      return Number(entries[0][1]);
     }
     return Object.fromEntries(entries.map(([key, item]) => [key, decoded(item)]));
   }

@@ -27,7 +27,7 @@ import grpc
 import httpx
 import orjson
 
-from evalserve_client import _wire
+from evalserve_client import _status, _wire
 from evalserve_client._errors import (
     DeadlineExceeded,
     EvalserveError,
@@ -72,10 +72,12 @@ def _grpc_error(error: grpc.RpcError) -> EvalserveError:
         return Unavailable(details, code=name)
     if code is grpc.StatusCode.DEADLINE_EXCEEDED:
         return DeadlineExceeded(details, code=name)
-    # the service's message is "field: description" (its BadRequest detail names the field)
-    field, sep, message = details.partition(": ")
-    if not sep or " " in field:
-        field, message = "", details
+    # The service's BadRequest detail names the field; its message is "field: description".
+    # (key, value) pairs: a tuple of namedtuples (sync) or an aio Metadata, iterated alike
+    trailers = cast(Sequence[tuple[str, str | bytes]], error.trailing_metadata() or ())
+    status = next((value for key, value in trailers if key == _status.TRAILER), None)
+    violation = _status.bad_request(status) if isinstance(status, bytes) else None
+    field, message = violation if violation else (None, details)
     kinds: dict[grpc.StatusCode, type[EvalserveError]] = {
         grpc.StatusCode.RESOURCE_EXHAUSTED: TooLarge,
         grpc.StatusCode.INVALID_ARGUMENT: InvalidArgument,
@@ -90,6 +92,7 @@ def _rest_error(response: httpx.Response) -> EvalserveError:
         field, code, message = error.get("field"), error.get("code", ""), error["message"]
     except (ValueError, KeyError, TypeError):
         field, code, message = None, str(response.status_code), response.text
+    field = field or None  # no field: None on both transports
     if response.status_code == 413:
         return TooLarge(message, field=field, code=code)
     if response.status_code in (502, 503, 504):

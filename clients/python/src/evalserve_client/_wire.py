@@ -5,6 +5,7 @@ back to the JSON shape of the service."""
 from __future__ import annotations
 
 import base64
+import math
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -13,6 +14,7 @@ import numpy as np
 import orjson
 from numpy.typing import NDArray
 
+from evalserve_client._errors import InvalidArgument
 from evalserve_client._proto.evalserve.v1 import evaluation_pb2 as pb
 
 COLUMNS = ("labels", "scores", "predictions", "weights")
@@ -65,6 +67,28 @@ def _detection_images(targets: Sequence[Any], predictions: Sequence[Any]) -> lis
     return images
 
 
+def _options(options: Mapping[str, Any] | None) -> dict[str, Any] | None:
+    """The options to send, refused here only where a transport cannot carry them: a name the
+    proto lacks (gRPC could not encode it) or a non-finite number (JSON has none), with the
+    server's own messages."""
+    if options is None:
+        return None
+    known = sorted(pb.Options.DESCRIPTOR.fields_by_name)
+    sent = {key: value for key, value in options.items() if value is not None}
+    for key, value in sent.items():
+        if key not in known:
+            raise InvalidArgument(
+                f"unknown field; expected one of {known}", field=f"options.{key}", code="malformed"
+            )
+        if isinstance(value, float) and not math.isfinite(value):
+            raise InvalidArgument(
+                f"expected a finite number, but got {value}",
+                field=f"options.{key}",
+                code="invalid_argument",
+            )
+    return sent
+
+
 def build(
     task: str,
     y_true: Any,
@@ -81,7 +105,7 @@ def build(
     request = Request(
         task=task,
         classes=None if classes is None else [str(c) for c in classes],
-        options=None if options is None else {k: v for k, v in options.items() if v is not None},
+        options=_options(options),
         model=None if model is None else dict(model),
         baseline=None if baseline is None else dict(baseline),
         challenger=None if challenger is None else dict(challenger),
