@@ -72,6 +72,15 @@ def _one_transport(target: str, limited: str) -> dict[str, Any]:
     # over the limited server's 2 000 rows a request: only a stream gets through
     with Client(limited, stream_threshold=1000, chunk_rows=700) as client:
         answers["streamed"] = client.evaluate("binary", big_labels, big_scores).to_dict()
+        bad = list(big_scores)
+        bad[1500] = float("nan")  # in the third streamed batch: a field with a space in it
+        answers["stream_error"] = _error(lambda: client.evaluate("binary", big_labels, bad))
+
+        async def refused() -> None:
+            async with AsyncClient(target) as client:
+                await client.evaluate("binary", [0, 1], [0.2])
+
+        answers["async_error"] = _error(lambda: asyncio.run(refused()))
         answers["too_large"] = _error(
             lambda: client.evaluate(
                 "binary", big_labels, big_scores, challenger={"scores": big_scores}
