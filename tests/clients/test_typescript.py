@@ -531,3 +531,81 @@ def test_the_client_typechecks_strictly() -> None:
         cwd=PACKAGE, capture_output=True, text=True, timeout=300, check=False,
     )  # fmt: skip
     assert done.returncode == 0, done.stdout + done.stderr
+
+
+# --- the package as a consumer installs it -------------------------------------------------
+
+CONSUMER_JS = """\
+import { EvalserveClient, InvalidArgument } from "@evalserve/client";
+
+for (const target of process.argv.slice(2)) {
+  const client = new EvalserveClient(target);
+  const result = await client.evaluate("binary", [0, 0, 1, 1], [0.1, 0.4, 0.35, 0.8]);
+  let field = null;
+  try {
+    await client.evaluate("binary", [0, 1], [0.5]);
+  } catch (error) {
+    if (error instanceof InvalidArgument) field = error.field;
+  }
+  console.log(JSON.stringify({ result, field }));
+  client.close();
+}
+"""
+
+CONSUMER_TS = """\
+import { EvalserveClient, type EvaluationResult } from "@evalserve/client";
+
+const client = new EvalserveClient("localhost:50051", { timeoutMs: 5000 });
+const result: EvaluationResult = await client.evaluate("binary", [0, 1], [0.2, 0.7]);
+const auc: number | null | undefined = result.metrics["roc_auc"];
+console.log(auc, result.undefined["roc_auc"]);
+client.close();
+"""
+
+
+def test_the_packed_package_installs_and_works_in_another_project(
+    service: Service, tmp_path: Path
+) -> None:
+    """`npm pack` (its prepack builds dist/), installed into an empty project as a caller
+    would: plain JavaScript runs against the live server on both transports, and a strict
+    TypeScript caller type-checks against the published declarations."""
+    _node_modules()
+    npm = ["npm", "--no-audit", "--no-fund", "--loglevel=error"]
+    packed = subprocess.run(
+        [*npm, "pack", "--pack-destination", str(tmp_path)],
+        cwd=PACKAGE, capture_output=True, text=True, timeout=300, check=False,
+    )  # fmt: skip
+    assert packed.returncode == 0, packed.stderr
+    tarball = tmp_path / packed.stdout.strip().splitlines()[-1]
+    consumer = tmp_path / "consumer"
+    consumer.mkdir()
+    (consumer / "package.json").write_text('{"name": "consumer", "private": true}\n')
+    installed = subprocess.run(
+        [*npm, "install", "--prefer-offline", str(tarball)],
+        cwd=consumer, capture_output=True, text=True, timeout=300, check=False,
+    )  # fmt: skip
+    assert installed.returncode == 0, installed.stderr
+    shipped = consumer / "node_modules" / "@evalserve" / "client"
+    assert (shipped / "dist" / "index.js").exists() and (shipped / "dist" / "index.d.ts").exists()
+
+    (consumer / "example.mjs").write_text(CONSUMER_JS)
+    ran = subprocess.run(
+        ["node", "example.mjs", *targets(service).values()],
+        cwd=consumer, capture_output=True, text=True, timeout=120, check=False,
+    )  # fmt: skip
+    assert ran.returncode == 0, ran.stderr
+    expected = evaluate("binary", [0, 0, 1, 1], [0.1, 0.4, 0.35, 0.8]).to_dict()
+    for line in ran.stdout.splitlines():
+        answer = json.loads(line)
+        assert_same(answer["result"], expected)
+        assert answer["field"] == "scores"
+    assert len(ran.stdout.splitlines()) == 2
+
+    (consumer / "example.mts").write_text(CONSUMER_TS)
+    checked = subprocess.run(
+        [str(BIN / "tsc"), "--noEmit", "--strict", "--module", "nodenext", "--moduleResolution",
+         "nodenext", "--target", "es2022", "--types", "node", "--typeRoots",
+         str(PACKAGE / "node_modules" / "@types"), "example.mts"],
+        cwd=consumer, capture_output=True, text=True, timeout=120, check=False,
+    )  # fmt: skip
+    assert checked.returncode == 0, checked.stdout + checked.stderr
