@@ -11,7 +11,7 @@ CLIENT_FLOOR_VENV := .venv-client-floor
 PYTHON ?= python3
 
 .PHONY: client-envs
-client-envs: $(CLIENT_GEN_VENV)/.built $(CLIENT_FLOOR_VENV)/.built
+client-envs: $(CLIENT_GEN_VENV)/.built $(CLIENT_FLOOR_VENV)/.client
 
 $(CLIENT_GEN_VENV)/.built: clients/python/generator.txt
 	rm -rf $(CLIENT_GEN_VENV)
@@ -27,5 +27,12 @@ $(CLIENT_FLOOR_VENV)/.built: clients/python/floors.txt clients/python/pyproject.
 	echo '*' > $(CLIENT_FLOOR_VENV)/.gitignore
 	$(CLIENT_FLOOR_VENV)/bin/pip install --quiet --upgrade pip
 	$(CLIENT_FLOOR_VENV)/bin/pip install --quiet -c clients/python/floors.txt \
-		-e 'clients/python[plot]'
+		'clients/python[plot]'
+	touch $@
+
+# The client itself is installed as a user gets it (a built wheel, not an editable checkout, so
+# a file missing from the package fails the tests), and reinstalled when its sources change.
+CLIENT_SOURCES := $(shell find clients/python/src -type f -not -name '*.pyc')
+$(CLIENT_FLOOR_VENV)/.client: $(CLIENT_FLOOR_VENV)/.built $(CLIENT_SOURCES)
+	$(CLIENT_FLOOR_VENV)/bin/pip install --quiet --no-deps --force-reinstall ./clients/python
 	touch $@

@@ -14,6 +14,7 @@ import dataclasses
 import json
 import sys
 from importlib import metadata
+from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -109,4 +110,9 @@ def versions() -> dict[str, str]:
 
 
 if __name__ == "__main__":
-    json.dump({"versions": versions(), "answers": answers(*sys.argv[1:5])}, sys.stdout)
+    import evalserve_client
+
+    where = str(Path(evalserve_client.__file__).parent)
+    json.dump(
+        {"versions": versions(), "client": where, "answers": answers(*sys.argv[1:5])}, sys.stdout
+    )

@@ -70,6 +70,24 @@ def test_the_floor_venv_runs_the_floors(floor_run: dict[str, Any]) -> None:
     assert floor_run["versions"] == _pinned(), "stale .venv-client-floor: run make client-envs"
 
 
+def test_the_floor_venv_runs_the_installed_package_of_these_sources(
+    floor_run: dict[str, Any],
+) -> None:
+    """The client there is a wheel install (what a user gets), not this checkout: every file of
+    the package made it in, unchanged."""
+    installed = Path(floor_run["client"])
+    assert installed.is_relative_to(FLOOR_PYTHON.parent.parent), installed
+    source = ROOT / "clients" / "python" / "src" / "evalserve_client"
+    files = [p for p in source.rglob("*") if p.is_file() and "__pycache__" not in p.parts]
+    assert any(p.suffix == ".pyi" for p in files) and (source / "py.typed") in files
+    for path in files:
+        shipped = installed / path.relative_to(source)
+        assert shipped.exists(), f"{path.relative_to(source)} is not in the installed package"
+        assert shipped.read_bytes() == path.read_bytes(), (
+            f"stale {path.relative_to(source)}: run make client-envs"
+        )
+
+
 def test_the_oldest_runtime_gives_the_newest_runtimes_answers(
     floor_run: dict[str, Any], service: Service, limited: Service
 ) -> None:
