@@ -163,10 +163,13 @@ def auc_with_delong(data: Data) -> tuple[float, object]:
 
 
 def _check_delong(first: Mapping[str, object]) -> None:
-    auc, interval = first["our AUC + DeLong CI"]  # type: ignore[misc]
+    with_interval, alone = first["our AUC + DeLong CI"], first["our AUC alone"]
+    if not isinstance(with_interval, tuple) or not isinstance(alone, float):
+        raise AssertionError(f"unexpected AUC results {with_interval!r} and {alone!r}")
+    auc, interval = with_interval
     if not isinstance(interval, dict) or not interval["lower"] < auc < interval["upper"]:
         raise AssertionError(f"DeLong interval {interval} does not contain the AUC {auc}")
-    if abs(auc - first["our AUC alone"]) > 1e-12:  # type: ignore[operator]
+    if abs(auc - alone) > 1e-12:
         raise AssertionError("the two AUC calls disagree")
 
 

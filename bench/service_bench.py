@@ -416,6 +416,7 @@ class GrpcClient:
             request_serializer=pb.EvaluateRequest.SerializeToString,
             response_deserializer=pb.EvaluateResponse.FromString,
         )
+        self.evaluate_bytes: grpc.UnaryUnaryMultiCallable[bytes, pb.EvaluateResponse]
         self.evaluate_bytes = self.channel.unary_unary(
             EVALUATE_METHOD,
             request_serializer=None,  # bytes as they are

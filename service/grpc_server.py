@@ -21,7 +21,7 @@ import functools
 import logging
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine
-from typing import Any, Final, NoReturn, Protocol, TypeVar, cast
+from typing import Any, Final, NoReturn, Protocol, TypeVar
 
 import grpc
 import prometheus_client
@@ -29,11 +29,11 @@ from evalserve.v1 import evaluation_pb2 as pb
 from evalserve.v1 import evaluation_pb2_grpc as pb_grpc
 from google.protobuf import any_pb2
 from google.protobuf.message import DecodeError, Message
-from google.rpc import error_details_pb2, status_pb2  # type: ignore[import-untyped]
-from grpc_health.v1 import health, health_pb2, health_pb2_grpc  # type: ignore[import-untyped]
-from grpc_health.v1.health import aio as health_aio  # type: ignore[import-untyped]
-from grpc_reflection.v1alpha import reflection  # type: ignore[import-untyped]
-from grpc_status import rpc_status  # type: ignore[import-untyped]
+from google.rpc import error_details_pb2, status_pb2
+from grpc_health.v1 import health, health_pb2, health_pb2_grpc
+from grpc_health.v1.health import aio as health_aio
+from grpc_reflection.v1alpha import reflection
+from grpc_status import rpc_status
 
 from service import decode, encode
 from service.config import Settings
@@ -56,8 +56,8 @@ SERVICE_NAME: Final = pb.DESCRIPTOR.services_by_name["EvaluationService"].full_n
 
 
 class HealthServicer(Protocol):
-    """What a caller uses of grpc_health's asyncio ``HealthServicer`` (that package ships no
-    type information): ``set`` a service's status, or turn everything NOT_SERVING for good."""
+    """What a caller uses of grpc_health's asyncio ``HealthServicer``: ``set`` a service's
+    status, or turn everything NOT_SERVING for good."""
 
     async def set(self, service: str, status: int) -> None: ...
 
@@ -306,7 +306,7 @@ async def create_grpc_server(
     metrics = metrics or ServiceMetrics(settings, prometheus_client.CollectorRegistry())
     _add_servicer(EvaluationServicer(settings, evaluator, metrics), server)
 
-    health_servicer = cast(HealthServicer, health_aio.HealthServicer())
+    health_servicer = health_aio.HealthServicer()
     for name in (health.OVERALL_HEALTH, SERVICE_NAME):
         await health_servicer.set(name, health_pb2.HealthCheckResponse.SERVING)
     health_pb2_grpc.add_HealthServicer_to_server(health_servicer, server)

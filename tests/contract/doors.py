@@ -24,9 +24,9 @@ import httpx
 import numpy as np
 import orjson
 from evalserve.v1 import evaluation_pb2 as pb
-from google.rpc import error_details_pb2  # type: ignore[import-untyped]
-from grpc_health.v1 import health_pb2, health_pb2_grpc  # type: ignore[import-untyped]
-from grpc_status import rpc_status  # type: ignore[import-untyped]
+from google.rpc import error_details_pb2
+from grpc_health.v1 import health_pb2, health_pb2_grpc
+from grpc_status import rpc_status
 
 from core import evaluate
 from service.encode import proto_to_json
@@ -309,7 +309,8 @@ def assert_still_serving(service: Service) -> None:
     assert service.rest.get("/readyz").json() == {"status": "ready"}
     health = health_pb2_grpc.HealthStub(service.channel)
     for name in ("", SERVICE_NAME):
-        reply = health.Check(health_pb2.HealthCheckRequest(service=name), timeout=10)
+        # types-grpcio-health-checking's HealthStub lacks the generated Check method
+        reply = health.Check(health_pb2.HealthCheckRequest(service=name), timeout=10)  # type: ignore[attr-defined]
         assert reply.status == health_pb2.HealthCheckResponse.SERVING
     rows: dict[str, Any] = {"labels": [0, 1, 1, 0, 1], "scores": [0.1, 0.8, 0.35, 0.4, 0.9]}
     good = {"task": "binary", **rows, "options": {"max_curve_points": 0}}

@@ -18,9 +18,9 @@ from typing import Any
 import numpy as np
 import pytest
 from numpy.typing import NDArray
-from pycocotools import mask as coco_mask  # type: ignore[import-untyped]
-from pycocotools.coco import COCO  # type: ignore[import-untyped]
-from pycocotools.cocoeval import COCOeval  # type: ignore[import-untyped]
+from pycocotools import mask as coco_mask
+from pycocotools.coco import COCO
+from pycocotools.cocoeval import COCOeval
 
 from core._catalog import MetricInfo
 from core._errors import InvalidInputError
@@ -515,11 +515,14 @@ def _coco_eval(scene: Scene) -> COCOeval:
     assert detections, "pycocotools' loadRes needs at least one detection"
     with contextlib.redirect_stdout(io.StringIO()):  # pycocotools prints its progress
         truth = COCO()
-        truth.dataset = {
+        dataset: dict[str, list[dict[str, Any]]] = {
             "images": [{"id": i + 1} for i in range(len(scene.targets))],
             "categories": [{"id": c + 1} for c in range(n_classes)],
             "annotations": annotations,
         }
+        # types-pycocotools types `dataset` as a complete COCO file (image sizes and file names,
+        # category names, segmentations); bbox evaluation reads only the ids, boxes and areas.
+        truth.dataset = dataset  # type: ignore[assignment]
         truth.createIndex()
         evaluation = COCOeval(truth, truth.loadRes(detections), "bbox")
         evaluation.evaluate()

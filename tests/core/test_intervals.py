@@ -130,21 +130,22 @@ def exact_paired_difference(
     w = [Fraction(int(x)) for x in weights]
     pos = [i for i in range(labels.size) if labels[i] and w[i]]
     neg = [j for j in range(labels.size) if not labels[j] and w[j]]
-    total_pos, total_neg = sum(w[i] for i in pos), sum(w[j] for j in neg)
+    zero = Fraction(0)  # sums start from it: exact rationals even over no terms
+    total_pos, total_neg = sum((w[i] for i in pos), zero), sum((w[j] for j in neg), zero)
 
     def psi(x: float, y: float) -> Fraction:
         return Fraction(1) if x > y else Fraction(1, 2) if x == y else Fraction(0)
 
     def centred(s: Floats) -> tuple[dict[int, Fraction], dict[int, Fraction], Fraction]:
-        v10 = {i: sum(w[j] * psi(s[i], s[j]) for j in neg) / total_neg for i in pos}
-        v01 = {j: sum(w[i] * psi(s[i], s[j]) for i in pos) / total_pos for j in neg}
-        auc = sum(w[i] * v10[i] for i in pos) / total_pos
+        v10 = {i: sum((w[j] * psi(s[i], s[j]) for j in neg), zero) / total_neg for i in pos}
+        v01 = {j: sum((w[i] * psi(s[i], s[j]) for i in pos), zero) / total_pos for j in neg}
+        auc = sum((w[i] * v10[i] for i in pos), zero) / total_pos
         return {i: v - auc for i, v in v10.items()}, {j: v - auc for j, v in v01.items()}, auc
 
     a10, a01, first_auc = centred(first)
     b10, b01, second_auc = centred(second)
-    s10 = sum(w[i] * (b10[i] - a10[i]) ** 2 for i in pos) / (total_pos - 1) / total_pos
-    s01 = sum(w[j] * (b01[j] - a01[j]) ** 2 for j in neg) / (total_neg - 1) / total_neg
+    s10 = sum((w[i] * (b10[i] - a10[i]) ** 2 for i in pos), zero) / (total_pos - 1) / total_pos
+    s01 = sum((w[j] * (b01[j] - a01[j]) ** 2 for j in neg), zero) / (total_neg - 1) / total_neg
     return second_auc - first_auc, s10 + s01
 
 
@@ -1013,7 +1014,7 @@ def test_paired_difference_with_exactly_zero_variance_is_undefined(written_out: 
     challenger = np.array([0.5, 0.75, 0.75, 0.75])
     weights = np.array([3.0, 2.0, 2.0, 3.0])
     delta, variance = exact_paired_difference(labels, champion, challenger, weights)
-    assert (delta, variance) == (Fraction(-1, 2), 0)
+    assert (delta, variance) == (Fraction(-1, 2), Fraction(0))
     if written_out:
         times = weights.astype(np.int64)
         labels, champion, challenger = (np.repeat(a, times) for a in (labels, champion, challenger))

@@ -15,6 +15,7 @@ work on the rows and the core on its slots, so values agree to 1e-9, not bit for
 
 from __future__ import annotations
 
+import functools
 import itertools
 import math
 import warnings
@@ -41,7 +42,8 @@ ALL_POINTS = 1_000_000
 TOP_K = (1, 2, 3, 5)
 
 
-def close(value: float) -> Any:
+def close(value: float | np.floating[Any] | None) -> Any:
+    """pytest.approx at the module's tolerances (None only equals None)."""
     return pytest.approx(value, rel=REL, abs=ABS)
 
 
@@ -75,7 +77,10 @@ class Case:
 
     @property
     def mass(self) -> Floats:
-        return np.bincount(self.y, weights=self.weights, minlength=self.k)
+        # float64 with weights (numpy's stubs give bincount one return type, intp)
+        return np.asarray(
+            np.bincount(self.y, weights=self.weights, minlength=self.k), dtype=np.float64
+        )
 
     @property
     def present(self) -> list[int]:
@@ -267,16 +272,16 @@ def test_precision_recall_f1_per_class_and_averaged(case: Case) -> None:
         )
         for average in ("macro", "weighted"):
             expected = quiet(
-                lambda f=function, a=average: f(
-                    y, pred, labels=case.present, average=a, sample_weight=w,
+                functools.partial(
+                    function, y, pred, labels=case.present, average=average, sample_weight=w,
                     zero_division=np.nan,
                 )
             )  # fmt: skip
-            ours = case.metrics[f"{name}_{average}"]
+            averaged = case.metrics[f"{name}_{average}"]
             if math.isnan(expected):
-                assert ours is None
+                assert averaged is None
             else:
-                assert ours == close(expected), (name, average)
+                assert averaged == close(expected), (name, average)
 
 
 # --------------------------------------------------------------------------------------------

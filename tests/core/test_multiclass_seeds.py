@@ -33,7 +33,7 @@ OUTPUT = compute_multiclass(LABELS, SCORES, options=Options(beta=BETA, max_curve
 METRICS = OUTPUT.sink.metrics
 
 
-def close(value: float) -> object:
+def close(value: float | None) -> object:
     return pytest.approx(value, rel=1e-12, abs=1e-12)
 
 

@@ -28,6 +28,7 @@ from grpc_reflection.v1alpha.proto_reflection_descriptor_database import (
 from grpc_status import rpc_status
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from numpy.typing import ArrayLike
 
 from service.config import Settings
 from service.grpc_server import SERVICE_NAME, HealthServicer, create_grpc_server
@@ -121,7 +122,7 @@ def fawcett(**fields: Any) -> pb.EvaluateRequest:
     )
 
 
-def f64(values: Sequence[float]) -> bytes:
+def f64(values: ArrayLike) -> bytes:
     return np.asarray(values, dtype="<f8").tobytes()
 
 
@@ -270,10 +271,11 @@ def test_list_metrics_lists_roc_auc_as_higher_is_better(served: Served) -> None:
 def test_health_is_serving_for_the_server_and_the_service(served: Served) -> None:
     health = health_pb2_grpc.HealthStub(served.channel)
     for name in ("", SERVICE_NAME):
-        reply = health.Check(health_pb2.HealthCheckRequest(service=name))
+        # types-grpcio-health-checking's HealthStub lacks the generated Check method
+        reply = health.Check(health_pb2.HealthCheckRequest(service=name))  # type: ignore[attr-defined]
         assert reply.status == health_pb2.HealthCheckResponse.SERVING
     with pytest.raises(grpc.RpcError) as refused:
-        health.Check(health_pb2.HealthCheckRequest(service="no.such.Service"))
+        health.Check(health_pb2.HealthCheckRequest(service="no.such.Service"))  # type: ignore[attr-defined]
     error = refused.value
     assert isinstance(error, grpc.Call)
     assert error.code() == grpc.StatusCode.NOT_FOUND
@@ -294,7 +296,8 @@ def test_health_turns_not_serving_on_graceful_shutdown() -> None:
         health = health_pb2_grpc.HealthStub(running.channel)
         running.loop.run(running.health.enter_graceful_shutdown())
         for name in ("", SERVICE_NAME):
-            reply = health.Check(health_pb2.HealthCheckRequest(service=name))
+            # types-grpcio-health-checking's HealthStub lacks the generated Check method
+            reply = health.Check(health_pb2.HealthCheckRequest(service=name))  # type: ignore[attr-defined]
             assert reply.status == health_pb2.HealthCheckResponse.NOT_SERVING
 
 
@@ -319,7 +322,7 @@ BINARY_TASK = pb.TASK_BINARY
 EVALUATE_ERRORS = [
     pytest.param(pb.EvaluateRequest(labels=[0, 1], scores=[0.1, 0.9]), "task", id="task-unset"),
     pytest.param(
-        pb.EvaluateRequest(task=99, labels=[0, 1], scores=[0.1, 0.9]),
+        pb.EvaluateRequest(task=pb.Task.ValueType(99), labels=[0, 1], scores=[0.1, 0.9]),
         "task",
         id="task-unknown-enum-value",
     ),
@@ -595,7 +598,7 @@ def _column(draw: st.DrawFn, n: int, plausible: st.SearchStrategy[float]) -> lis
 def _requests(draw: st.DrawFn) -> pb.EvaluateRequest:
     """Mostly near-valid binary requests, so that each draw goes wrong in a few places."""
     task = draw(st.sampled_from([1] * 18 + [0, 2, 3, 4, 5, 6]))
-    request = pb.EvaluateRequest(task=task)
+    request = pb.EvaluateRequest(task=pb.Task.ValueType(task))
     n = draw(st.integers(0, 8))
     plausible = {
         "labels": st.sampled_from([0.0, 1.0]),
@@ -683,5 +686,6 @@ def test_the_servers_still_serve_after_all_the_errors(served: Served, limited: S
         response = running.stub.Evaluate(fawcett(options=pb.Options(max_curve_points=0)))
         assert response.metrics["roc_auc"] == pytest.approx(0.68, abs=1e-12)
         health = health_pb2_grpc.HealthStub(running.channel)
-        reply = health.Check(health_pb2.HealthCheckRequest(service=SERVICE_NAME))
+        # types-grpcio-health-checking's HealthStub lacks the generated Check method
+        reply = health.Check(health_pb2.HealthCheckRequest(service=SERVICE_NAME))  # type: ignore[attr-defined]
         assert reply.status == health_pb2.HealthCheckResponse.SERVING

@@ -9,7 +9,7 @@ import asyncio
 import math
 import re
 import threading
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -286,7 +286,10 @@ def test_streams_export_the_gauges_on_both_doors(served: Stack) -> None:
                 task=pb.TASK_BINARY, model=pb.Model(name="stream-grpc", segment="us")
             )
         ),
-        *(pb.EvaluateStreamRequest(**half) for half in halves),
+        *(
+            pb.EvaluateStreamRequest(labels=half["labels"], scores=half["scores"])
+            for half in halves
+        ),
     ]
     grpc_response = served.stub.EvaluateStream(iter(messages))
     scraped = scrape(served)
@@ -439,6 +442,7 @@ def test_a_bad_model_name_is_refused_on_both_doors_before_evaluation(
     assert stream.status_code == 422, stream.text
     assert stream.json()["error"]["field"] == f"line 1.{field}"
 
+    call: Callable[[], object]
     for call in (
         lambda: served.stub.Evaluate(
             pb.EvaluateRequest(

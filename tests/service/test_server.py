@@ -104,7 +104,8 @@ def test_health_stays_fast_while_a_big_request_runs(service: Running) -> None:
         assert httpx.get(f"{service.rest}/healthz", timeout=10).status_code == 200
         latencies.append(time.perf_counter() - started)
         with grpc.insecure_channel(service.grpc) as channel:
-            reply = health_pb2_grpc.HealthStub(channel).Check(
+            # types-grpcio-health-checking's HealthStub lacks the generated Check method
+            reply = health_pb2_grpc.HealthStub(channel).Check(  # type: ignore[attr-defined]
                 health_pb2.HealthCheckRequest(service=""), timeout=10
             )
         assert reply.status == health_pb2.HealthCheckResponse.SERVING
