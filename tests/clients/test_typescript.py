@@ -18,6 +18,7 @@ import json
 import re
 import socket
 import subprocess
+import time
 from pathlib import Path
 from typing import Any
 
@@ -452,6 +453,9 @@ def test_a_server_briefly_unavailable_is_retried(tmp_path: Path) -> None:
     assert process.stderr is not None
     started = {process.stderr.readline().strip() for _ in cases}
     assert started == {"started late:rest", "started late:grpc"}
+    # "started" is printed just before the first attempt: give it time to be refused, so the
+    # answer below can only come from a retry even on a loaded machine.
+    time.sleep(0.3)
     settings = Settings.model_validate(
         {"host": "127.0.0.1", "rest_port": rest_port, "grpc_port": grpc_port}
     )

@@ -27,13 +27,35 @@ const DEFAULTS: Required<ClientOptions> = {
   backoffMs: 200,
   streamThreshold: 1_000_000,
   chunkRows: 250_000,
+  headers: {},
 };
 
-function door(target: string): Door {
-  if (/^https?:\/\//.test(target)) {
-    return new RestDoor(target.replace(/\/+$/, ""));
+const RESERVED = new Set(["content-type", "content-length", "te", "host", "user-agent"]);
+
+/** The headers, checked once: names lowercased (gRPC metadata keys must be), values ASCII. */
+function checkedHeaders(headers: Readonly<Record<string, string>>): Record<string, string> {
+  const checked: Record<string, string> = {};
+  for (const [key, value] of Object.entries(headers)) {
+    const name = key.toLowerCase();
+    if (!/^[a-z0-9._-]+$/.test(name)) {
+      throw new TypeError(`header ${JSON.stringify(key)}: a name of letters, digits, '-', '_' or '.'`);
+    }
+    if (name.endsWith("-bin") || name.startsWith("grpc-") || RESERVED.has(name)) {
+      throw new TypeError(`header ${JSON.stringify(key)}: reserved for the transport`);
+    }
+    if (!/^[\x20-\x7e]*$/.test(value)) {
+      throw new TypeError(`header ${JSON.stringify(key)}: the value must be printable ASCII`);
+    }
+    checked[name] = value;
   }
-  return new GrpcDoor(target.replace(/^grpc:\/\//, ""));
+  return checked;
+}
+
+function door(target: string, headers: Record<string, string>): Door {
+  if (/^https?:\/\//.test(target)) {
+    return new RestDoor(target.replace(/\/+$/, ""), headers);
+  }
+  return new GrpcDoor(target.replace(/^grpc:\/\//, ""), headers);
 }
 
 function sleep(ms: number): Promise<void> {
@@ -53,7 +75,7 @@ export class EvalserveClient {
   constructor(target: string, options: ClientOptions = {}) {
     this.target = target;
     this.settings = { ...DEFAULTS, ...definedOnly(options) };
-    this.door = door(target);
+    this.door = door(target, checkedHeaders(this.settings.headers));
   }
 
   /** Evaluate as `core.evaluate` does, on the server; rejects with an `EvalserveError`. */

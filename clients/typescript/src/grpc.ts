@@ -22,7 +22,10 @@ export class GrpcDoor implements Door {
   private readonly client: Client<typeof EvaluationService>;
 
   /** `address` is host:port; the connection opens on the first call. */
-  constructor(address: string) {
+  constructor(
+    address: string,
+    private readonly headers: Readonly<Record<string, string>> = {},
+  ) {
     const baseUrl = `http://${address}`;
     this.session = new Http2SessionManager(baseUrl);
     const transport = createGrpcTransport({ baseUrl, sessionManager: this.session });
@@ -39,8 +42,9 @@ export class GrpcDoor implements Door {
       const answer = stream
         ? await this.client.evaluateStream(asAsync(toProtoStream(request, chunkRows)), {
             timeoutMs,
+            headers: this.headers,
           })
-        : await this.client.evaluate(toProto(request), { timeoutMs });
+        : await this.client.evaluate(toProto(request), { timeoutMs, headers: this.headers });
       return resultFromProto(answer);
     } catch (error) {
       throw grpcError(error);
@@ -49,7 +53,7 @@ export class GrpcDoor implements Door {
 
   async listMetrics(timeoutMs: number): Promise<MetricInfo[]> {
     try {
-      return catalogFromProto(await this.client.listMetrics({}, { timeoutMs }));
+      return catalogFromProto(await this.client.listMetrics({}, { timeoutMs, headers: this.headers }));
     } catch (error) {
       throw grpcError(error);
     }

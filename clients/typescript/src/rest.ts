@@ -84,7 +84,10 @@ function transportError(error: unknown): EvalserveError {
 
 export class RestDoor implements Door {
   /** `baseUrl` is http(s)://host:port, without a trailing slash. */
-  constructor(private readonly baseUrl: string) {}
+  constructor(
+    private readonly baseUrl: string,
+    private readonly headers: Readonly<Record<string, string>> = {},
+  ) {}
 
   private async call<T>(path: string, init: RequestInit, timeoutMs: number): Promise<T> {
     try {
@@ -108,7 +111,7 @@ export class RestDoor implements Door {
     if (stream) {
       const init: StreamingInit = {
         method: "POST",
-        headers: { "content-type": NDJSON_TYPE, accept: JSON_TYPE },
+        headers: { ...this.headers, "content-type": NDJSON_TYPE, accept: JSON_TYPE },
         body: bodyStream(toNdjson(request, chunkRows)),
         duplex: "half",
       };
@@ -116,14 +119,17 @@ export class RestDoor implements Door {
     }
     const init: RequestInit = {
       method: "POST",
-      headers: { "content-type": JSON_TYPE, accept: JSON_TYPE },
+      headers: { ...this.headers, "content-type": JSON_TYPE, accept: JSON_TYPE },
       body: JSON.stringify(toJson(request)),
     };
     return this.call("/v1/evaluate", init, timeoutMs);
   }
 
   async listMetrics(timeoutMs: number): Promise<MetricInfo[]> {
-    const init: RequestInit = { method: "GET", headers: { accept: JSON_TYPE } };
+    const init: RequestInit = {
+      method: "GET",
+      headers: { ...this.headers, accept: JSON_TYPE },
+    };
     const catalog = await this.call<{ metrics: MetricInfo[] }>("/v1/metrics", init, timeoutMs);
     return catalog.metrics;
   }

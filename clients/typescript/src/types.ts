@@ -206,6 +206,11 @@ export interface ClientOptions {
   readonly streamThreshold?: number;
   /** Rows per batch of a stream (default 250 000). */
   readonly chunkRows?: number;
+  /**
+   * Headers sent with every call (a gateway's authorization, a request id): HTTP headers over
+   * REST, call metadata over gRPC (names are lowercased).
+   */
+  readonly headers?: Readonly<Record<string, string>>;
 }
 
 /** The values of a class row's metrics, null where undefined. */

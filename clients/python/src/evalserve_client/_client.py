@@ -150,6 +150,25 @@ class _Call:
         return ProgressLine(self.request.n_rows) if self.progress else None
 
 
+def _headers(headers: Mapping[str, str] | None) -> dict[str, str]:
+    """Headers sent with every call (an API gateway's token, a request id): HTTP headers over
+    REST, call metadata over gRPC, whose keys are lowercase."""
+    checked: dict[str, str] = {}
+    for key, value in (headers or {}).items():
+        name = key.lower()
+        if not name or not all(c.isascii() and (c.isalnum() or c in "-_.") for c in name):
+            raise ValueError(f"header {key!r}: a name of letters, digits, '-', '_' or '.'")
+        if name.endswith("-bin") or name.startswith("grpc-") or name in _RESERVED_HEADERS:
+            raise ValueError(f"header {key!r}: reserved for the transport")
+        if not value.isascii() or not value.isprintable():
+            raise ValueError(f"header {key!r}: the value must be printable ASCII")
+        checked[name] = value
+    return checked
+
+
+_RESERVED_HEADERS = {"content-type", "content-length", "te", "host", "user-agent"}
+
+
 class _Base:
     def __init__(
         self,
@@ -161,8 +180,10 @@ class _Base:
         stream_threshold: int = 1_000_000,
         chunk_rows: int = 250_000,
         progress: bool | None = None,
+        headers: Mapping[str, str] | None = None,
     ) -> None:
         self._target = _parse(target)
+        self.headers = _headers(headers)
         self.timeout = timeout
         self.retries = retries
         self.backoff = backoff
@@ -209,6 +230,9 @@ class _Base:
             ("grpc.max_reconnect_backoff_ms", max(1, round(1000 * self._delay(self.retries)))),
         ]
 
+    def _metadata(self) -> tuple[tuple[str, str], ...]:
+        return tuple(self.headers.items())
+
     def _deadline(self, timeout: float | None) -> float:
         return self.timeout if timeout is None else timeout
 
@@ -223,7 +247,8 @@ class Client(_Base):
     Settings (keywords): ``timeout`` (s, each call's deadline), ``retries`` and ``backoff`` (s,
     doubled each retry) for a server that is unavailable, ``stream_threshold`` (rows over which
     a binary input streams) and ``chunk_rows`` (rows a batch), ``progress`` (a progress line on
-    stderr for streamed uploads: None shows it when stderr is a terminal)."""
+    stderr for streamed uploads: None shows it when stderr is a terminal), ``headers`` (sent with
+    every call: HTTP headers over REST, metadata over gRPC, e.g. a gateway's authorization)."""
 
     _http: httpx.Client | None = None
     _channel: grpc.Channel | None = None
@@ -231,7 +256,7 @@ class Client(_Base):
 
     def _connect(self) -> None:
         if self._target.rest:
-            self._http = httpx.Client(base_url=self._target.address)
+            self._http = httpx.Client(base_url=self._target.address, headers=self.headers)
         else:
             options = self._channel_options()
             self._channel = grpc.insecure_channel(self._target.address, options=options)
@@ -305,9 +330,13 @@ class Client(_Base):
             with _grpc_errors():
                 if call.stream:
                     messages = _wire.to_proto_stream(request, self.chunk_rows, line)
-                    answer = self._stub.EvaluateStream(messages, timeout=call.timeout)
+                    answer = self._stub.EvaluateStream(
+                        messages, timeout=call.timeout, metadata=self._metadata()
+                    )
                 else:
-                    answer = self._stub.Evaluate(_wire.to_proto(request), timeout=call.timeout)
+                    answer = self._stub.Evaluate(
+                        _wire.to_proto(request), timeout=call.timeout, metadata=self._metadata()
+                    )
             return _wire.from_proto(answer)
         finally:
             if line is not None:
@@ -320,7 +349,9 @@ class Client(_Base):
             entries: list[dict[str, Any]] = _body(response)["metrics"]
             return entries
         with _grpc_errors():
-            answer = self._stub.ListMetrics(pb.ListMetricsRequest(), timeout=timeout)
+            answer = self._stub.ListMetrics(
+                pb.ListMetricsRequest(), timeout=timeout, metadata=self._metadata()
+            )
         return _wire.catalog_from_proto(answer)
 
 
@@ -334,7 +365,7 @@ class AsyncClient(_Base):
 
     def _connect(self) -> None:
         if self._target.rest:
-            self._http = httpx.AsyncClient(base_url=self._target.address)
+            self._http = httpx.AsyncClient(base_url=self._target.address, headers=self.headers)
         else:
             options = self._channel_options()
             self._channel = grpc.aio.insecure_channel(self._target.address, options=options)
@@ -412,10 +443,14 @@ class AsyncClient(_Base):
             with _grpc_errors():
                 if call.stream:
                     messages = _async_iter(_wire.to_proto_stream(request, self.chunk_rows, line))
-                    answer = await self._stub.EvaluateStream(messages, timeout=call.timeout)
+                    answer = await self._stub.EvaluateStream(
+                        messages, timeout=call.timeout, metadata=self._metadata()
+                    )
                 else:
                     message = _wire.to_proto(request)
-                    answer = await self._stub.Evaluate(message, timeout=call.timeout)
+                    answer = await self._stub.Evaluate(
+                        message, timeout=call.timeout, metadata=self._metadata()
+                    )
             return _wire.from_proto(answer)
         finally:
             if line is not None:
@@ -428,5 +463,7 @@ class AsyncClient(_Base):
             entries: list[dict[str, Any]] = _body(response)["metrics"]
             return entries
         with _grpc_errors():
-            answer = await self._stub.ListMetrics(pb.ListMetricsRequest(), timeout=timeout)
+            answer = await self._stub.ListMetrics(
+                pb.ListMetricsRequest(), timeout=timeout, metadata=self._metadata()
+            )
         return _wire.catalog_from_proto(answer)
