@@ -15,6 +15,7 @@ from __future__ import annotations
 import base64
 import dataclasses
 import json
+import os
 import re
 import socket
 import subprocess
@@ -126,14 +127,20 @@ def ts_case(
 
 
 def start_cases(
-    cases: list[dict[str, Any]], tmp_path: Path, *, parallel: bool = False
+    cases: list[dict[str, Any]],
+    tmp_path: Path,
+    *,
+    parallel: bool = False,
+    env: dict[str, str] | None = None,
 ) -> subprocess.Popen[str]:
+    """Node running ``cases``; ``env`` adds to the environment (NODE_EXTRA_CA_CERTS, say)."""
     _node_modules()
     path = tmp_path / "cases.json"
     path.write_text(json.dumps({"cases": cases, "parallel": parallel}, allow_nan=False))
     return subprocess.Popen(
         [str(BIN / "tsx"), "test/run-cases.ts", str(path)],
         cwd=PACKAGE,
+        env={**os.environ, **(env or {})},
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,

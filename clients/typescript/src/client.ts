@@ -21,7 +21,10 @@ import type {
   Values,
 } from "./types.js";
 
-const DEFAULTS: Required<ClientOptions> = {
+/** The settings of a client: every option but `ca`, which only the connection keeps. */
+export type ClientSettings = Required<Omit<ClientOptions, "ca">>;
+
+const DEFAULTS: ClientSettings = {
   timeoutMs: 60_000,
   retries: 3,
   backoffMs: 200,
@@ -51,9 +54,12 @@ function checkedHeaders(headers: Readonly<Record<string, string>>): Record<strin
   return checked;
 }
 
-function door(target: string, headers: Record<string, string>): Door {
+function door(target: string, headers: Record<string, string>, ca: string | undefined): Door {
   if (/^https?:\/\//.test(target)) {
     return new RestDoor(target.replace(/\/+$/, ""), headers);
+  }
+  if (target.startsWith("grpcs://")) {
+    return new GrpcDoor(target.slice("grpcs://".length), headers, ca === undefined ? {} : { ca });
   }
   return new GrpcDoor(target.replace(/^grpc:\/\//, ""), headers);
 }
@@ -64,18 +70,20 @@ function sleep(ms: number): Promise<void> {
 
 export class EvalserveClient {
   readonly target: string;
-  readonly settings: Readonly<Required<ClientOptions>>;
+  readonly settings: Readonly<ClientSettings>;
   private readonly door: Door;
   private closed = false;
 
   /**
-   * `new EvalserveClient("localhost:50051")` speaks gRPC, `new
-   * EvalserveClient("http://localhost:8000")` REST. Call `close()` when done.
+   * `new EvalserveClient("localhost:50051")` speaks gRPC (`grpcs://host:port` over TLS), `new
+   * EvalserveClient("http://localhost:8000")` REST (`https://` over TLS). Call `close()` when
+   * done.
    */
   constructor(target: string, options: ClientOptions = {}) {
     this.target = target;
-    this.settings = { ...DEFAULTS, ...definedOnly(options) };
-    this.door = door(target, checkedHeaders(this.settings.headers));
+    const { ca, ...rest } = options;
+    this.settings = { ...DEFAULTS, ...definedOnly(rest) };
+    this.door = door(target, checkedHeaders(this.settings.headers), ca);
   }
 
   /** Evaluate as `core.evaluate` does, on the server; rejects with an `EvalserveError`. */
@@ -151,6 +159,6 @@ export class EvalserveClient {
   }
 }
 
-function definedOnly(options: ClientOptions): Partial<ClientOptions> {
+function definedOnly(options: Omit<ClientOptions, "ca">): Partial<ClientSettings> {
   return Object.fromEntries(Object.entries(options).filter(([, value]) => value !== undefined));
 }

@@ -73,6 +73,21 @@ function snakeCase(name: string): string {
   return name.replace(/([a-z])([A-Z])/g, "$1_$2").toLowerCase();
 }
 
+/** Node's codes of a TLS handshake that failed (an untrusted or mismatched certificate). */
+const TLS_FAILURE = /^(ERR_TLS_|ERR_SSL_|UNABLE_TO_|CERT_|DEPTH_ZERO_|SELF_SIGNED_)/;
+
+/** Whether a TLS handshake failed somewhere in the error's cause chain. */
+function tlsFailure(thrown: unknown): boolean {
+  for (let error = thrown, depth = 0; error instanceof Error && depth < 8; depth += 1) {
+    const code = (error as { code?: unknown }).code;
+    if (typeof code === "string" && TLS_FAILURE.test(code)) {
+      return true;
+    }
+    error = error.cause;
+  }
+  return false;
+}
+
 /** The typed error of a failed gRPC call. */
 export function grpcError(thrown: unknown): EvalserveError {
   if (thrown instanceof EvalserveError) {
@@ -80,6 +95,11 @@ export function grpcError(thrown: unknown): EvalserveError {
   }
   const error = ConnectError.from(thrown);
   const code = snakeCase(Code[error.code]);
+  // A server whose certificate is not trusted is not reached: UNAVAILABLE, as gRPC's own
+  // clients (the Python one among them) report it, where Connect says INTERNAL.
+  if (tlsFailure(thrown) || tlsFailure(error.cause)) {
+    return new Unavailable(error.rawMessage, { code: "unavailable", cause: thrown });
+  }
   if (error.code === Code.Unavailable) {
     return new Unavailable(error.rawMessage, { code, cause: thrown });
   }

@@ -21,13 +21,18 @@ export class GrpcDoor implements Door {
   private readonly session: Http2SessionManager;
   private readonly client: Client<typeof EvaluationService>;
 
-  /** `address` is host:port; the connection opens on the first call. */
+  /**
+   * `address` is host:port; the connection opens on the first call. With `tls`, HTTP/2 over TLS,
+   * trusting `ca` (PEM) instead of Node's CAs when given.
+   */
   constructor(
     address: string,
     private readonly headers: Readonly<Record<string, string>> = {},
+    tls: { readonly ca?: string } | null = null,
   ) {
-    const baseUrl = `http://${address}`;
-    this.session = new Http2SessionManager(baseUrl);
+    const baseUrl = `${tls === null ? "http" : "https"}://${address}`;
+    const nodeOptions = tls?.ca === undefined ? {} : { ca: tls.ca };
+    this.session = new Http2SessionManager(baseUrl, {}, nodeOptions);
     const transport = createGrpcTransport({ baseUrl, sessionManager: this.session });
     this.client = createClient(EvaluationService, transport);
   }

@@ -8,7 +8,7 @@
  *     client.close();
  */
 
-export { EvalserveClient } from "./client.js";
+export { EvalserveClient, type ClientSettings } from "./client.js";
 export {
   DeadlineExceeded,
   EvalserveError,

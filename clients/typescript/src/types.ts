@@ -211,6 +211,11 @@ export interface ClientOptions {
    * REST, call metadata over gRPC (names are lowercased).
    */
   readonly headers?: Readonly<Record<string, string>>;
+  /**
+   * PEM certificates of the CAs to trust instead of Node's, for `grpcs://` targets (a server
+   * with a private CA). For `https://` REST targets, start Node with NODE_EXTRA_CA_CERTS.
+   */
+  readonly ca?: string;
 }
 
 /** The values of a class row's metrics, null where undefined. */

@@ -1,6 +1,7 @@
 """``Client`` and ``AsyncClient``: ``evaluate`` and ``list_metrics`` over gRPC (``host:port``,
-``grpc://``) or REST (``http://``, ``https://``), with deadlines, retries of these idempotent
-calls and automatic streaming of large binary inputs (with a progress line on stderr).
+``grpc://``, ``grpcs://`` for TLS) or REST (``http://``, ``https://``), with deadlines, retries
+of these idempotent calls and automatic streaming of large binary inputs (with a progress line
+on stderr).
 
 The two classes share everything but the I/O: ``_Base`` builds a call (the request, whether it
 streams, its deadline and progress) and maps errors; each class sends it, sync or awaited.
@@ -9,6 +10,7 @@ streams, its deadline and progress) and maps errors; each class sends it, sync o
 from __future__ import annotations
 
 import asyncio
+import ssl
 import time
 from collections.abc import (
     AsyncIterator,
@@ -56,11 +58,14 @@ T = TypeVar("T")
 class _Target:
     rest: bool
     address: str  # base URL for REST, host:port for gRPC
+    tls: bool = False  # gRPC over TLS (REST: the URL's scheme says)
 
 
 def _parse(target: str) -> _Target:
     if target.startswith(("http://", "https://")):
         return _Target(True, target.rstrip("/"))
+    if target.startswith("grpcs://"):
+        return _Target(False, target.removeprefix("grpcs://"), tls=True)
     return _Target(False, target.removeprefix("grpc://"))
 
 
@@ -181,9 +186,11 @@ class _Base:
         chunk_rows: int = 250_000,
         progress: bool | None = None,
         headers: Mapping[str, str] | None = None,
+        root_certificates: bytes | None = None,
     ) -> None:
         self._target = _parse(target)
         self.headers = _headers(headers)
+        self._roots = root_certificates
         self.timeout = timeout
         self.retries = retries
         self.backoff = backoff
@@ -230,6 +237,15 @@ class _Base:
             ("grpc.max_reconnect_backoff_ms", max(1, round(1000 * self._delay(self.retries)))),
         ]
 
+    def _verify(self) -> ssl.SSLContext | bool:
+        """httpx's ``verify``: the given CA certificates instead of the system's, if any."""
+        if self._roots is None:
+            return True
+        return ssl.create_default_context(cadata=self._roots.decode("ascii"))
+
+    def _credentials(self) -> grpc.ChannelCredentials:
+        return grpc.ssl_channel_credentials(root_certificates=self._roots)
+
     def _metadata(self) -> tuple[tuple[str, str], ...]:
         return tuple(self.headers.items())
 
@@ -241,14 +257,17 @@ class _Base:
 
 
 class Client(_Base):
-    """A synchronous client. ``Client("localhost:50051")`` speaks gRPC,
-    ``Client("http://localhost:8000")`` REST. Use as a context manager or call ``close()``.
+    """A synchronous client. ``Client("localhost:50051")`` speaks gRPC (``grpcs://host:port``
+    over TLS), ``Client("http://localhost:8000")`` REST (``https://`` over TLS). Use as a
+    context manager or call ``close()``.
 
     Settings (keywords): ``timeout`` (s, each call's deadline), ``retries`` and ``backoff`` (s,
     doubled each retry) for a server that is unavailable, ``stream_threshold`` (rows over which
     a binary input streams) and ``chunk_rows`` (rows a batch), ``progress`` (a progress line on
     stderr for streamed uploads: None shows it when stderr is a terminal), ``headers`` (sent with
-    every call: HTTP headers over REST, metadata over gRPC, e.g. a gateway's authorization)."""
+    every call: HTTP headers over REST, metadata over gRPC, e.g. a gateway's authorization),
+    ``root_certificates`` (PEM bytes of the CAs to trust instead of the system's, for
+    ``https://`` and ``grpcs://``: TLS to a server with a private CA)."""
 
     _http: httpx.Client | None = None
     _channel: grpc.Channel | None = None
@@ -256,10 +275,16 @@ class Client(_Base):
 
     def _connect(self) -> None:
         if self._target.rest:
-            self._http = httpx.Client(base_url=self._target.address, headers=self.headers)
+            self._http = httpx.Client(
+                base_url=self._target.address, headers=self.headers, verify=self._verify()
+            )
         else:
-            options = self._channel_options()
-            self._channel = grpc.insecure_channel(self._target.address, options=options)
+            options, address = self._channel_options(), self._target.address
+            self._channel = (
+                grpc.secure_channel(address, self._credentials(), options=options)
+                if self._target.tls
+                else grpc.insecure_channel(address, options=options)
+            )
             self._stub = pb_grpc.EvaluationServiceStub(self._channel)
 
     def __enter__(self) -> Client:
@@ -365,10 +390,16 @@ class AsyncClient(_Base):
 
     def _connect(self) -> None:
         if self._target.rest:
-            self._http = httpx.AsyncClient(base_url=self._target.address, headers=self.headers)
+            self._http = httpx.AsyncClient(
+                base_url=self._target.address, headers=self.headers, verify=self._verify()
+            )
         else:
-            options = self._channel_options()
-            self._channel = grpc.aio.insecure_channel(self._target.address, options=options)
+            options, address = self._channel_options(), self._target.address
+            self._channel = (
+                grpc.aio.secure_channel(address, self._credentials(), options=options)
+                if self._target.tls
+                else grpc.aio.insecure_channel(address, options=options)
+            )
             # the generated constructor serves both channel kinds; on an aio channel its calls
             # are awaitable, which is what the async stub's type says
             stub = pb_grpc.EvaluationServiceStub(self._channel)

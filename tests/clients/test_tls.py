@@ -1,0 +1,108 @@
+"""TLS: ``grpcs://host:port`` and ``https://`` targets, with the server's private CA given to the
+client (``root_certificates`` in Python; ``ca`` for gRPC and NODE_EXTRA_CA_CERTS for REST in
+TypeScript). Recording servers on loopback present a certificate for 127.0.0.1 from a CA made
+for the test (trustme); without that CA the clients refuse the server, so verification is on."""
+
+from __future__ import annotations
+
+import asyncio
+import ssl
+from collections.abc import Iterator
+from pathlib import Path
+
+import grpc
+import pytest
+import trustme
+from evalserve_client import AsyncClient, Client, Unavailable
+
+from tests.clients.recording import Recording, Seen, answer, grpc_recording, http_recording
+from tests.clients.test_typescript import error, finish_cases, ok, start_cases, ts_case
+from tests.contract.test_same_answer import assert_same
+
+LABELS = [0.0, 0.0, 1.0, 1.0]
+SCORES = [0.1, 0.4, 0.35, 0.8]
+
+
+@pytest.fixture(scope="module")
+def ca() -> trustme.CA:
+    return trustme.CA()
+
+
+@pytest.fixture(scope="module")
+def server_cert(ca: trustme.CA) -> trustme.LeafCert:
+    return ca.issue_cert("127.0.0.1", "localhost")
+
+
+@pytest.fixture
+def grpcs(server_cert: trustme.LeafCert) -> Iterator[tuple[str, Recording]]:
+    key = server_cert.private_key_pem.bytes()
+    chain = b"".join(blob.bytes() for blob in server_cert.cert_chain_pems)
+    with grpc_recording(grpc.ssl_server_credentials([(key, chain)])) as (address, recording):
+        yield f"grpcs://{address}", recording
+
+
+@pytest.fixture
+def https(server_cert: trustme.LeafCert) -> Iterator[tuple[str, Seen]]:
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    server_cert.configure_cert(context)
+    with http_recording(context) as served:
+        yield served
+
+
+def test_the_python_client_speaks_tls_to_a_server_of_a_private_ca(
+    ca: trustme.CA, grpcs: tuple[str, Recording], https: tuple[str, Seen]
+) -> None:
+    roots = ca.cert_pem.bytes()
+    expected = answer(LABELS, SCORES).to_dict()
+    for target in (grpcs[0], https[0]):
+        with Client(target, root_certificates=roots, stream_threshold=2, chunk_rows=1) as client:
+            assert_same(client.evaluate("binary", LABELS, SCORES).to_dict(), expected)
+            assert client.list_metrics()
+
+        async def awaited(target: str = target) -> None:
+            async with AsyncClient(target, root_certificates=roots) as client:
+                assert_same((await client.evaluate("binary", LABELS, SCORES)).to_dict(), expected)
+
+        asyncio.run(awaited())
+    assert [method for method, _ in grpcs[1].seen] == ["EvaluateStream", "ListMetrics", "Evaluate"]
+    assert [path for path, _ in https[1]] == ["/v1/evaluate/stream", "/v1/metrics", "/v1/evaluate"]
+
+
+def test_without_the_ca_the_python_client_refuses_the_server(
+    grpcs: tuple[str, Recording], https: tuple[str, Seen]
+) -> None:
+    for target in (grpcs[0], https[0]):
+        with Client(target, retries=0, timeout=10) as client, pytest.raises(Unavailable):
+            client.evaluate("binary", LABELS, SCORES)
+    assert grpcs[1].seen == [] and https[1] == []  # no call reached either server
+
+
+def test_the_typescript_client_speaks_tls_to_a_server_of_a_private_ca(
+    ca: trustme.CA, grpcs: tuple[str, Recording], https: tuple[str, Seen], tmp_path: Path
+) -> None:
+    pem = ca.cert_pem.bytes().decode()
+    bundle = tmp_path / "ca.pem"
+    bundle.write_text(pem)
+    cases = [
+        ts_case("grpcs", grpcs[0], "binary", LABELS, SCORES, settings={"ca": pem}),
+        ts_case("grpcs-stream", grpcs[0], "binary", LABELS, SCORES,
+                settings={"ca": pem, "streamThreshold": 2, "chunkRows": 1}),
+    ]  # fmt: skip
+    answers = finish_cases(start_cases(cases, tmp_path), cases)
+    # NODE_EXTRA_CA_CERTS is how Node's fetch trusts another CA (read when Node starts)
+    rest = [ts_case("https", https[0], "binary", LABELS, SCORES)]
+    extra = {"NODE_EXTRA_CA_CERTS": str(bundle)}
+    answers |= finish_cases(start_cases(rest, tmp_path, env=extra), rest)
+    refused = [
+        ts_case(f"{name}-without-the-ca", target, "binary", LABELS, SCORES,
+                settings={"retries": 0, "timeoutMs": 10000})
+        for name, target in (("grpcs", grpcs[0]), ("https", https[0]))
+    ]  # fmt: skip
+    answers |= finish_cases(start_cases(refused, tmp_path), refused)
+    expected = answer(LABELS, SCORES).to_dict()
+    for case in ("grpcs", "grpcs-stream", "https"):
+        assert ok(answers, case)["metrics"] == expected["metrics"], case
+    for case in ("grpcs-without-the-ca", "https-without-the-ca"):
+        assert error(answers, case)["type"] == "Unavailable", case
+    assert [method for method, _ in grpcs[1].seen] == ["Evaluate", "EvaluateStream"]
+    assert [path for path, _ in https[1]] == ["/v1/evaluate"]
