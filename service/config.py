@@ -34,6 +34,12 @@ class Settings(BaseSettings):
     workers: int = Field(
         2, ge=1, le=64, description="evaluations computed at once, off the event loop"
     )
+    max_inflight_requests: int = Field(
+        16,
+        ge=1,
+        description="evaluation requests (streams included) accepted at once; more are refused "
+        "at once with 503 / UNAVAILABLE, before their body is read",
+    )
     shutdown_grace_seconds: float = Field(
         20.0, ge=0, description="time in-flight requests get to finish on SIGTERM"
     )

@@ -13,6 +13,7 @@ import grpc
 from core import InvalidInputError
 
 __all__ = [
+    "BusyError",
     "ErrorInfo",
     "MalformedRequestError",
     "PayloadTooLargeError",
@@ -48,6 +49,17 @@ class StreamProtocolError(ServiceError):
     """A stream without a header, with a header twice, or with batches of the wrong shape."""
 
 
+class BusyError(ServiceError):
+    """More evaluation requests in flight than ``max_inflight_requests``: retry later."""
+
+    def __init__(self, limit: int) -> None:
+        super().__init__(
+            "",
+            f"the server is busy: {limit} evaluation requests are in flight "
+            "(max_inflight_requests); retry later",
+        )
+
+
 @dataclass(frozen=True, slots=True)
 class ErrorInfo:
     http_status: int
@@ -59,6 +71,7 @@ class ErrorInfo:
 
 # Most specific first: the first matching class wins.
 _TABLE: tuple[tuple[type[Exception], int, grpc.StatusCode, str], ...] = (
+    (BusyError, 503, grpc.StatusCode.UNAVAILABLE, "unavailable"),
     (PayloadTooLargeError, 413, grpc.StatusCode.RESOURCE_EXHAUSTED, "too_large"),
     (UnsupportedMediaTypeError, 415, grpc.StatusCode.INVALID_ARGUMENT, "unsupported_media_type"),
     (StreamProtocolError, 400, grpc.StatusCode.INVALID_ARGUMENT, "stream_protocol"),

@@ -232,16 +232,23 @@ class EvaluationServicer(pb_grpc.EvaluationServiceServicer):
     async def Evaluate(  # noqa: N802 (the proto's name)
         self, request: pb.EvaluateRequest, context: Context
     ) -> pb.EvaluateResponse:
-        message = _decoded(request, "the request")
-        evaluate_input = decode.request_from_proto(message, self._settings)
-        result = await self._evaluator.run(
-            evaluate_request, evaluate_input, self._evaluate_observer
-        )
-        return encode.result_to_proto(result)
+        with self._evaluator.admitted():
+            message = _decoded(request, "the request")
+            evaluate_input = decode.request_from_proto(message, self._settings)
+            result = await self._evaluator.run(
+                evaluate_request, evaluate_input, self._evaluate_observer
+            )
+            return encode.result_to_proto(result)
 
     @_reported("evaluate_stream")
     async def EvaluateStream(  # noqa: N802 (the proto's name)
         self, request_iterator: AsyncIterator[pb.EvaluateStreamRequest], context: Context
+    ) -> pb.EvaluateResponse:
+        with self._evaluator.admitted():  # before the first message is read
+            return await self._evaluate_stream(request_iterator)
+
+    async def _evaluate_stream(
+        self, request_iterator: AsyncIterator[pb.EvaluateStreamRequest]
     ) -> pb.EvaluateResponse:
         accumulator: StreamAccumulator | None = None
         index = 0

@@ -46,7 +46,7 @@ from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any, Final
 
-from prometheus_client import CollectorRegistry, Counter, Histogram
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
@@ -339,7 +339,21 @@ class ServiceMetrics:
         registry: CollectorRegistry,
         *,
         clock: Callable[[], float] = time.time,
+        inflight: Callable[[], float] | None = None,
     ) -> None:
+        """``inflight``: how many evaluation requests are admitted now (``Evaluator.inflight``),
+        exported as ``evalserve_inflight_requests`` beside its limit."""
+        if inflight is not None:
+            Gauge(
+                "evalserve_inflight_requests",
+                "Evaluation requests admitted and not yet answered (both doors, streams too).",
+                registry=registry,
+            ).set_function(inflight)
+            Gauge(
+                "evalserve_inflight_requests_limit",
+                "max_inflight_requests: more evaluation requests are refused as busy.",
+                registry=registry,
+            ).set(settings.max_inflight_requests)
         self.store = ModelSeriesStore(
             settings.max_model_series, settings.model_series_ttl_seconds, clock
         )

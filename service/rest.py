@@ -378,7 +378,10 @@ async def _service_error(request: Request, exc: Exception) -> Response:
     info = describe(exc)
     if info is None:
         return await _internal_error(request, exc)
-    return _error_response(info.http_status, info.code, info.field, info.message)
+    response = _error_response(info.http_status, info.code, info.field, info.message)
+    if info.http_status == 503:
+        response.headers["retry-after"] = "1"
+    return response
 
 
 async def _internal_error(request: Request, exc: Exception) -> Response:
@@ -442,10 +445,11 @@ class _Routes:
                 "content-type", f"expected {JSON} or {PROTOBUF}, but got {media_type!r}"
             )
         protobuf = _answer_protobuf(request.headers, default=decode is _decode_protobuf)
-        body = await request.body()
-        content = await self.evaluator.run(
-            _evaluate_body, decode, body, self.settings, protobuf, self.evaluate_observer
-        )
+        with self.evaluator.admitted():  # before the body is read
+            body = await request.body()
+            content = await self.evaluator.run(
+                _evaluate_body, decode, body, self.settings, protobuf, self.evaluate_observer
+            )
         return Response(content, media_type=PROTOBUF if protobuf else JSON)
 
     async def evaluate_stream(self, request: Request) -> Response:
@@ -456,9 +460,10 @@ class _Routes:
             )
         protobuf = _answer_protobuf(request.headers, default=False)
         stream = _NdjsonStream(self.settings, self.stream_observer)
-        async for number, line in _lines(request.stream()):
-            await self.evaluator.run(stream.feed, number, line)
-        content = await self.evaluator.run(stream.finish, protobuf)
+        with self.evaluator.admitted():  # before the first line is read
+            async for number, line in _lines(request.stream()):
+                await self.evaluator.run(stream.feed, number, line)
+            content = await self.evaluator.run(stream.finish, protobuf)
         return Response(content, media_type=PROTOBUF if protobuf else JSON)
 
     async def metric_catalog(self) -> Response:
@@ -487,6 +492,7 @@ _ERRORS: dict[int | str, dict[str, Any]] = {
         (415, "a Content-Type the endpoint does not read"),
         (422, "values that cannot be evaluated (lengths, NaN, labels, weights, options)"),
         (500, "internal error"),
+        (503, "busy: max_inflight_requests evaluations in flight; retry after Retry-After s"),
     )
 }
 _PROTOBUF_BODY = {"schema": {"type": "string", "format": "binary"}}

@@ -65,10 +65,11 @@ async def run(
     for sig in (signal.SIGTERM, signal.SIGINT):
         with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
             loop.add_signal_handler(sig, stop.set)
-    evaluator = Evaluator(settings.workers)
+    evaluator = Evaluator(settings.workers, settings.max_inflight_requests)
     readiness = Readiness()
     registry = default_registry()
-    metrics = ServiceMetrics(settings, registry)  # one for both doors
+    # one for both doors
+    metrics = ServiceMetrics(settings, registry, inflight=lambda: evaluator.inflight)
     app = create_app(settings, evaluator, registry, readiness, metrics)
     grpc_server, grpc_port, health = await create_grpc_server(settings, evaluator, metrics=metrics)
     await grpc_server.start()

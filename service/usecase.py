@@ -9,8 +9,10 @@ request named and the result: one place for both transports, whole requests and 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
+import threading
+from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
 from typing import Protocol, TypeVar
 
 from core import (
@@ -25,7 +27,7 @@ from core import (
 from core._validation import binary_inputs
 from service.config import Settings
 from service.decode import Batch, Header, ModelRef, Request
-from service.errors import PayloadTooLargeError, StreamProtocolError
+from service.errors import BusyError, PayloadTooLargeError, StreamProtocolError
 
 __all__ = ["EvaluationObserver", "Evaluator", "StreamAccumulator", "evaluate_request"]
 
@@ -173,11 +175,30 @@ class StreamAccumulator:
 
 class Evaluator:
     """Runs CPU-bound evaluation off the event loop, at most ``workers`` at a time, so a big
-    request never stalls health checks or other connections."""
+    request never stalls health checks or other connections; and admits at most
+    ``max_inflight`` evaluation requests at once (both doors), so a burst of large uploads is
+    refused early (clients retry) instead of piling up in memory."""
 
-    def __init__(self, workers: int) -> None:
+    def __init__(self, workers: int, max_inflight: int = 16) -> None:
         self._pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="evaluate")
         self._slots = asyncio.Semaphore(workers)
+        self.max_inflight = max_inflight
+        self.inflight = 0
+        self._count = threading.Lock()
+
+    @contextmanager
+    def admitted(self) -> Iterator[None]:
+        """Hold one of the ``max_inflight`` places for a request; ``BusyError`` when none is
+        free (raised at once: a request never waits for a place)."""
+        with self._count:
+            if self.inflight >= self.max_inflight:
+                raise BusyError(self.max_inflight)
+            self.inflight += 1
+        try:
+            yield
+        finally:
+            with self._count:
+                self.inflight -= 1
 
     async def run(self, function: Callable[..., T], *args: object) -> T:
         async with self._slots:
