@@ -6,6 +6,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from core._catalog import register
+from core._coverage import check_coverage, coverage_report
 from core._errors import InvalidInputError
 from core._options import Options, parse_options
 from core._result import EvaluationResult
@@ -62,6 +63,7 @@ def evaluate(
     baseline: Mapping[str, Any] | None = None,
     challenger: Mapping[str, Any] | None = None,
     classes: Sequence[str] | None = None,
+    coverage: Mapping[str, Any] | None = None,
 ) -> EvaluationResult:
     """Evaluate a model's scores against ground truth; see README "Metric catalog".
 
@@ -69,20 +71,25 @@ def evaluate(
     multilabel (n x k 0/1 labels and scores), regression (``y_true`` targets and ``y_pred``
     predictions; ``y_score`` is taken for ``y_pred`` when that is absent) or detection
     (``y_true`` per-image targets, ``y_score`` per-image predictions). ``classes`` names the
-    score columns (multiclass, multilabel) or the class ids (detection).
+    score columns (multiclass, multilabel) or the class ids (detection). ``coverage``
+    (``n_predictions``, ``label_delay_seconds``) reports the share of the window's predictions
+    that were labelled, in ``result.coverage``.
 
     Raises ``InvalidInputError`` (naming the field) for input that cannot be evaluated.
     """
     if task not in TASKS:
         raise InvalidInputError("task", f"expected one of {list(TASKS)}, but got {task!r}")
     parsed = parse_options(options)
+    if coverage is not None:
+        check_coverage(coverage)  # before the work; n_predictions >= rows once they are counted
     if task != "binary":
         for name, value in (("baseline", baseline), ("challenger", challenger)):
             if value is not None:
                 raise InvalidInputError(
                     name, f"drift tests and comparisons take task 'binary', not {task!r}"
                 )
-        return _other_task(task, y_true, y_score, y_pred, sample_weight, parsed, classes)
+        result = _other_task(task, y_true, y_score, y_pred, sample_weight, parsed, classes)
+        return _with_coverage(result, coverage)
     if classes is not None:
         raise InvalidInputError("classes", "task 'binary' takes no class names")
     rows = binary_inputs(y_true, y_score, y_pred, sample_weight)
@@ -92,9 +99,19 @@ def evaluate(
         predictions = BinaryStats.from_arrays(
             rows.labels, rows.predicted.astype("float64"), rows.weights
         )
-    result = evaluate_binary_stats(stats, parsed, predictions=predictions, baseline=baseline)
+    result = evaluate_binary_stats(
+        stats, parsed, predictions=predictions, baseline=baseline, coverage=coverage
+    )
     if challenger is not None:
         result.comparison["roc_auc"] = comparison_test(_placed(stats), rows, challenger, parsed)
+    return result
+
+
+def _with_coverage(
+    result: EvaluationResult, coverage: Mapping[str, Any] | None
+) -> EvaluationResult:
+    if coverage is not None:
+        result.coverage = coverage_report(coverage, result.n_samples)
     return result
 
 
@@ -104,14 +121,15 @@ def evaluate_binary_stats(
     *,
     predictions: BinaryStats | None = None,
     baseline: Mapping[str, Any] | None = None,
+    coverage: Mapping[str, Any] | None = None,
 ) -> EvaluationResult:
     """The result for an already accumulated statistic (streaming and merged shards), with the
-    drift test against ``baseline`` when given."""
+    drift test against ``baseline`` and the label coverage when given."""
     if stats.n_rows == 0:
         raise InvalidInputError("labels", "is empty; expected at least one row")
     drift = {} if baseline is None else {"roc_auc": drift_test(_placed(stats), baseline, options)}
     sink, curves = compute(stats, options, predictions=predictions)
-    return EvaluationResult(
+    result = EvaluationResult(
         task="binary",
         n_samples=stats.n_rows,
         metrics=sink.metrics,
@@ -122,6 +140,7 @@ def evaluate_binary_stats(
         conventions=dict(BINARY_CONVENTIONS),
         warnings=sink.warnings,
     )
+    return _with_coverage(result, coverage)
 
 
 for _entries in (MULTICLASS_CATALOG, MULTILABEL_CATALOG, REGRESSION_CATALOG, DETECTION_CATALOG):

@@ -79,6 +79,8 @@ class EvaluationResult:
     per_class: list[dict[str, Any]] = field(default_factory=list)
     conventions: dict[str, str] = field(default_factory=dict)
     warnings: list[str] = field(default_factory=list)
+    # Label coverage of the evaluated window, when the request said (core/_coverage.py).
+    coverage: dict[str, int | float] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
         """The JSON body of the REST response (non-finite curve thresholds become null)."""
@@ -97,6 +99,7 @@ class EvaluationResult:
             "comparison": {k: dict(v) for k, v in self.comparison.items()},
             "conventions": dict(self.conventions),
             "warnings": list(self.warnings),
+            "coverage": dict(self.coverage),
         }
 
 

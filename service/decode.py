@@ -47,7 +47,7 @@ __all__ = [
 Column = NDArray[Any]
 COLUMNS = ("labels", "scores", "predictions", "weights")
 OPTIONAL_COLUMNS = ("predictions", "weights")
-HEADER_FIELDS = ("task", "classes", "options", "model", "baseline", "n_classes")
+HEADER_FIELDS = ("task", "classes", "options", "model", "baseline", "n_classes", "coverage")
 REQUEST_FIELDS = (
     *HEADER_FIELDS,
     *COLUMNS,
@@ -64,6 +64,7 @@ BASELINE_FIELDS = tuple(f.name for f in pb.Baseline.DESCRIPTOR.fields)
 CHALLENGER_FIELDS = tuple(f.name for f in pb.Challenger.DESCRIPTOR.fields)
 BATCH_FIELDS = (*COLUMNS, "label_names", *(f"{name}_f64" for name in COLUMNS))
 MODEL_FIELDS = ("name", "version", "segment")
+COVERAGE_FIELDS = tuple(f.name for f in pb.Coverage.DESCRIPTOR.fields)
 OPTION_FIELDS = tuple(f.name for f in pb.Options.DESCRIPTOR.fields)
 TASK_NAMES = {pb.Task.Value(f"TASK_{task.upper()}"): task for task in TASKS}
 
@@ -119,6 +120,8 @@ class Header:
     baseline: dict[str, Any] | None = None
     # Columns of row-major score matrices sent flat (protobuf, raw bytes).
     n_classes: int | None = None
+    # Label coverage of the window (n_predictions, label_delay_seconds), checked by the core.
+    coverage: dict[str, Any] | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -301,7 +304,24 @@ def header_from_json(body: Mapping[str, Any], settings: Settings) -> Header:
         model=model,
         baseline=baseline,
         n_classes=n_classes,
+        coverage=None if body.get("coverage") is None else _coverage_from_json(body["coverage"]),
     )
+
+
+def _coverage_from_json(value: Any) -> dict[str, Any]:
+    """Types only (a whole number, a number); the core checks the values."""
+    raw = _object("coverage", value)
+    _unknown("coverage", raw, COVERAGE_FIELDS)
+    for key, kinds, expected in (
+        ("n_predictions", (int,), "a whole number"),
+        ("label_delay_seconds", (int, float), "a number"),
+    ):
+        item = raw.get(key)
+        if item is not None and (isinstance(item, bool) or not isinstance(item, kinds)):
+            raise MalformedRequestError(
+                f"coverage.{key}", f"expected {expected}, but got {json_kind(item)}"
+            )
+    return {key: item for key, item in raw.items() if item is not None}
 
 
 def _check_classes(name: str, count: int | None, settings: Settings) -> None:
@@ -604,6 +624,7 @@ def header_from_proto(message: pb.EvaluateRequest | pb.StreamHeader, settings: S
         model=model,
         baseline=baseline,
         n_classes=n_classes,
+        coverage=_fields(message.coverage) if message.HasField("coverage") else None,
     )
 
 

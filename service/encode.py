@@ -55,6 +55,15 @@ def result_to_proto(result: EvaluationResult) -> pb.EvaluateResponse:
         response.drift[name].CopyFrom(pb.DriftTest(**_set_fields(test)))
     for name, test in result.comparison.items():
         response.comparison[name].CopyFrom(pb.Comparison(**_set_fields(test)))
+    if result.coverage:
+        coverage = result.coverage
+        report = response.coverage
+        report.n_labelled = int(coverage["n_labelled"])
+        if "n_predictions" in coverage:
+            report.n_predictions = int(coverage["n_predictions"])
+            report.label_coverage = float(coverage["label_coverage"])
+        if "label_delay_seconds" in coverage:
+            report.label_delay_seconds = float(coverage["label_delay_seconds"])
     return response
 
 
@@ -165,4 +174,14 @@ def proto_to_json(response: pb.EvaluateResponse) -> dict[str, Any]:
         },
         "conventions": dict(response.conventions),
         "warnings": list(response.warnings),
+        "coverage": coverage_to_json(response),
     }
+
+
+def coverage_to_json(response: pb.EvaluateResponse) -> dict[str, Any]:
+    """The coverage block: {} without one; else n_labelled and the fields that are set."""
+    if not response.HasField("coverage"):
+        return {}
+    report = response.coverage
+    fields = {f.name: value for f, value in report.ListFields()}
+    return {**fields, "n_labelled": report.n_labelled}

@@ -115,13 +115,20 @@ def _defined(values: Mapping[str, Any]) -> dict[str, float]:
     return {name: number for name, number in numbers.items() if number is not None}
 
 
+COVERAGE_METRICS = ("label_coverage", "label_delay_seconds")
+
+
 def scalar_metrics(result: EvaluationResult) -> dict[str, float]:
-    """The defined metrics of ``result`` that the catalog names (``precision_at_100`` too)."""
-    return {
+    """The defined metrics of ``result`` that the catalog names (``precision_at_100`` too),
+    and its label coverage and delay when the request said (``metric`` = label_coverage,
+    label_delay_seconds)."""
+    values = {
         name: value
         for name, value in _defined(result.metrics).items()
         if catalog_entry(name) is not None
     }
+    values.update(_defined({k: v for k, v in result.coverage.items() if k in COVERAGE_METRICS}))
+    return values
 
 
 def class_metrics(result: EvaluationResult) -> dict[str, dict[str, float]]:

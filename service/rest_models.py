@@ -130,6 +130,17 @@ class Baseline(_Strict):
     weights_f64: str | None = _raw("weights")
 
 
+class Coverage(_Strict):
+    """How much of the evaluated window's predictions have their labels (labels arrive late)."""
+
+    n_predictions: int | None = Field(
+        None, ge=1, description="predictions made in the window, labelled or not (>= rows sent)"
+    )
+    label_delay_seconds: float | None = Field(
+        None, ge=0, description="how late the labels arrive, in seconds (e.g. the median)"
+    )
+
+
 class Challenger(_Strict):
     """A second model's scores on the same rows (paired comparison)."""
 
@@ -187,6 +198,7 @@ class EvaluateRequest(_Strict):
     images: list[DetectionImage] | None = Field(
         None, description="detection: one entry per image (labels and scores stay empty)"
     )
+    coverage: Coverage | None = None
 
 
 class StreamBatchLine(_Strict):
@@ -213,6 +225,7 @@ class StreamHeaderLine(StreamBatchLine):
     model: Model | None = None
     baseline: Baseline | None = None
     n_classes: int | None = Field(None, ge=1, description="columns of flat score matrices")
+    coverage: Coverage | None = None
 
 
 class RocCurve(BaseModel):
@@ -279,6 +292,15 @@ class Comparison(BaseModel):
     df: float | None = Field(description="always null: the paired test is normal")
 
 
+class CoverageReport(BaseModel):
+    """The request's coverage with the rows evaluated (absent keys: not sent)."""
+
+    n_predictions: int | None = None
+    n_labelled: int | None = Field(None, description="rows evaluated (images for detection)")
+    label_coverage: float | None = Field(None, description="n_labelled / n_predictions")
+    label_delay_seconds: float | None = None
+
+
 class EvaluateResponse(BaseModel):
     """The JSON result. An undefined metric is null in ``metrics``, its reason in
     ``undefined``."""
@@ -296,6 +318,7 @@ class EvaluateResponse(BaseModel):
     comparison: dict[str, Comparison]
     conventions: dict[str, str]
     warnings: list[str]
+    coverage: CoverageReport = Field(description="{} unless the request had coverage")
 
 
 class MetricEntry(BaseModel):

@@ -20,6 +20,7 @@ from core import (
     EvaluationResult,
     InvalidInputError,
     check_baseline,
+    check_coverage,
     evaluate,
     evaluate_binary_stats,
     parse_options,
@@ -59,8 +60,9 @@ def _evaluate(request: Request) -> EvaluationResult:
             raise InvalidInputError("labels", "task 'detection' takes images, not row columns")
         targets, predictions = request.images
         return evaluate(
-            "detection", targets, predictions, options=header.options, classes=header.classes
-        )
+            "detection", targets, predictions, options=header.options, classes=header.classes,
+            coverage=header.coverage,
+        )  # fmt: skip
     if request.images is not None:
         raise InvalidInputError(
             "images", f"only task 'detection' takes images, not {header.task!r}"
@@ -76,6 +78,7 @@ def _evaluate(request: Request) -> EvaluationResult:
         baseline=header.baseline,
         challenger=request.challenger,
         classes=header.classes,
+        coverage=header.coverage,
     )
 
 
@@ -104,6 +107,8 @@ class StreamAccumulator:
         self.options = parse_options(header.options)
         if header.baseline is not None:
             check_baseline(header.baseline, self.options)  # now, not after the last batch
+        if header.coverage is not None:
+            check_coverage(header.coverage)  # its values now; n_predictions >= rows at the end
         self.max_rows = settings.max_stream_rows
         self.max_distinct = settings.max_stream_distinct_scores
         self.levels: list[BinaryStats] = []
@@ -146,6 +151,7 @@ class StreamAccumulator:
             self.options,
             predictions=self.predictions,
             baseline=self.header.baseline,
+            coverage=self.header.coverage,
         )
         if self.observer is not None:
             self.observer.evaluated(self.header.model, result)

@@ -48,7 +48,7 @@ def targets(service: Service) -> dict[str, str]:
 def arguments(request: dict[str, Any]) -> tuple[tuple[Any, ...], dict[str, Any]]:
     """A contract-table request as ``evaluate`` arguments (what a caller would pass)."""
     keywords = {key: request.get(key) for key in ("options", "classes", "model", "baseline",
-                                                  "challenger")}  # fmt: skip
+                                                  "challenger", "coverage")}  # fmt: skip
     if request["task"] == "detection":
         images = request["images"]
         y_true = [{"boxes": i["gt_boxes"], "classes": i["gt_classes"]} for i in images]

@@ -107,7 +107,10 @@ def check_python_grpc(out: str) -> None:
 
 
 def check_python_rest(out: str) -> None:
-    f1, status, reason = out.strip().split(" ", 2)
+    first, second = out.strip().splitlines()
+    coverage, f1 = first.split()
+    status, reason = second.split(" ", 1)
+    assert float(coverage) == 8 / 32
     labels, scores = [0, 0, 1, 1, 0, 1, 0, 1], [0.1, 0.4, 0.35, 0.8, 0.2, 0.7, 0.6, 0.9]
     baseline = {"roc_auc": 0.95, "n_positive": 400, "n_negative": 600}
     expected = core.evaluate(

@@ -222,6 +222,7 @@ def table_case(case: str, transport: str, target: str, packed: bool) -> dict[str
         model=keywords["model"],
         baseline=keywords["baseline"],
         challenger=keywords["challenger"],
+        coverage=keywords["coverage"],
     )
 
 
@@ -235,6 +236,7 @@ def _rows(n_rows: int, seed: int) -> tuple[np.ndarray[Any, Any], np.ndarray[Any,
 STREAM_SETTINGS = {"streamThreshold": 1000, "chunkRows": 700}
 PY_STREAM_SETTINGS = {"stream_threshold": 1000, "chunk_rows": 700}
 BASELINE_ROWS = _rows(400, seed=21)
+STREAM_COVERAGE = {"n_predictions": 10_000, "label_delay_seconds": 7200}
 STREAM_WEIGHTS = np.random.default_rng(22).integers(1, 4, size=2500).astype(np.float64)
 
 
@@ -252,7 +254,8 @@ def other_cases(service: Service, limited: Service, dead: int) -> list[dict[str,
                     settings=STREAM_SETTINGS, options={"max_curve_points": 0}),
             ts_case(f"stream-weights-baseline:{transport}", served, "binary", labels, scores,
                     packed=False, settings=STREAM_SETTINGS, sampleWeight=STREAM_WEIGHTS,
-                    baseline=baseline, options={"drift_min_samples": 5, "threshold": 0.4}),
+                    baseline=baseline, options={"drift_min_samples": 5, "threshold": 0.4},
+                    coverage=STREAM_COVERAGE),
             ts_case(f"one-shot-over-the-rows-limit:{transport}", small, "binary", labels, scores),
             ts_case(f"mismatched-lengths:{transport}", served, "binary", [0, 1, 1], [0.2, 0.7]),
             ts_case(f"nan-score:{transport}", served, "binary", [0, 1, 1], [0.2, np.nan, 0.7]),
@@ -318,6 +321,11 @@ def test_the_table_covers_what_the_client_must_carry(answers: Answers) -> None:
     assert grpc["fawcett"]["curves"]["roc"]["thresholds"][0] is None  # the +inf start
     multiclass = grpc["task-multiclass-names-absent-class"]
     assert [row["class"] for row in multiclass["per_class"]] == ["cat", "dog", "bird", "fish"]
+    assert grpc["coverage-binary"]["coverage"] == {
+        "n_predictions": 80, "n_labelled": 20, "label_coverage": 0.25,
+        "label_delay_seconds": 5400.5,
+    }  # fmt: skip
+    assert grpc["coverage-delay-only"]["coverage"] == {"n_labelled": 20, "label_delay_seconds": 0}
 
 
 @pytest.mark.parametrize("transport", TRANSPORTS)
@@ -341,17 +349,19 @@ def test_a_large_binary_input_streams(
 
 
 @pytest.mark.parametrize("transport", TRANSPORTS)
-def test_a_stream_carries_weights_and_a_baseline(
+def test_a_stream_carries_weights_a_baseline_and_coverage(
     service: Service, answers: Answers, transport: str
 ) -> None:
     labels, scores = _rows(2500, seed=3)
     baseline = {"labels": BASELINE_ROWS[0], "scores": BASELINE_ROWS[1]}
     options = {"drift_min_samples": 5, "threshold": 0.4}
     keywords: dict[str, Any] = {
-        "sample_weight": STREAM_WEIGHTS, "baseline": baseline, "options": options
+        "sample_weight": STREAM_WEIGHTS, "baseline": baseline, "options": options,
+        "coverage": STREAM_COVERAGE,
     }  # fmt: skip
     expected = round_trip(evaluate("binary", labels, scores, **keywords).to_dict())
     assert expected["drift"]["roc_auc"]["status"] == "ok"
+    assert expected["coverage"]["label_coverage"] == 0.25  # the header's coverage, at the end
     streamed = python_answer(
         targets(service)[transport], "binary", labels, scores, settings=PY_STREAM_SETTINGS,
         **keywords,

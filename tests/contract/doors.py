@@ -38,7 +38,7 @@ PROTOBUF = "application/x-protobuf"
 NDJSON = "application/x-ndjson"
 
 COLUMNS = ("labels", "scores", "predictions", "weights")
-HEADER_FIELDS = ("task", "classes", "options", "model", "baseline")
+HEADER_FIELDS = ("task", "classes", "options", "model", "baseline", "coverage")
 
 
 class NotExpressibleError(Exception):
@@ -94,11 +94,12 @@ def _proto_fields(request: Mapping[str, Any], allowed: Sequence[str]) -> dict[st
             continue
         if name == "labels" and isinstance(value, list) and value and isinstance(value[0], str):
             fields["label_names"] = value  # as the JSON door reads string labels
-        elif name in ("options", "model"):
+        elif name in ("options", "model", "coverage"):
             if not isinstance(value, Mapping):
                 raise NotExpressibleError(f"{name}: not a message")
             given = {k: v for k, v in value.items() if v is not None}
-            fields[name] = _message(pb.Options if name == "options" else pb.Model, given)
+            kinds = {"options": pb.Options, "model": pb.Model, "coverage": pb.Coverage}
+            fields[name] = _message(kinds[name], given)
         elif name in ("baseline", "challenger"):
             fields[name] = _message(pb.Baseline if name == "baseline" else pb.Challenger, value)
         elif name == "images":
@@ -183,7 +184,8 @@ def core_answer(request: Mapping[str, Any]) -> dict[str, Any]:
             for i in images
         ]  # fmt: skip
         found = evaluate("detection", targets, predictions, options=request.get("options"),
-                         classes=request.get("classes"))  # fmt: skip
+                         classes=request.get("classes"),
+                         coverage=request.get("coverage"))  # fmt: skip
         return found.to_dict()
     labels: Any = request.get("labels")
     if not (isinstance(labels, list) and labels and isinstance(labels[0], str)):
@@ -198,6 +200,7 @@ def core_answer(request: Mapping[str, Any]) -> dict[str, Any]:
         baseline=request.get("baseline"),
         challenger=request.get("challenger"),
         classes=request.get("classes"),
+        coverage=request.get("coverage"),
     )
     return result.to_dict()
 

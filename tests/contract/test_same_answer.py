@@ -245,6 +245,30 @@ REQUESTS: dict[str, Callable[[], dict[str, Any]]] = {
             },
         ],
     },
+    "coverage-binary": lambda: _fawcett(
+        coverage={"n_predictions": 80, "label_delay_seconds": 5400.5}, model={"name": "cov"}
+    ),
+    "coverage-delay-only": lambda: _fawcett(
+        weights=INTEGER_WEIGHTS, coverage={"label_delay_seconds": 0}
+    ),
+    "task-regression-coverage": lambda: {
+        "task": "regression",
+        "labels": [3.0, -0.5, 2.0, 7.0],
+        "predictions": [2.5, 0.0, 2.0, 8.0],
+        "coverage": {"n_predictions": 4},
+    },
+    "task-multiclass-coverage": lambda: {
+        "task": "multiclass",
+        "labels": [0, 1, 2, 1, 0],
+        "scores": [
+            [0.7, 0.2, 0.1],
+            [0.2, 0.5, 0.3],
+            [0.1, 0.3, 0.6],
+            [0.3, 0.3, 0.4],
+            [0.5, 0.4, 0.1],
+        ],
+        "coverage": {"n_predictions": 1000, "label_delay_seconds": 86400},
+    },
     "challenger-weighted-with-drift": lambda: _fawcett(
         weights=INTEGER_WEIGHTS,
         challenger={"scores": CHALLENGER},
@@ -332,7 +356,9 @@ def test_every_door_gives_the_core_answer(service: Service, case: str, door: str
 def stream_lines(request: Mapping[str, Any], n_batches: int = 4) -> list[dict[str, Any]]:
     """The request as a stream: a header line (task, options, model), then batches of rows,
     odd batches as packed arrays and even ones as raw f64 bytes."""
-    header = {k: request[k] for k in ("task", "options", "model", "baseline") if k in request}
+    header = {
+        k: request[k] for k in ("task", "options", "model", "baseline", "coverage") if k in request
+    }
     columns = {
         name: column(request, name) for name in ("labels", "scores", "predictions", "weights")
     }

@@ -722,6 +722,22 @@ def test_internal_errors_are_counted_on_both_doors() -> None:
         assert not model_series(scraped)
 
 
+def test_label_coverage_and_delay_are_model_gauges_while_sent(served: Stack) -> None:
+    """A request with coverage exports its label_coverage and label_delay_seconds beside the
+    quality metrics; the next evaluation without coverage removes them (its values replace)."""
+    labels = model_labels("late-labels")
+    coverage = {"n_predictions": 80, "label_delay_seconds": 5400}
+    answer = evaluated(served, fawcett(model={"name": "late-labels"}, coverage=coverage))
+    assert answer["coverage"]["label_coverage"] == 0.25
+    gauges = values(scrape(served), "evalserve_model_metric", **labels)
+    assert gauges["label_coverage"] == 0.25
+    assert gauges["label_delay_seconds"] == 5400
+    assert gauges["roc_auc"] == pytest.approx(0.68)
+    evaluated(served, fawcett(model={"name": "late-labels"}))
+    gauges = values(scrape(served), "evalserve_model_metric", **labels)
+    assert "label_coverage" not in gauges and "label_delay_seconds" not in gauges
+
+
 # --- concurrency ----------------------------------------------------------------------------------
 
 

@@ -405,6 +405,8 @@ MIRRORS: dict[str, type[BaseModel]] = {
     "Interval": rest_models.Interval,
     "DriftTest": rest_models.DriftTest,
     "Comparison": rest_models.Comparison,
+    "Coverage": rest_models.Coverage,
+    "CoverageReport": rest_models.CoverageReport,
 }
 # NDJSON lines flatten the stream messages: the header line is StreamHeader plus a batch.
 BATCH_FIELDS = _proto_fields(pb.EvaluateStreamRequest.DESCRIPTOR) - {"header"}
@@ -466,6 +468,7 @@ def test_the_json_decoder_reads_exactly_the_documented_fields() -> None:
     assert header_only == set(decode.HEADER_FIELDS)
     assert set(decode.OPTION_FIELDS) == set(rest_models.Options.model_fields)
     assert set(decode.MODEL_FIELDS) == set(rest_models.Model.model_fields)
+    assert set(decode.COVERAGE_FIELDS) == set(rest_models.Coverage.model_fields)
 
 
 # --- bad input: one clear error each ------------------------------------------------------------

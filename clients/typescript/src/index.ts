@@ -25,6 +25,8 @@ export {
   type ClientOptions,
   type Column,
   type Comparison,
+  type Coverage,
+  type CoverageReport,
   type Curve,
   type DetectionPrediction,
   type DetectionTarget,

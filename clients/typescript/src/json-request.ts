@@ -48,6 +48,11 @@ function header(request: Request): Json {
   if (request.baseline !== null) {
     body["baseline"] = payload(request.baseline);
   }
+  if (request.coverage !== null) {
+    body["coverage"] = Object.fromEntries(
+      Object.entries(request.coverage).filter(([, value]) => value != null),
+    );
+  }
   return body;
 }
 

@@ -17,6 +17,7 @@ import { InvalidArgument } from "./errors.js";
 import { f64Bytes, floats } from "./f64.js";
 import {
   BaselineSchema,
+  CoverageSchema,
   ChallengerSchema,
   DetectionImageSchema,
   EvaluateRequestSchema,
@@ -131,6 +132,10 @@ function headerInit(request: Request): Init {
   if (request.baseline !== null) {
     const baseline = messageInit(BaselineSchema, request.baseline, "baseline");
     init["baseline"] = build(BaselineSchema, baseline);
+  }
+  if (request.coverage !== null) {
+    const coverage = messageInit(CoverageSchema, request.coverage, "coverage");
+    init["coverage"] = build(CoverageSchema, coverage);
   }
   if (request.nClasses !== null) {
     init["nClasses"] = BigInt(request.nClasses);

@@ -20,6 +20,7 @@ import {
 import type {
   ClassRow,
   Comparison,
+  CoverageReport,
   Curve,
   DriftTest,
   EvaluationResult,
@@ -114,6 +115,23 @@ export function resultFromProto(response: EvaluateResponse): EvaluationResult {
     ),
     conventions: { ...response.conventions },
     warnings: [...response.warnings],
+    coverage: coverageReport(response),
+  };
+}
+
+/** The coverage block as the REST door gives it: {} or n_labelled and the fields set. */
+function coverageReport(response: EvaluateResponse): CoverageReport {
+  const report = response.coverage;
+  if (report === undefined) {
+    return {};
+  }
+  return {
+    ...(report.nPredictions === undefined ? {} : { n_predictions: Number(report.nPredictions) }),
+    n_labelled: Number(report.nLabelled),
+    ...(report.labelCoverage === undefined ? {} : { label_coverage: report.labelCoverage }),
+    ...(report.labelDelaySeconds === undefined
+      ? {}
+      : { label_delay_seconds: report.labelDelaySeconds }),
   };
 }
 

@@ -10,6 +10,7 @@ import type {
   Baseline,
   Challenger,
   Column,
+  Coverage,
   DetectionPrediction,
   DetectionTarget,
   EvaluateOptions,
@@ -43,6 +44,7 @@ export interface Request {
   readonly options: Options | null;
   readonly model: Model | null;
   readonly baseline: Baseline | null;
+  readonly coverage: Coverage | null;
   readonly challenger: Challenger | null;
   readonly images: readonly Image[] | null;
 }
@@ -108,6 +110,7 @@ function header(task: Task, opts: EvaluateOptions) {
     model: opts.model ?? null,
     baseline: opts.baseline ?? null,
     challenger: opts.challenger ?? null,
+    coverage: opts.coverage ?? null,
   };
 }
 

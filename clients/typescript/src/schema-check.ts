@@ -9,6 +9,8 @@ import type {
   Baseline,
   Challenger,
   Comparison,
+  Coverage,
+  CoverageReport,
   DriftTest,
   Interval,
   MetricInfo,
@@ -34,4 +36,6 @@ export type SchemaChecks = [
   Expect<Same<keyof DriftTest, ProtoKeys<pb.DriftTest>>>,
   Expect<Same<keyof Comparison, ProtoKeys<pb.Comparison>>>,
   Expect<Same<keyof MetricInfo, ProtoKeys<pb.MetricInfo>>>,
+  Expect<Same<keyof Coverage, ProtoKeys<pb.Coverage>>>,
+  Expect<Same<keyof CoverageReport, ProtoKeys<pb.CoverageReport>>>,
 ];

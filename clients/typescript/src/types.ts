@@ -72,6 +72,24 @@ export interface Baseline {
   readonly weights?: Column | null;
 }
 
+/** How much of the evaluated window's predictions have their labels (labels arrive late). */
+export interface Coverage {
+  /** Predictions the model made in the window, labelled or not (at least the rows sent). */
+  readonly n_predictions?: number | null;
+  /** How late the labels arrive, in seconds (for example the median). */
+  readonly label_delay_seconds?: number | null;
+}
+
+/** The request's coverage with the rows evaluated; absent keys were not sent. */
+export interface CoverageReport {
+  readonly n_predictions?: number;
+  /** Rows evaluated (images for detection). */
+  readonly n_labelled?: number;
+  /** n_labelled / n_predictions. */
+  readonly label_coverage?: number;
+  readonly label_delay_seconds?: number;
+}
+
 /** A second model's scores on the same rows (paired comparison). */
 export interface Challenger {
   readonly scores: Column;
@@ -103,6 +121,8 @@ export interface EvaluateOptions {
   readonly model?: Model | null;
   readonly baseline?: Baseline | null;
   readonly challenger?: Challenger | null;
+  /** The label coverage of the window: reported back in `result.coverage`. */
+  readonly coverage?: Coverage | null;
   /** This call's deadline, instead of the client's `timeoutMs`. */
   readonly timeoutMs?: number;
 }
@@ -182,6 +202,8 @@ export interface EvaluationResult {
   readonly comparison: Readonly<Record<string, Comparison>>;
   readonly conventions: Readonly<Record<string, string>>;
   readonly warnings: readonly string[];
+  /** {} unless the request had `coverage`. */
+  readonly coverage: CoverageReport;
 }
 
 /** One entry of the metric catalog (`GET /v1/metrics`, `ListMetrics`). */

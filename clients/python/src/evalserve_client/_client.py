@@ -215,12 +215,14 @@ class _Base:
         model: Mapping[str, str] | None,
         baseline: Mapping[str, Any] | None,
         challenger: Mapping[str, Any] | None,
+        coverage: Mapping[str, Any] | None,
         timeout: float | None,
         progress: bool | None,
     ) -> _Call:
         request = _wire.build(
             task, y_true, y_score, y_pred=y_pred, sample_weight=sample_weight, options=options,
             classes=classes, model=model, baseline=baseline, challenger=challenger,
+            coverage=coverage,
         )  # fmt: skip
         # streams take binary rows; a challenger has no place in a stream's header
         stream = task == "binary" and challenger is None and request.n_rows > self.stream_threshold
@@ -312,6 +314,7 @@ class Client(_Base):
         model: Mapping[str, str] | None = None,
         baseline: Mapping[str, Any] | None = None,
         challenger: Mapping[str, Any] | None = None,
+        coverage: Mapping[str, Any] | None = None,
         timeout: float | None = None,
         progress: bool | None = None,
     ) -> EvaluationResult:
@@ -319,7 +322,7 @@ class Client(_Base):
         call = self._call(
             task, y_true, y_score, y_pred=y_pred, sample_weight=sample_weight, options=options,
             classes=classes, model=model, baseline=baseline, challenger=challenger,
-            timeout=timeout, progress=progress,
+            coverage=coverage, timeout=timeout, progress=progress,
         )  # fmt: skip
         return EvaluationResult.from_dict(self._retried(lambda: self._evaluate(call)))
 
@@ -430,6 +433,7 @@ class AsyncClient(_Base):
         model: Mapping[str, str] | None = None,
         baseline: Mapping[str, Any] | None = None,
         challenger: Mapping[str, Any] | None = None,
+        coverage: Mapping[str, Any] | None = None,
         timeout: float | None = None,
         progress: bool | None = None,
     ) -> EvaluationResult:
@@ -437,7 +441,7 @@ class AsyncClient(_Base):
         call = self._call(
             task, y_true, y_score, y_pred=y_pred, sample_weight=sample_weight, options=options,
             classes=classes, model=model, baseline=baseline, challenger=challenger,
-            timeout=timeout, progress=progress,
+            coverage=coverage, timeout=timeout, progress=progress,
         )  # fmt: skip
         return EvaluationResult.from_dict(await self._retried(lambda: self._evaluate(call)))
 

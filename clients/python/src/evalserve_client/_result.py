@@ -29,6 +29,8 @@ class EvaluationResult:
     comparison: dict[str, dict[str, Any]]
     conventions: dict[str, str]
     warnings: list[str]
+    # The share of the window's predictions that were labelled, when the request said.
+    coverage: dict[str, float]
     _body: dict[str, Any] = field(repr=False, compare=False)
 
     @classmethod
@@ -45,6 +47,7 @@ class EvaluationResult:
             comparison=body.get("comparison", {}),
             conventions=body.get("conventions", {}),
             warnings=body.get("warnings", []),
+            coverage=body.get("coverage", {}),
             _body=body,
         )
 

@@ -35,6 +35,7 @@ class Request:
     options: dict[str, Any] | None = None
     model: dict[str, str] | None = None
     baseline: dict[str, Any] | None = None
+    coverage: dict[str, Any] | None = None
     challenger: dict[str, Any] | None = None
     images: list[dict[str, Any]] | None = None
     n_rows: int = 0
@@ -101,6 +102,7 @@ def build(
     model: Mapping[str, str] | None,
     baseline: Mapping[str, Any] | None,
     challenger: Mapping[str, Any] | None,
+    coverage: Mapping[str, Any] | None = None,
 ) -> Request:
     request = Request(
         task=task,
@@ -108,6 +110,7 @@ def build(
         options=_options(options),
         model=None if model is None else dict(model),
         baseline=None if baseline is None else dict(baseline),
+        coverage=None if coverage is None else dict(coverage),
         challenger=None if challenger is None else dict(challenger),
     )
     if task == "detection":
@@ -155,6 +158,8 @@ def _header_fields(request: Request) -> dict[str, Any]:
         fields["model"] = pb.Model(**request.model)
     if request.baseline is not None:
         fields["baseline"] = pb.Baseline(**_pb_fields(request.baseline))
+    if request.coverage is not None:
+        fields["coverage"] = _coverage_message(request.coverage)
     if request.n_classes is not None:
         fields["n_classes"] = request.n_classes
     return fields
@@ -270,6 +275,7 @@ def from_proto(response: pb.EvaluateResponse) -> dict[str, Any]:
         "comparison": {k: _fields_of(v, _COMPARISON_KEYS) for k, v in response.comparison.items()},
         "conventions": dict(response.conventions),
         "warnings": list(response.warnings),
+        "coverage": _coverage_json(response),
     }
 
 
@@ -316,6 +322,8 @@ def _json_header(request: Request) -> dict[str, Any]:
             body[name] = _jsonable(value)
     if request.baseline is not None:
         body["baseline"] = _json_payload(request.baseline)
+    if request.coverage is not None:
+        body["coverage"] = {k: v for k, v in request.coverage.items() if v is not None}
     return body
 
 
@@ -365,3 +373,26 @@ def to_ndjson(request: Request, chunk_rows: int, on_rows: OnRows | None = None) 
         yield orjson.dumps(_json_rows(request, rows)) + b"\n"
         if on_rows is not None:
             on_rows(rows.stop - rows.start)
+
+
+def _coverage_message(coverage: Mapping[str, Any]) -> pb.Coverage:
+    """The request's coverage as protobuf; a field it lacks is refused as the server would."""
+    given = {k: v for k, v in coverage.items() if v is not None}
+    known = sorted(pb.Coverage.DESCRIPTOR.fields_by_name)
+    for key in given:
+        if key not in known:
+            raise InvalidArgument(
+                f"unknown field; expected one of {known}", field=f"coverage.{key}", code="malformed"
+            )
+    try:
+        return pb.Coverage(**given)
+    except (TypeError, ValueError) as error:  # a fraction for n_predictions, say
+        raise InvalidArgument(str(error), field="coverage", code="malformed") from None
+
+
+def _coverage_json(response: pb.EvaluateResponse) -> dict[str, Any]:
+    """The coverage block as the REST door gives it: {} or n_labelled and the fields set."""
+    if not response.HasField("coverage"):
+        return {}
+    report = response.coverage
+    return {**{f.name: v for f, v in report.ListFields()}, "n_labelled": report.n_labelled}

@@ -332,6 +332,7 @@ class EvaluateRequest(_message.Message):
     WEIGHTS_F64_FIELD_NUMBER: _builtins.int
     N_CLASSES_FIELD_NUMBER: _builtins.int
     IMAGES_FIELD_NUMBER: _builtins.int
+    COVERAGE_FIELD_NUMBER: _builtins.int
     task: Global___Task.ValueType
     labels_f64: _builtins.bytes
     scores_f64: _builtins.bytes
@@ -379,6 +380,10 @@ class EvaluateRequest(_message.Message):
     def images(self) -> _containers.RepeatedCompositeFieldContainer[Global___DetectionImage]:
         """Detection: one entry per image (labels and scores stay empty)."""
 
+    @_builtins.property
+    def coverage(self) -> Global___Coverage:
+        """Optional: how much of the window's predictions have their labels yet."""
+
     def __init__(
         self,
         *,
@@ -399,16 +404,53 @@ class EvaluateRequest(_message.Message):
         weights_f64: _builtins.bytes = ...,
         n_classes: _builtins.int | None = ...,
         images: _abc.Iterable[Global___DetectionImage] | None = ...,
+        coverage: Global___Coverage | None = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _typing.Literal["_n_classes", b"_n_classes", "baseline", b"baseline", "challenger", b"challenger", "model", b"model", "n_classes", b"n_classes", "options", b"options"]  # noqa: Y015
+    _HasFieldArgType: _TypeAlias = _typing.Literal["_n_classes", b"_n_classes", "baseline", b"baseline", "challenger", b"challenger", "coverage", b"coverage", "model", b"model", "n_classes", b"n_classes", "options", b"options"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["_n_classes", b"_n_classes", "baseline", b"baseline", "challenger", b"challenger", "classes", b"classes", "images", b"images", "label_names", b"label_names", "labels", b"labels", "labels_f64", b"labels_f64", "model", b"model", "n_classes", b"n_classes", "options", b"options", "predictions", b"predictions", "predictions_f64", b"predictions_f64", "scores", b"scores", "scores_f64", b"scores_f64", "task", b"task", "weights", b"weights", "weights_f64", b"weights_f64"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["_n_classes", b"_n_classes", "baseline", b"baseline", "challenger", b"challenger", "classes", b"classes", "coverage", b"coverage", "images", b"images", "label_names", b"label_names", "labels", b"labels", "labels_f64", b"labels_f64", "model", b"model", "n_classes", b"n_classes", "options", b"options", "predictions", b"predictions", "predictions_f64", b"predictions_f64", "scores", b"scores", "scores_f64", b"scores_f64", "task", b"task", "weights", b"weights", "weights_f64", b"weights_f64"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     _WhichOneofReturnType__n_classes: _TypeAlias = _typing.Literal["n_classes"]  # noqa: Y015
     _WhichOneofArgType__n_classes: _TypeAlias = _typing.Literal["_n_classes", b"_n_classes"]  # noqa: Y015
     def WhichOneof(self, oneof_group: _WhichOneofArgType__n_classes) -> _WhichOneofReturnType__n_classes | None: ...
 
 Global___EvaluateRequest: _TypeAlias = EvaluateRequest  # noqa: Y015
+
+@_typing.final
+class Coverage(_message.Message):
+    """Coverage: labels often arrive late, so an evaluation sees only the predictions labelled so
+    far. The caller, which joins predictions with labels, says how many predictions the evaluated
+    window made and how late its labels are; the answer reports the share labelled.
+    """
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    N_PREDICTIONS_FIELD_NUMBER: _builtins.int
+    LABEL_DELAY_SECONDS_FIELD_NUMBER: _builtins.int
+    n_predictions: _builtins.int
+    """Predictions the model made in the window, labelled or not (at least the rows sent)."""
+    label_delay_seconds: _builtins.float
+    """How late the labels arrive, in seconds (for example the median from prediction to label)."""
+    def __init__(
+        self,
+        *,
+        n_predictions: _builtins.int | None = ...,
+        label_delay_seconds: _builtins.float | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["_label_delay_seconds", b"_label_delay_seconds", "_n_predictions", b"_n_predictions", "label_delay_seconds", b"label_delay_seconds", "n_predictions", b"n_predictions"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["_label_delay_seconds", b"_label_delay_seconds", "_n_predictions", b"_n_predictions", "label_delay_seconds", b"label_delay_seconds", "n_predictions", b"n_predictions"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    _WhichOneofReturnType__label_delay_seconds: _TypeAlias = _typing.Literal["label_delay_seconds"]  # noqa: Y015
+    _WhichOneofArgType__label_delay_seconds: _TypeAlias = _typing.Literal["_label_delay_seconds", b"_label_delay_seconds"]  # noqa: Y015
+    _WhichOneofReturnType__n_predictions: _TypeAlias = _typing.Literal["n_predictions"]  # noqa: Y015
+    _WhichOneofArgType__n_predictions: _TypeAlias = _typing.Literal["_n_predictions", b"_n_predictions"]  # noqa: Y015
+    @_typing.overload
+    def WhichOneof(self, oneof_group: _WhichOneofArgType__label_delay_seconds) -> _WhichOneofReturnType__label_delay_seconds | None: ...
+    @_typing.overload
+    def WhichOneof(self, oneof_group: _WhichOneofArgType__n_predictions) -> _WhichOneofReturnType__n_predictions | None: ...
+
+Global___Coverage: _TypeAlias = Coverage  # noqa: Y015
 
 @_typing.final
 class DetectionImage(_message.Message):
@@ -465,6 +507,7 @@ class StreamHeader(_message.Message):
     MODEL_FIELD_NUMBER: _builtins.int
     BASELINE_FIELD_NUMBER: _builtins.int
     N_CLASSES_FIELD_NUMBER: _builtins.int
+    COVERAGE_FIELD_NUMBER: _builtins.int
     task: Global___Task.ValueType
     n_classes: _builtins.int
     @_builtins.property
@@ -477,6 +520,8 @@ class StreamHeader(_message.Message):
     def baseline(self) -> Global___Baseline:
         """Optional drift test of the whole stream against this baseline."""
 
+    @_builtins.property
+    def coverage(self) -> Global___Coverage: ...
     def __init__(
         self,
         *,
@@ -486,10 +531,11 @@ class StreamHeader(_message.Message):
         model: Global___Model | None = ...,
         baseline: Global___Baseline | None = ...,
         n_classes: _builtins.int | None = ...,
+        coverage: Global___Coverage | None = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _typing.Literal["_n_classes", b"_n_classes", "baseline", b"baseline", "model", b"model", "n_classes", b"n_classes", "options", b"options"]  # noqa: Y015
+    _HasFieldArgType: _TypeAlias = _typing.Literal["_n_classes", b"_n_classes", "baseline", b"baseline", "coverage", b"coverage", "model", b"model", "n_classes", b"n_classes", "options", b"options"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["_n_classes", b"_n_classes", "baseline", b"baseline", "classes", b"classes", "model", b"model", "n_classes", b"n_classes", "options", b"options", "task", b"task"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["_n_classes", b"_n_classes", "baseline", b"baseline", "classes", b"classes", "coverage", b"coverage", "model", b"model", "n_classes", b"n_classes", "options", b"options", "task", b"task"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     _WhichOneofReturnType__n_classes: _TypeAlias = _typing.Literal["n_classes"]  # noqa: Y015
     _WhichOneofArgType__n_classes: _TypeAlias = _typing.Literal["_n_classes", b"_n_classes"]  # noqa: Y015
@@ -1163,6 +1209,7 @@ class EvaluateResponse(_message.Message):
     COMPARISON_FIELD_NUMBER: _builtins.int
     CONVENTIONS_FIELD_NUMBER: _builtins.int
     WARNINGS_FIELD_NUMBER: _builtins.int
+    COVERAGE_FIELD_NUMBER: _builtins.int
     task: Global___Task.ValueType
     n_samples: _builtins.int
     @_builtins.property
@@ -1185,6 +1232,10 @@ class EvaluateResponse(_message.Message):
     def conventions(self) -> _containers.ScalarMap[_builtins.str, _builtins.str]: ...
     @_builtins.property
     def warnings(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]: ...
+    @_builtins.property
+    def coverage(self) -> Global___CoverageReport:
+        """Present when the request had `coverage`."""
+
     def __init__(
         self,
         *,
@@ -1199,14 +1250,58 @@ class EvaluateResponse(_message.Message):
         comparison: _abc.Mapping[_builtins.str, Global___Comparison] | None = ...,
         conventions: _abc.Mapping[_builtins.str, _builtins.str] | None = ...,
         warnings: _abc.Iterable[_builtins.str] | None = ...,
+        coverage: Global___CoverageReport | None = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _typing.Literal["curves", b"curves"]  # noqa: Y015
+    _HasFieldArgType: _TypeAlias = _typing.Literal["coverage", b"coverage", "curves", b"curves"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["comparison", b"comparison", "conventions", b"conventions", "curves", b"curves", "drift", b"drift", "intervals", b"intervals", "metrics", b"metrics", "n_samples", b"n_samples", "per_class", b"per_class", "task", b"task", "undefined", b"undefined", "warnings", b"warnings"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["comparison", b"comparison", "conventions", b"conventions", "coverage", b"coverage", "curves", b"curves", "drift", b"drift", "intervals", b"intervals", "metrics", b"metrics", "n_samples", b"n_samples", "per_class", b"per_class", "task", b"task", "undefined", b"undefined", "warnings", b"warnings"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
 Global___EvaluateResponse: _TypeAlias = EvaluateResponse  # noqa: Y015
+
+@_typing.final
+class CoverageReport(_message.Message):
+    """CoverageReport: the request's coverage with the rows evaluated."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    N_PREDICTIONS_FIELD_NUMBER: _builtins.int
+    N_LABELLED_FIELD_NUMBER: _builtins.int
+    LABEL_COVERAGE_FIELD_NUMBER: _builtins.int
+    LABEL_DELAY_SECONDS_FIELD_NUMBER: _builtins.int
+    n_predictions: _builtins.int
+    n_labelled: _builtins.int
+    """Rows evaluated (images for detection): the labelled predictions."""
+    label_coverage: _builtins.float
+    """n_labelled / n_predictions, when n_predictions was given."""
+    label_delay_seconds: _builtins.float
+    def __init__(
+        self,
+        *,
+        n_predictions: _builtins.int | None = ...,
+        n_labelled: _builtins.int = ...,
+        label_coverage: _builtins.float | None = ...,
+        label_delay_seconds: _builtins.float | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["_label_coverage", b"_label_coverage", "_label_delay_seconds", b"_label_delay_seconds", "_n_predictions", b"_n_predictions", "label_coverage", b"label_coverage", "label_delay_seconds", b"label_delay_seconds", "n_predictions", b"n_predictions"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["_label_coverage", b"_label_coverage", "_label_delay_seconds", b"_label_delay_seconds", "_n_predictions", b"_n_predictions", "label_coverage", b"label_coverage", "label_delay_seconds", b"label_delay_seconds", "n_labelled", b"n_labelled", "n_predictions", b"n_predictions"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    _WhichOneofReturnType__label_coverage: _TypeAlias = _typing.Literal["label_coverage"]  # noqa: Y015
+    _WhichOneofArgType__label_coverage: _TypeAlias = _typing.Literal["_label_coverage", b"_label_coverage"]  # noqa: Y015
+    _WhichOneofReturnType__label_delay_seconds: _TypeAlias = _typing.Literal["label_delay_seconds"]  # noqa: Y015
+    _WhichOneofArgType__label_delay_seconds: _TypeAlias = _typing.Literal["_label_delay_seconds", b"_label_delay_seconds"]  # noqa: Y015
+    _WhichOneofReturnType__n_predictions: _TypeAlias = _typing.Literal["n_predictions"]  # noqa: Y015
+    _WhichOneofArgType__n_predictions: _TypeAlias = _typing.Literal["_n_predictions", b"_n_predictions"]  # noqa: Y015
+    @_typing.overload
+    def WhichOneof(self, oneof_group: _WhichOneofArgType__label_coverage) -> _WhichOneofReturnType__label_coverage | None: ...
+    @_typing.overload
+    def WhichOneof(self, oneof_group: _WhichOneofArgType__label_delay_seconds) -> _WhichOneofReturnType__label_delay_seconds | None: ...
+    @_typing.overload
+    def WhichOneof(self, oneof_group: _WhichOneofArgType__n_predictions) -> _WhichOneofReturnType__n_predictions | None: ...
+
+Global___CoverageReport: _TypeAlias = CoverageReport  # noqa: Y015
 
 @_typing.final
 class ListMetricsRequest(_message.Message):

@@ -12,7 +12,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file evalserve/v1/evaluation.proto.
  */
 export const file_evalserve_v1_evaluation: GenFile = /*@__PURE__*/
-  fileDesc("Ch1ldmFsc2VydmUvdjEvZXZhbHVhdGlvbi5wcm90bxIMZXZhbHNlcnZlLnYxIqIFCgdPcHRpb25zEhYKCXRocmVzaG9sZBgBIAEoAUgAiAEBEhEKBGJldGEYAiABKAFIAYgBARINCgV0b3BfaxgDIAMoAxIOCgZoZWFkX2sYBCADKAESFAoHbWF4X2ZwchgFIAEoAUgCiAEBEh0KEG1heF9jdXJ2ZV9wb2ludHMYBiABKANIA4gBARIdChBjb25maWRlbmNlX2xldmVsGAcgASgBSASIAQESFQoIbl9wYXJhbXMYCCABKANIBYgBARIdChBjYWxpYnJhdGlvbl9iaW5zGAkgASgDSAaIAQESGQoMYXVjX2ludGVydmFsGAogASgJSAeIAQESEgoFYWxwaGEYCyABKAFICIgBARIeChFkcmlmdF9taW5fc2FtcGxlcxgMIAEoAUgJiAEBEiEKFGJvb3RzdHJhcF9yZXBsaWNhdGVzGA0gASgDSAqIAQESGwoOYm9vdHN0cmFwX3NlZWQYDiABKANIC4gBARIgChNmdWxsX21vZGVsX3ZhcmlhbmNlGA8gASgBSAyIAQESGwoObWF4X2RldGVjdGlvbnMYECABKANIDYgBAUIMCgpfdGhyZXNob2xkQgcKBV9iZXRhQgoKCF9tYXhfZnByQhMKEV9tYXhfY3VydmVfcG9pbnRzQhMKEV9jb25maWRlbmNlX2xldmVsQgsKCV9uX3BhcmFtc0ITChFfY2FsaWJyYXRpb25fYmluc0IPCg1fYXVjX2ludGVydmFsQggKBl9hbHBoYUIUChJfZHJpZnRfbWluX3NhbXBsZXNCFwoVX2Jvb3RzdHJhcF9yZXBsaWNhdGVzQhEKD19ib290c3RyYXBfc2VlZEIWChRfZnVsbF9tb2RlbF92YXJpYW5jZUIRCg9fbWF4X2RldGVjdGlvbnMiNwoFTW9kZWwSDAoEbmFtZRgBIAEoCRIPCgd2ZXJzaW9uGAIgASgJEg8KB3NlZ21lbnQYAyABKAkingIKCEJhc2VsaW5lEhQKB3JvY19hdWMYASABKAFIAIgBARIdChByb2NfYXVjX3ZhcmlhbmNlGAIgASgBSAGIAQESFwoKbl9wb3NpdGl2ZRgDIAEoAUgCiAEBEhcKCm5fbmVnYXRpdmUYBCABKAFIA4gBARIOCgZsYWJlbHMYBSADKAESDgoGc2NvcmVzGAYgAygBEhIKCmxhYmVsc19mNjQYByABKAwSEgoKc2NvcmVzX2Y2NBgIIAEoDBIPCgd3ZWlnaHRzGAkgAygBEhMKC3dlaWdodHNfZjY0GAogASgMQgoKCF9yb2NfYXVjQhMKEV9yb2NfYXVjX3ZhcmlhbmNlQg0KC19uX3Bvc2l0aXZlQg0KC19uX25lZ2F0aXZlIjAKCkNoYWxsZW5nZXISDgoGc2NvcmVzGAEgAygBEhIKCnNjb3Jlc19mNjQYAiABKAwi7QMKD0V2YWx1YXRlUmVxdWVzdBIgCgR0YXNrGAEgASgOMhIuZXZhbHNlcnZlLnYxLlRhc2sSDgoGbGFiZWxzGAIgAygBEg4KBnNjb3JlcxgDIAMoARITCgtwcmVkaWN0aW9ucxgEIAMoARIPCgd3ZWlnaHRzGAUgAygBEg8KB2NsYXNzZXMYBiADKAkSEwoLbGFiZWxfbmFtZXMYByADKAkSJgoHb3B0aW9ucxgIIAEoCzIVLmV2YWxzZXJ2ZS52MS5PcHRpb25zEiIKBW1vZGVsGAkgASgLMhMuZXZhbHNlcnZlLnYxLk1vZGVsEigKCGJhc2VsaW5lGAogASgLMhYuZXZhbHNlcnZlLnYxLkJhc2VsaW5lEiwKCmNoYWxsZW5nZXIYCyABKAsyGC5ldmFsc2VydmUudjEuQ2hhbGxlbmdlchISCgpsYWJlbHNfZjY0GAwgASgMEhIKCnNjb3Jlc19mNjQYDSABKAwSFwoPcHJlZGljdGlvbnNfZjY0GA4gASgMEhMKC3dlaWdodHNfZjY0GA8gASgMEhYKCW5fY2xhc3NlcxgQIAEoA0gAiAEBEiwKBmltYWdlcxgRIAMoCzIcLmV2YWxzZXJ2ZS52MS5EZXRlY3Rpb25JbWFnZUIMCgpfbl9jbGFzc2VzIocBCg5EZXRlY3Rpb25JbWFnZRIQCghpbWFnZV9pZBgBIAEoCRIQCghndF9ib3hlcxgCIAMoARISCgpndF9jbGFzc2VzGAMgAygDEhIKCnByZWRfYm94ZXMYBCADKAESFAoMcHJlZF9jbGFzc2VzGAUgAygDEhMKC3ByZWRfc2NvcmVzGAYgAygBIt0BCgxTdHJlYW1IZWFkZXISIAoEdGFzaxgBIAEoDjISLmV2YWxzZXJ2ZS52MS5UYXNrEg8KB2NsYXNzZXMYAiADKAkSJgoHb3B0aW9ucxgDIAEoCzIVLmV2YWxzZXJ2ZS52MS5PcHRpb25zEiIKBW1vZGVsGAQgASgLMhMuZXZhbHNlcnZlLnYxLk1vZGVsEigKCGJhc2VsaW5lGAUgASgLMhYuZXZhbHNlcnZlLnYxLkJhc2VsaW5lEhYKCW5fY2xhc3NlcxgGIAEoA0gAiAEBQgwKCl9uX2NsYXNzZXMi9AEKFUV2YWx1YXRlU3RyZWFtUmVxdWVzdBIqCgZoZWFkZXIYASABKAsyGi5ldmFsc2VydmUudjEuU3RyZWFtSGVhZGVyEg4KBmxhYmVscxgCIAMoARIOCgZzY29yZXMYAyADKAESEwoLcHJlZGljdGlvbnMYBCADKAESDwoHd2VpZ2h0cxgFIAMoARITCgtsYWJlbF9uYW1lcxgHIAMoCRISCgpsYWJlbHNfZjY0GAwgASgMEhIKCnNjb3Jlc19mNjQYDSABKAwSFwoPcHJlZGljdGlvbnNfZjY0GA4gASgMEhMKC3dlaWdodHNfZjY0GA8gASgMIjgKCFJvY0N1cnZlEgsKA2ZwchgBIAMoARILCgN0cHIYAiADKAESEgoKdGhyZXNob2xkcxgDIAMoASJACgdQckN1cnZlEhEKCXByZWNpc2lvbhgBIAMoARIOCgZyZWNhbGwYAiADKAESEgoKdGhyZXNob2xkcxgDIAMoASLJAQoGQ3VydmVzEiMKA3JvYxgBIAEoCzIWLmV2YWxzZXJ2ZS52MS5Sb2NDdXJ2ZRIhCgJwchgCIAEoCzIVLmV2YWxzZXJ2ZS52MS5QckN1cnZlEi4KBW90aGVyGAMgAygLMh8uZXZhbHNlcnZlLnYxLkN1cnZlcy5PdGhlckVudHJ5GkcKCk90aGVyRW50cnkSCwoDa2V5GAEgASgJEigKBXZhbHVlGAIgASgLMhkuZXZhbHNlcnZlLnYxLk5hbWVkQXJyYXlzOgI4ASKJAQoLTmFtZWRBcnJheXMSNQoGYXJyYXlzGAEgAygLMiUuZXZhbHNlcnZlLnYxLk5hbWVkQXJyYXlzLkFycmF5c0VudHJ5GkMKC0FycmF5c0VudHJ5EgsKA2tleRgBIAEoCRIjCgV2YWx1ZRgCIAEoCzIULmV2YWxzZXJ2ZS52MS5WYWx1ZXM6AjgBIhgKBlZhbHVlcxIOCgZ2YWx1ZXMYASADKAEingEKCEludGVydmFsEg0KBWxvd2VyGAEgASgBEg0KBXVwcGVyGAIgASgBEg0KBWxldmVsGAMgASgBEg4KBm1ldGhvZBgEIAEoCRIRCglzdGRfZXJyb3IYBSABKAESFwoKcmVwbGljYXRlcxgGIAEoA0gAiAEBEhEKBHNlZWQYByABKANIAYgBAUINCgtfcmVwbGljYXRlc0IHCgVfc2VlZCKbAgoJRHJpZnRUZXN0EhAKCGJhc2VsaW5lGAEgASgBEhIKBWRlbHRhGAIgASgBSACIAQESDgoBehgDIAEoAUgBiAEBEhQKB3BfdmFsdWUYBCABKAFIAogBARIYCgtzaWduaWZpY2FudBgFIAEoCEgDiAEBEg4KBm1ldGhvZBgGIAEoCRIPCgJkZhgHIAEoAUgEiAEBEhYKCXN0ZF9lcnJvchgIIAEoAUgFiAEBEg4KBnN0YXR1cxgJIAEoCRITCgZyZWFzb24YCiABKAlIBogBAUIICgZfZGVsdGFCBAoCX3pCCgoIX3BfdmFsdWVCDgoMX3NpZ25pZmljYW50QgUKA19kZkIMCgpfc3RkX2Vycm9yQgkKB19yZWFzb24isgIKCkNvbXBhcmlzb24SFwoKY2hhbGxlbmdlchgBIAEoAUgAiAEBEhIKBWRlbHRhGAIgASgBSAGIAQESDgoBehgDIAEoAUgCiAEBEhQKB3BfdmFsdWUYBCABKAFIA4gBARIYCgtzaWduaWZpY2FudBgFIAEoCEgEiAEBEg4KBm1ldGhvZBgGIAEoCRIWCglzdGRfZXJyb3IYByABKAFIBYgBARIOCgZzdGF0dXMYCCABKAkSEwoGcmVhc29uGAkgASgJSAaIAQESDwoCZGYYCiABKAFIB4gBAUINCgtfY2hhbGxlbmdlckIICgZfZGVsdGFCBAoCX3pCCgoIX3BfdmFsdWVCDgoMX3NpZ25pZmljYW50QgwKCl9zdGRfZXJyb3JCCQoHX3JlYXNvbkIFCgNfZGYihAMKDENsYXNzTWV0cmljcxISCgpjbGFzc19uYW1lGAEgASgJEjgKB21ldHJpY3MYAiADKAsyJy5ldmFsc2VydmUudjEuQ2xhc3NNZXRyaWNzLk1ldHJpY3NFbnRyeRI8Cgl1bmRlZmluZWQYAyADKAsyKS5ldmFsc2VydmUudjEuQ2xhc3NNZXRyaWNzLlVuZGVmaW5lZEVudHJ5EjwKCWludGVydmFscxgEIAMoCzIpLmV2YWxzZXJ2ZS52MS5DbGFzc01ldHJpY3MuSW50ZXJ2YWxzRW50cnkaLgoMTWV0cmljc0VudHJ5EgsKA2tleRgBIAEoCRINCgV2YWx1ZRgCIAEoAToCOAEaMAoOVW5kZWZpbmVkRW50cnkSCwoDa2V5GAEgASgJEg0KBXZhbHVlGAIgASgJOgI4ARpICg5JbnRlcnZhbHNFbnRyeRILCgNrZXkYASABKAkSJQoFdmFsdWUYAiABKAsyFi5ldmFsc2VydmUudjEuSW50ZXJ2YWw6AjgBIqgHChBFdmFsdWF0ZVJlc3BvbnNlEiAKBHRhc2sYASABKA4yEi5ldmFsc2VydmUudjEuVGFzaxIRCgluX3NhbXBsZXMYAiABKAMSPAoHbWV0cmljcxgDIAMoCzIrLmV2YWxzZXJ2ZS52MS5FdmFsdWF0ZVJlc3BvbnNlLk1ldHJpY3NFbnRyeRJACgl1bmRlZmluZWQYBCADKAsyLS5ldmFsc2VydmUudjEuRXZhbHVhdGVSZXNwb25zZS5VbmRlZmluZWRFbnRyeRItCglwZXJfY2xhc3MYBSADKAsyGi5ldmFsc2VydmUudjEuQ2xhc3NNZXRyaWNzEiQKBmN1cnZlcxgGIAEoCzIULmV2YWxzZXJ2ZS52MS5DdXJ2ZXMSQAoJaW50ZXJ2YWxzGAcgAygLMi0uZXZhbHNlcnZlLnYxLkV2YWx1YXRlUmVzcG9uc2UuSW50ZXJ2YWxzRW50cnkSOAoFZHJpZnQYCCADKAsyKS5ldmFsc2VydmUudjEuRXZhbHVhdGVSZXNwb25zZS5EcmlmdEVudHJ5EkIKCmNvbXBhcmlzb24YCSADKAsyLi5ldmFsc2VydmUudjEuRXZhbHVhdGVSZXNwb25zZS5Db21wYXJpc29uRW50cnkSRAoLY29udmVudGlvbnMYCiADKAsyLy5ldmFsc2VydmUudjEuRXZhbHVhdGVSZXNwb25zZS5Db252ZW50aW9uc0VudHJ5EhAKCHdhcm5pbmdzGAsgAygJGi4KDE1ldHJpY3NFbnRyeRILCgNrZXkYASABKAkSDQoFdmFsdWUYAiABKAE6AjgBGjAKDlVuZGVmaW5lZEVudHJ5EgsKA2tleRgBIAEoCRINCgV2YWx1ZRgCIAEoCToCOAEaSAoOSW50ZXJ2YWxzRW50cnkSCwoDa2V5GAEgASgJEiUKBXZhbHVlGAIgASgLMhYuZXZhbHNlcnZlLnYxLkludGVydmFsOgI4ARpFCgpEcmlmdEVudHJ5EgsKA2tleRgBIAEoCRImCgV2YWx1ZRgCIAEoCzIXLmV2YWxzZXJ2ZS52MS5EcmlmdFRlc3Q6AjgBGksKD0NvbXBhcmlzb25FbnRyeRILCgNrZXkYASABKAkSJwoFdmFsdWUYAiABKAsyGC5ldmFsc2VydmUudjEuQ29tcGFyaXNvbjoCOAEaMgoQQ29udmVudGlvbnNFbnRyeRILCgNrZXkYASABKAkSDQoFdmFsdWUYAiABKAk6AjgBIhQKEkxpc3RNZXRyaWNzUmVxdWVzdCKWAQoKTWV0cmljSW5mbxIMCgRuYW1lGAEgASgJEiEKBXRhc2tzGAIgAygOMhIuZXZhbHNlcnZlLnYxLlRhc2sSHQoQaGlnaGVyX2lzX2JldHRlchgDIAEoCEgAiAEBEhIKCmRlZmluaXRpb24YBCABKAkSDwoHYWxpYXNlcxgFIAMoCUITChFfaGlnaGVyX2lzX2JldHRlciJAChNMaXN0TWV0cmljc1Jlc3BvbnNlEikKB21ldHJpY3MYASADKAsyGC5ldmFsc2VydmUudjEuTWV0cmljSW5mbyqAAQoEVGFzaxIUChBUQVNLX1VOU1BFQ0lGSUVEEAASDwoLVEFTS19CSU5BUlkQARITCg9UQVNLX01VTFRJQ0xBU1MQAhITCg9UQVNLX01VTFRJTEFCRUwQAxITCg9UQVNLX1JFR1JFU1NJT04QBBISCg5UQVNLX0RFVEVDVElPThAFMosCChFFdmFsdWF0aW9uU2VydmljZRJJCghFdmFsdWF0ZRIdLmV2YWxzZXJ2ZS52MS5FdmFsdWF0ZVJlcXVlc3QaHi5ldmFsc2VydmUudjEuRXZhbHVhdGVSZXNwb25zZRJXCg5FdmFsdWF0ZVN0cmVhbRIjLmV2YWxzZXJ2ZS52MS5FdmFsdWF0ZVN0cmVhbVJlcXVlc3QaHi5ldmFsc2VydmUudjEuRXZhbHVhdGVSZXNwb25zZSgBElIKC0xpc3RNZXRyaWNzEiAuZXZhbHNlcnZlLnYxLkxpc3RNZXRyaWNzUmVxdWVzdBohLmV2YWxzZXJ2ZS52MS5MaXN0TWV0cmljc1Jlc3BvbnNlQkJQAVo+Z2l0aHViLmNvbS9ldmFsc2VydmUvZXZhbHNlcnZlL2dlbi9nby9ldmFsc2VydmUvdjE7ZXZhbHNlcnZldjFiBnByb3RvMw");
+  fileDesc("Ch1ldmFsc2VydmUvdjEvZXZhbHVhdGlvbi5wcm90bxIMZXZhbHNlcnZlLnYxIqIFCgdPcHRpb25zEhYKCXRocmVzaG9sZBgBIAEoAUgAiAEBEhEKBGJldGEYAiABKAFIAYgBARINCgV0b3BfaxgDIAMoAxIOCgZoZWFkX2sYBCADKAESFAoHbWF4X2ZwchgFIAEoAUgCiAEBEh0KEG1heF9jdXJ2ZV9wb2ludHMYBiABKANIA4gBARIdChBjb25maWRlbmNlX2xldmVsGAcgASgBSASIAQESFQoIbl9wYXJhbXMYCCABKANIBYgBARIdChBjYWxpYnJhdGlvbl9iaW5zGAkgASgDSAaIAQESGQoMYXVjX2ludGVydmFsGAogASgJSAeIAQESEgoFYWxwaGEYCyABKAFICIgBARIeChFkcmlmdF9taW5fc2FtcGxlcxgMIAEoAUgJiAEBEiEKFGJvb3RzdHJhcF9yZXBsaWNhdGVzGA0gASgDSAqIAQESGwoOYm9vdHN0cmFwX3NlZWQYDiABKANIC4gBARIgChNmdWxsX21vZGVsX3ZhcmlhbmNlGA8gASgBSAyIAQESGwoObWF4X2RldGVjdGlvbnMYECABKANIDYgBAUIMCgpfdGhyZXNob2xkQgcKBV9iZXRhQgoKCF9tYXhfZnByQhMKEV9tYXhfY3VydmVfcG9pbnRzQhMKEV9jb25maWRlbmNlX2xldmVsQgsKCV9uX3BhcmFtc0ITChFfY2FsaWJyYXRpb25fYmluc0IPCg1fYXVjX2ludGVydmFsQggKBl9hbHBoYUIUChJfZHJpZnRfbWluX3NhbXBsZXNCFwoVX2Jvb3RzdHJhcF9yZXBsaWNhdGVzQhEKD19ib290c3RyYXBfc2VlZEIWChRfZnVsbF9tb2RlbF92YXJpYW5jZUIRCg9fbWF4X2RldGVjdGlvbnMiNwoFTW9kZWwSDAoEbmFtZRgBIAEoCRIPCgd2ZXJzaW9uGAIgASgJEg8KB3NlZ21lbnQYAyABKAkingIKCEJhc2VsaW5lEhQKB3JvY19hdWMYASABKAFIAIgBARIdChByb2NfYXVjX3ZhcmlhbmNlGAIgASgBSAGIAQESFwoKbl9wb3NpdGl2ZRgDIAEoAUgCiAEBEhcKCm5fbmVnYXRpdmUYBCABKAFIA4gBARIOCgZsYWJlbHMYBSADKAESDgoGc2NvcmVzGAYgAygBEhIKCmxhYmVsc19mNjQYByABKAwSEgoKc2NvcmVzX2Y2NBgIIAEoDBIPCgd3ZWlnaHRzGAkgAygBEhMKC3dlaWdodHNfZjY0GAogASgMQgoKCF9yb2NfYXVjQhMKEV9yb2NfYXVjX3ZhcmlhbmNlQg0KC19uX3Bvc2l0aXZlQg0KC19uX25lZ2F0aXZlIjAKCkNoYWxsZW5nZXISDgoGc2NvcmVzGAEgAygBEhIKCnNjb3Jlc19mNjQYAiABKAwilwQKD0V2YWx1YXRlUmVxdWVzdBIgCgR0YXNrGAEgASgOMhIuZXZhbHNlcnZlLnYxLlRhc2sSDgoGbGFiZWxzGAIgAygBEg4KBnNjb3JlcxgDIAMoARITCgtwcmVkaWN0aW9ucxgEIAMoARIPCgd3ZWlnaHRzGAUgAygBEg8KB2NsYXNzZXMYBiADKAkSEwoLbGFiZWxfbmFtZXMYByADKAkSJgoHb3B0aW9ucxgIIAEoCzIVLmV2YWxzZXJ2ZS52MS5PcHRpb25zEiIKBW1vZGVsGAkgASgLMhMuZXZhbHNlcnZlLnYxLk1vZGVsEigKCGJhc2VsaW5lGAogASgLMhYuZXZhbHNlcnZlLnYxLkJhc2VsaW5lEiwKCmNoYWxsZW5nZXIYCyABKAsyGC5ldmFsc2VydmUudjEuQ2hhbGxlbmdlchISCgpsYWJlbHNfZjY0GAwgASgMEhIKCnNjb3Jlc19mNjQYDSABKAwSFwoPcHJlZGljdGlvbnNfZjY0GA4gASgMEhMKC3dlaWdodHNfZjY0GA8gASgMEhYKCW5fY2xhc3NlcxgQIAEoA0gAiAEBEiwKBmltYWdlcxgRIAMoCzIcLmV2YWxzZXJ2ZS52MS5EZXRlY3Rpb25JbWFnZRIoCghjb3ZlcmFnZRgSIAEoCzIWLmV2YWxzZXJ2ZS52MS5Db3ZlcmFnZUIMCgpfbl9jbGFzc2VzInIKCENvdmVyYWdlEhoKDW5fcHJlZGljdGlvbnMYASABKANIAIgBARIgChNsYWJlbF9kZWxheV9zZWNvbmRzGAIgASgBSAGIAQFCEAoOX25fcHJlZGljdGlvbnNCFgoUX2xhYmVsX2RlbGF5X3NlY29uZHMihwEKDkRldGVjdGlvbkltYWdlEhAKCGltYWdlX2lkGAEgASgJEhAKCGd0X2JveGVzGAIgAygBEhIKCmd0X2NsYXNzZXMYAyADKAMSEgoKcHJlZF9ib3hlcxgEIAMoARIUCgxwcmVkX2NsYXNzZXMYBSADKAMSEwoLcHJlZF9zY29yZXMYBiADKAEihwIKDFN0cmVhbUhlYWRlchIgCgR0YXNrGAEgASgOMhIuZXZhbHNlcnZlLnYxLlRhc2sSDwoHY2xhc3NlcxgCIAMoCRImCgdvcHRpb25zGAMgASgLMhUuZXZhbHNlcnZlLnYxLk9wdGlvbnMSIgoFbW9kZWwYBCABKAsyEy5ldmFsc2VydmUudjEuTW9kZWwSKAoIYmFzZWxpbmUYBSABKAsyFi5ldmFsc2VydmUudjEuQmFzZWxpbmUSFgoJbl9jbGFzc2VzGAYgASgDSACIAQESKAoIY292ZXJhZ2UYByABKAsyFi5ldmFsc2VydmUudjEuQ292ZXJhZ2VCDAoKX25fY2xhc3NlcyL0AQoVRXZhbHVhdGVTdHJlYW1SZXF1ZXN0EioKBmhlYWRlchgBIAEoCzIaLmV2YWxzZXJ2ZS52MS5TdHJlYW1IZWFkZXISDgoGbGFiZWxzGAIgAygBEg4KBnNjb3JlcxgDIAMoARITCgtwcmVkaWN0aW9ucxgEIAMoARIPCgd3ZWlnaHRzGAUgAygBEhMKC2xhYmVsX25hbWVzGAcgAygJEhIKCmxhYmVsc19mNjQYDCABKAwSEgoKc2NvcmVzX2Y2NBgNIAEoDBIXCg9wcmVkaWN0aW9uc19mNjQYDiABKAwSEwoLd2VpZ2h0c19mNjQYDyABKAwiOAoIUm9jQ3VydmUSCwoDZnByGAEgAygBEgsKA3RwchgCIAMoARISCgp0aHJlc2hvbGRzGAMgAygBIkAKB1ByQ3VydmUSEQoJcHJlY2lzaW9uGAEgAygBEg4KBnJlY2FsbBgCIAMoARISCgp0aHJlc2hvbGRzGAMgAygBIskBCgZDdXJ2ZXMSIwoDcm9jGAEgASgLMhYuZXZhbHNlcnZlLnYxLlJvY0N1cnZlEiEKAnByGAIgASgLMhUuZXZhbHNlcnZlLnYxLlByQ3VydmUSLgoFb3RoZXIYAyADKAsyHy5ldmFsc2VydmUudjEuQ3VydmVzLk90aGVyRW50cnkaRwoKT3RoZXJFbnRyeRILCgNrZXkYASABKAkSKAoFdmFsdWUYAiABKAsyGS5ldmFsc2VydmUudjEuTmFtZWRBcnJheXM6AjgBIokBCgtOYW1lZEFycmF5cxI1CgZhcnJheXMYASADKAsyJS5ldmFsc2VydmUudjEuTmFtZWRBcnJheXMuQXJyYXlzRW50cnkaQwoLQXJyYXlzRW50cnkSCwoDa2V5GAEgASgJEiMKBXZhbHVlGAIgASgLMhQuZXZhbHNlcnZlLnYxLlZhbHVlczoCOAEiGAoGVmFsdWVzEg4KBnZhbHVlcxgBIAMoASKeAQoISW50ZXJ2YWwSDQoFbG93ZXIYASABKAESDQoFdXBwZXIYAiABKAESDQoFbGV2ZWwYAyABKAESDgoGbWV0aG9kGAQgASgJEhEKCXN0ZF9lcnJvchgFIAEoARIXCgpyZXBsaWNhdGVzGAYgASgDSACIAQESEQoEc2VlZBgHIAEoA0gBiAEBQg0KC19yZXBsaWNhdGVzQgcKBV9zZWVkIpsCCglEcmlmdFRlc3QSEAoIYmFzZWxpbmUYASABKAESEgoFZGVsdGEYAiABKAFIAIgBARIOCgF6GAMgASgBSAGIAQESFAoHcF92YWx1ZRgEIAEoAUgCiAEBEhgKC3NpZ25pZmljYW50GAUgASgISAOIAQESDgoGbWV0aG9kGAYgASgJEg8KAmRmGAcgASgBSASIAQESFgoJc3RkX2Vycm9yGAggASgBSAWIAQESDgoGc3RhdHVzGAkgASgJEhMKBnJlYXNvbhgKIAEoCUgGiAEBQggKBl9kZWx0YUIECgJfekIKCghfcF92YWx1ZUIOCgxfc2lnbmlmaWNhbnRCBQoDX2RmQgwKCl9zdGRfZXJyb3JCCQoHX3JlYXNvbiKyAgoKQ29tcGFyaXNvbhIXCgpjaGFsbGVuZ2VyGAEgASgBSACIAQESEgoFZGVsdGEYAiABKAFIAYgBARIOCgF6GAMgASgBSAKIAQESFAoHcF92YWx1ZRgEIAEoAUgDiAEBEhgKC3NpZ25pZmljYW50GAUgASgISASIAQESDgoGbWV0aG9kGAYgASgJEhYKCXN0ZF9lcnJvchgHIAEoAUgFiAEBEg4KBnN0YXR1cxgIIAEoCRITCgZyZWFzb24YCSABKAlIBogBARIPCgJkZhgKIAEoAUgHiAEBQg0KC19jaGFsbGVuZ2VyQggKBl9kZWx0YUIECgJfekIKCghfcF92YWx1ZUIOCgxfc2lnbmlmaWNhbnRCDAoKX3N0ZF9lcnJvckIJCgdfcmVhc29uQgUKA19kZiKEAwoMQ2xhc3NNZXRyaWNzEhIKCmNsYXNzX25hbWUYASABKAkSOAoHbWV0cmljcxgCIAMoCzInLmV2YWxzZXJ2ZS52MS5DbGFzc01ldHJpY3MuTWV0cmljc0VudHJ5EjwKCXVuZGVmaW5lZBgDIAMoCzIpLmV2YWxzZXJ2ZS52MS5DbGFzc01ldHJpY3MuVW5kZWZpbmVkRW50cnkSPAoJaW50ZXJ2YWxzGAQgAygLMikuZXZhbHNlcnZlLnYxLkNsYXNzTWV0cmljcy5JbnRlcnZhbHNFbnRyeRouCgxNZXRyaWNzRW50cnkSCwoDa2V5GAEgASgJEg0KBXZhbHVlGAIgASgBOgI4ARowCg5VbmRlZmluZWRFbnRyeRILCgNrZXkYASABKAkSDQoFdmFsdWUYAiABKAk6AjgBGkgKDkludGVydmFsc0VudHJ5EgsKA2tleRgBIAEoCRIlCgV2YWx1ZRgCIAEoCzIWLmV2YWxzZXJ2ZS52MS5JbnRlcnZhbDoCOAEi2AcKEEV2YWx1YXRlUmVzcG9uc2USIAoEdGFzaxgBIAEoDjISLmV2YWxzZXJ2ZS52MS5UYXNrEhEKCW5fc2FtcGxlcxgCIAEoAxI8CgdtZXRyaWNzGAMgAygLMisuZXZhbHNlcnZlLnYxLkV2YWx1YXRlUmVzcG9uc2UuTWV0cmljc0VudHJ5EkAKCXVuZGVmaW5lZBgEIAMoCzItLmV2YWxzZXJ2ZS52MS5FdmFsdWF0ZVJlc3BvbnNlLlVuZGVmaW5lZEVudHJ5Ei0KCXBlcl9jbGFzcxgFIAMoCzIaLmV2YWxzZXJ2ZS52MS5DbGFzc01ldHJpY3MSJAoGY3VydmVzGAYgASgLMhQuZXZhbHNlcnZlLnYxLkN1cnZlcxJACglpbnRlcnZhbHMYByADKAsyLS5ldmFsc2VydmUudjEuRXZhbHVhdGVSZXNwb25zZS5JbnRlcnZhbHNFbnRyeRI4CgVkcmlmdBgIIAMoCzIpLmV2YWxzZXJ2ZS52MS5FdmFsdWF0ZVJlc3BvbnNlLkRyaWZ0RW50cnkSQgoKY29tcGFyaXNvbhgJIAMoCzIuLmV2YWxzZXJ2ZS52MS5FdmFsdWF0ZVJlc3BvbnNlLkNvbXBhcmlzb25FbnRyeRJECgtjb252ZW50aW9ucxgKIAMoCzIvLmV2YWxzZXJ2ZS52MS5FdmFsdWF0ZVJlc3BvbnNlLkNvbnZlbnRpb25zRW50cnkSEAoId2FybmluZ3MYCyADKAkSLgoIY292ZXJhZ2UYDCABKAsyHC5ldmFsc2VydmUudjEuQ292ZXJhZ2VSZXBvcnQaLgoMTWV0cmljc0VudHJ5EgsKA2tleRgBIAEoCRINCgV2YWx1ZRgCIAEoAToCOAEaMAoOVW5kZWZpbmVkRW50cnkSCwoDa2V5GAEgASgJEg0KBXZhbHVlGAIgASgJOgI4ARpICg5JbnRlcnZhbHNFbnRyeRILCgNrZXkYASABKAkSJQoFdmFsdWUYAiABKAsyFi5ldmFsc2VydmUudjEuSW50ZXJ2YWw6AjgBGkUKCkRyaWZ0RW50cnkSCwoDa2V5GAEgASgJEiYKBXZhbHVlGAIgASgLMhcuZXZhbHNlcnZlLnYxLkRyaWZ0VGVzdDoCOAEaSwoPQ29tcGFyaXNvbkVudHJ5EgsKA2tleRgBIAEoCRInCgV2YWx1ZRgCIAEoCzIYLmV2YWxzZXJ2ZS52MS5Db21wYXJpc29uOgI4ARoyChBDb252ZW50aW9uc0VudHJ5EgsKA2tleRgBIAEoCRINCgV2YWx1ZRgCIAEoCToCOAEivAEKDkNvdmVyYWdlUmVwb3J0EhoKDW5fcHJlZGljdGlvbnMYASABKANIAIgBARISCgpuX2xhYmVsbGVkGAIgASgDEhsKDmxhYmVsX2NvdmVyYWdlGAMgASgBSAGIAQESIAoTbGFiZWxfZGVsYXlfc2Vjb25kcxgEIAEoAUgCiAEBQhAKDl9uX3ByZWRpY3Rpb25zQhEKD19sYWJlbF9jb3ZlcmFnZUIWChRfbGFiZWxfZGVsYXlfc2Vjb25kcyIUChJMaXN0TWV0cmljc1JlcXVlc3QilgEKCk1ldHJpY0luZm8SDAoEbmFtZRgBIAEoCRIhCgV0YXNrcxgCIAMoDjISLmV2YWxzZXJ2ZS52MS5UYXNrEh0KEGhpZ2hlcl9pc19iZXR0ZXIYAyABKAhIAIgBARISCgpkZWZpbml0aW9uGAQgASgJEg8KB2FsaWFzZXMYBSADKAlCEwoRX2hpZ2hlcl9pc19iZXR0ZXIiQAoTTGlzdE1ldHJpY3NSZXNwb25zZRIpCgdtZXRyaWNzGAEgAygLMhguZXZhbHNlcnZlLnYxLk1ldHJpY0luZm8qgAEKBFRhc2sSFAoQVEFTS19VTlNQRUNJRklFRBAAEg8KC1RBU0tfQklOQVJZEAESEwoPVEFTS19NVUxUSUNMQVNTEAISEwoPVEFTS19NVUxUSUxBQkVMEAMSEwoPVEFTS19SRUdSRVNTSU9OEAQSEgoOVEFTS19ERVRFQ1RJT04QBTKLAgoRRXZhbHVhdGlvblNlcnZpY2USSQoIRXZhbHVhdGUSHS5ldmFsc2VydmUudjEuRXZhbHVhdGVSZXF1ZXN0Gh4uZXZhbHNlcnZlLnYxLkV2YWx1YXRlUmVzcG9uc2USVwoORXZhbHVhdGVTdHJlYW0SIy5ldmFsc2VydmUudjEuRXZhbHVhdGVTdHJlYW1SZXF1ZXN0Gh4uZXZhbHNlcnZlLnYxLkV2YWx1YXRlUmVzcG9uc2UoARJSCgtMaXN0TWV0cmljcxIgLmV2YWxzZXJ2ZS52MS5MaXN0TWV0cmljc1JlcXVlc3QaIS5ldmFsc2VydmUudjEuTGlzdE1ldHJpY3NSZXNwb25zZUJCUAFaPmdpdGh1Yi5jb20vZXZhbHNlcnZlL2V2YWxzZXJ2ZS9nZW4vZ28vZXZhbHNlcnZlL3YxO2V2YWxzZXJ2ZXYxYgZwcm90bzM");
 
 /**
  * Options tune the evaluation; an unset field takes its default.
@@ -368,6 +368,13 @@ export type EvaluateRequest = Message<"evalserve.v1.EvaluateRequest"> & {
    * @generated from field: repeated evalserve.v1.DetectionImage images = 17;
    */
   images: DetectionImage[];
+
+  /**
+   * Optional: how much of the window's predictions have their labels yet.
+   *
+   * @generated from field: evalserve.v1.Coverage coverage = 18;
+   */
+  coverage?: Coverage | undefined;
 };
 
 /**
@@ -376,6 +383,36 @@ export type EvaluateRequest = Message<"evalserve.v1.EvaluateRequest"> & {
  */
 export const EvaluateRequestSchema: GenMessage<EvaluateRequest> = /*@__PURE__*/
   messageDesc(file_evalserve_v1_evaluation, 4);
+
+/**
+ * Coverage: labels often arrive late, so an evaluation sees only the predictions labelled so
+ * far. The caller, which joins predictions with labels, says how many predictions the evaluated
+ * window made and how late its labels are; the answer reports the share labelled.
+ *
+ * @generated from message evalserve.v1.Coverage
+ */
+export type Coverage = Message<"evalserve.v1.Coverage"> & {
+  /**
+   * Predictions the model made in the window, labelled or not (at least the rows sent).
+   *
+   * @generated from field: optional int64 n_predictions = 1;
+   */
+  nPredictions?: bigint | undefined;
+
+  /**
+   * How late the labels arrive, in seconds (for example the median from prediction to label).
+   *
+   * @generated from field: optional double label_delay_seconds = 2;
+   */
+  labelDelaySeconds?: number | undefined;
+};
+
+/**
+ * Describes the message evalserve.v1.Coverage.
+ * Use `create(CoverageSchema)` to create a new message.
+ */
+export const CoverageSchema: GenMessage<Coverage> = /*@__PURE__*/
+  messageDesc(file_evalserve_v1_evaluation, 5);
 
 /**
  * DetectionImage is one image of a detection request: ground-truth boxes with their classes,
@@ -420,7 +457,7 @@ export type DetectionImage = Message<"evalserve.v1.DetectionImage"> & {
  * Use `create(DetectionImageSchema)` to create a new message.
  */
 export const DetectionImageSchema: GenMessage<DetectionImage> = /*@__PURE__*/
-  messageDesc(file_evalserve_v1_evaluation, 5);
+  messageDesc(file_evalserve_v1_evaluation, 6);
 
 /**
  * StreamHeader is the first message of a stream.
@@ -459,6 +496,11 @@ export type StreamHeader = Message<"evalserve.v1.StreamHeader"> & {
    * @generated from field: optional int64 n_classes = 6;
    */
   nClasses?: bigint | undefined;
+
+  /**
+   * @generated from field: evalserve.v1.Coverage coverage = 7;
+   */
+  coverage?: Coverage | undefined;
 };
 
 /**
@@ -466,7 +508,7 @@ export type StreamHeader = Message<"evalserve.v1.StreamHeader"> & {
  * Use `create(StreamHeaderSchema)` to create a new message.
  */
 export const StreamHeaderSchema: GenMessage<StreamHeader> = /*@__PURE__*/
-  messageDesc(file_evalserve_v1_evaluation, 6);
+  messageDesc(file_evalserve_v1_evaluation, 7);
 
 /**
  * EvaluateStreamRequest: the header in the first message only; rows in any message.
@@ -530,7 +572,7 @@ export type EvaluateStreamRequest = Message<"evalserve.v1.EvaluateStreamRequest"
  * Use `create(EvaluateStreamRequestSchema)` to create a new message.
  */
 export const EvaluateStreamRequestSchema: GenMessage<EvaluateStreamRequest> = /*@__PURE__*/
-  messageDesc(file_evalserve_v1_evaluation, 7);
+  messageDesc(file_evalserve_v1_evaluation, 8);
 
 /**
  * @generated from message evalserve.v1.RocCurve
@@ -559,7 +601,7 @@ export type RocCurve = Message<"evalserve.v1.RocCurve"> & {
  * Use `create(RocCurveSchema)` to create a new message.
  */
 export const RocCurveSchema: GenMessage<RocCurve> = /*@__PURE__*/
-  messageDesc(file_evalserve_v1_evaluation, 8);
+  messageDesc(file_evalserve_v1_evaluation, 9);
 
 /**
  * @generated from message evalserve.v1.PrCurve
@@ -586,7 +628,7 @@ export type PrCurve = Message<"evalserve.v1.PrCurve"> & {
  * Use `create(PrCurveSchema)` to create a new message.
  */
 export const PrCurveSchema: GenMessage<PrCurve> = /*@__PURE__*/
-  messageDesc(file_evalserve_v1_evaluation, 9);
+  messageDesc(file_evalserve_v1_evaluation, 10);
 
 /**
  * @generated from message evalserve.v1.Curves
@@ -616,7 +658,7 @@ export type Curves = Message<"evalserve.v1.Curves"> & {
  * Use `create(CurvesSchema)` to create a new message.
  */
 export const CurvesSchema: GenMessage<Curves> = /*@__PURE__*/
-  messageDesc(file_evalserve_v1_evaluation, 10);
+  messageDesc(file_evalserve_v1_evaluation, 11);
 
 /**
  * @generated from message evalserve.v1.NamedArrays
@@ -633,7 +675,7 @@ export type NamedArrays = Message<"evalserve.v1.NamedArrays"> & {
  * Use `create(NamedArraysSchema)` to create a new message.
  */
 export const NamedArraysSchema: GenMessage<NamedArrays> = /*@__PURE__*/
-  messageDesc(file_evalserve_v1_evaluation, 11);
+  messageDesc(file_evalserve_v1_evaluation, 12);
 
 /**
  * @generated from message evalserve.v1.Values
@@ -650,7 +692,7 @@ export type Values = Message<"evalserve.v1.Values"> & {
  * Use `create(ValuesSchema)` to create a new message.
  */
 export const ValuesSchema: GenMessage<Values> = /*@__PURE__*/
-  messageDesc(file_evalserve_v1_evaluation, 12);
+  messageDesc(file_evalserve_v1_evaluation, 13);
 
 /**
  * @generated from message evalserve.v1.Interval
@@ -703,7 +745,7 @@ export type Interval = Message<"evalserve.v1.Interval"> & {
  * Use `create(IntervalSchema)` to create a new message.
  */
 export const IntervalSchema: GenMessage<Interval> = /*@__PURE__*/
-  messageDesc(file_evalserve_v1_evaluation, 13);
+  messageDesc(file_evalserve_v1_evaluation, 14);
 
 /**
  * DriftTest compares the current metric with the baseline's (unpaired). Without a verdict
@@ -773,7 +815,7 @@ export type DriftTest = Message<"evalserve.v1.DriftTest"> & {
  * Use `create(DriftTestSchema)` to create a new message.
  */
 export const DriftTestSchema: GenMessage<DriftTest> = /*@__PURE__*/
-  messageDesc(file_evalserve_v1_evaluation, 14);
+  messageDesc(file_evalserve_v1_evaluation, 15);
 
 /**
  * Comparison compares the challenger's metric with the champion's on the same rows (paired).
@@ -837,7 +879,7 @@ export type Comparison = Message<"evalserve.v1.Comparison"> & {
  * Use `create(ComparisonSchema)` to create a new message.
  */
 export const ComparisonSchema: GenMessage<Comparison> = /*@__PURE__*/
-  messageDesc(file_evalserve_v1_evaluation, 15);
+  messageDesc(file_evalserve_v1_evaluation, 16);
 
 /**
  * @generated from message evalserve.v1.ClassMetrics
@@ -873,7 +915,7 @@ export type ClassMetrics = Message<"evalserve.v1.ClassMetrics"> & {
  * Use `create(ClassMetricsSchema)` to create a new message.
  */
 export const ClassMetricsSchema: GenMessage<ClassMetrics> = /*@__PURE__*/
-  messageDesc(file_evalserve_v1_evaluation, 16);
+  messageDesc(file_evalserve_v1_evaluation, 17);
 
 /**
  * @generated from message evalserve.v1.EvaluateResponse
@@ -935,6 +977,13 @@ export type EvaluateResponse = Message<"evalserve.v1.EvaluateResponse"> & {
    * @generated from field: repeated string warnings = 11;
    */
   warnings: string[];
+
+  /**
+   * Present when the request had `coverage`.
+   *
+   * @generated from field: evalserve.v1.CoverageReport coverage = 12;
+   */
+  coverage?: CoverageReport | undefined;
 };
 
 /**
@@ -942,7 +991,45 @@ export type EvaluateResponse = Message<"evalserve.v1.EvaluateResponse"> & {
  * Use `create(EvaluateResponseSchema)` to create a new message.
  */
 export const EvaluateResponseSchema: GenMessage<EvaluateResponse> = /*@__PURE__*/
-  messageDesc(file_evalserve_v1_evaluation, 17);
+  messageDesc(file_evalserve_v1_evaluation, 18);
+
+/**
+ * CoverageReport: the request's coverage with the rows evaluated.
+ *
+ * @generated from message evalserve.v1.CoverageReport
+ */
+export type CoverageReport = Message<"evalserve.v1.CoverageReport"> & {
+  /**
+   * @generated from field: optional int64 n_predictions = 1;
+   */
+  nPredictions?: bigint | undefined;
+
+  /**
+   * Rows evaluated (images for detection): the labelled predictions.
+   *
+   * @generated from field: int64 n_labelled = 2;
+   */
+  nLabelled: bigint;
+
+  /**
+   * n_labelled / n_predictions, when n_predictions was given.
+   *
+   * @generated from field: optional double label_coverage = 3;
+   */
+  labelCoverage?: number | undefined;
+
+  /**
+   * @generated from field: optional double label_delay_seconds = 4;
+   */
+  labelDelaySeconds?: number | undefined;
+};
+
+/**
+ * Describes the message evalserve.v1.CoverageReport.
+ * Use `create(CoverageReportSchema)` to create a new message.
+ */
+export const CoverageReportSchema: GenMessage<CoverageReport> = /*@__PURE__*/
+  messageDesc(file_evalserve_v1_evaluation, 19);
 
 /**
  * @generated from message evalserve.v1.ListMetricsRequest
@@ -955,7 +1042,7 @@ export type ListMetricsRequest = Message<"evalserve.v1.ListMetricsRequest"> & {
  * Use `create(ListMetricsRequestSchema)` to create a new message.
  */
 export const ListMetricsRequestSchema: GenMessage<ListMetricsRequest> = /*@__PURE__*/
-  messageDesc(file_evalserve_v1_evaluation, 18);
+  messageDesc(file_evalserve_v1_evaluation, 20);
 
 /**
  * @generated from message evalserve.v1.MetricInfo
@@ -994,7 +1081,7 @@ export type MetricInfo = Message<"evalserve.v1.MetricInfo"> & {
  * Use `create(MetricInfoSchema)` to create a new message.
  */
 export const MetricInfoSchema: GenMessage<MetricInfo> = /*@__PURE__*/
-  messageDesc(file_evalserve_v1_evaluation, 19);
+  messageDesc(file_evalserve_v1_evaluation, 21);
 
 /**
  * @generated from message evalserve.v1.ListMetricsResponse
@@ -1011,7 +1098,7 @@ export type ListMetricsResponse = Message<"evalserve.v1.ListMetricsResponse"> & 
  * Use `create(ListMetricsResponseSchema)` to create a new message.
  */
 export const ListMetricsResponseSchema: GenMessage<ListMetricsResponse> = /*@__PURE__*/
-  messageDesc(file_evalserve_v1_evaluation, 20);
+  messageDesc(file_evalserve_v1_evaluation, 22);
 
 /**
  * Task is what kind of model is evaluated.

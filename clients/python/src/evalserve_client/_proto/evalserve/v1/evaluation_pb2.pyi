@@ -284,6 +284,7 @@ class EvaluateRequest(google.protobuf.message.Message):
     WEIGHTS_F64_FIELD_NUMBER: builtins.int
     N_CLASSES_FIELD_NUMBER: builtins.int
     IMAGES_FIELD_NUMBER: builtins.int
+    COVERAGE_FIELD_NUMBER: builtins.int
     task: global___Task.ValueType
     labels_f64: builtins.bytes
     scores_f64: builtins.bytes
@@ -331,6 +332,10 @@ class EvaluateRequest(google.protobuf.message.Message):
     def images(self) -> google.protobuf.internal.containers.RepeatedCompositeFieldContainer[global___DetectionImage]:
         """Detection: one entry per image (labels and scores stay empty)."""
 
+    @property
+    def coverage(self) -> global___Coverage:
+        """Optional: how much of the window's predictions have their labels yet."""
+
     def __init__(
         self,
         *,
@@ -351,12 +356,43 @@ class EvaluateRequest(google.protobuf.message.Message):
         weights_f64: builtins.bytes = ...,
         n_classes: builtins.int | None = ...,
         images: collections.abc.Iterable[global___DetectionImage] | None = ...,
+        coverage: global___Coverage | None = ...,
     ) -> None: ...
-    def HasField(self, field_name: typing.Literal["_n_classes", b"_n_classes", "baseline", b"baseline", "challenger", b"challenger", "model", b"model", "n_classes", b"n_classes", "options", b"options"]) -> builtins.bool: ...
-    def ClearField(self, field_name: typing.Literal["_n_classes", b"_n_classes", "baseline", b"baseline", "challenger", b"challenger", "classes", b"classes", "images", b"images", "label_names", b"label_names", "labels", b"labels", "labels_f64", b"labels_f64", "model", b"model", "n_classes", b"n_classes", "options", b"options", "predictions", b"predictions", "predictions_f64", b"predictions_f64", "scores", b"scores", "scores_f64", b"scores_f64", "task", b"task", "weights", b"weights", "weights_f64", b"weights_f64"]) -> None: ...
+    def HasField(self, field_name: typing.Literal["_n_classes", b"_n_classes", "baseline", b"baseline", "challenger", b"challenger", "coverage", b"coverage", "model", b"model", "n_classes", b"n_classes", "options", b"options"]) -> builtins.bool: ...
+    def ClearField(self, field_name: typing.Literal["_n_classes", b"_n_classes", "baseline", b"baseline", "challenger", b"challenger", "classes", b"classes", "coverage", b"coverage", "images", b"images", "label_names", b"label_names", "labels", b"labels", "labels_f64", b"labels_f64", "model", b"model", "n_classes", b"n_classes", "options", b"options", "predictions", b"predictions", "predictions_f64", b"predictions_f64", "scores", b"scores", "scores_f64", b"scores_f64", "task", b"task", "weights", b"weights", "weights_f64", b"weights_f64"]) -> None: ...
     def WhichOneof(self, oneof_group: typing.Literal["_n_classes", b"_n_classes"]) -> typing.Literal["n_classes"] | None: ...
 
 global___EvaluateRequest = EvaluateRequest
+
+@typing.final
+class Coverage(google.protobuf.message.Message):
+    """Coverage: labels often arrive late, so an evaluation sees only the predictions labelled so
+    far. The caller, which joins predictions with labels, says how many predictions the evaluated
+    window made and how late its labels are; the answer reports the share labelled.
+    """
+
+    DESCRIPTOR: google.protobuf.descriptor.Descriptor
+
+    N_PREDICTIONS_FIELD_NUMBER: builtins.int
+    LABEL_DELAY_SECONDS_FIELD_NUMBER: builtins.int
+    n_predictions: builtins.int
+    """Predictions the model made in the window, labelled or not (at least the rows sent)."""
+    label_delay_seconds: builtins.float
+    """How late the labels arrive, in seconds (for example the median from prediction to label)."""
+    def __init__(
+        self,
+        *,
+        n_predictions: builtins.int | None = ...,
+        label_delay_seconds: builtins.float | None = ...,
+    ) -> None: ...
+    def HasField(self, field_name: typing.Literal["_label_delay_seconds", b"_label_delay_seconds", "_n_predictions", b"_n_predictions", "label_delay_seconds", b"label_delay_seconds", "n_predictions", b"n_predictions"]) -> builtins.bool: ...
+    def ClearField(self, field_name: typing.Literal["_label_delay_seconds", b"_label_delay_seconds", "_n_predictions", b"_n_predictions", "label_delay_seconds", b"label_delay_seconds", "n_predictions", b"n_predictions"]) -> None: ...
+    @typing.overload
+    def WhichOneof(self, oneof_group: typing.Literal["_label_delay_seconds", b"_label_delay_seconds"]) -> typing.Literal["label_delay_seconds"] | None: ...
+    @typing.overload
+    def WhichOneof(self, oneof_group: typing.Literal["_n_predictions", b"_n_predictions"]) -> typing.Literal["n_predictions"] | None: ...
+
+global___Coverage = Coverage
 
 @typing.final
 class DetectionImage(google.protobuf.message.Message):
@@ -409,6 +445,7 @@ class StreamHeader(google.protobuf.message.Message):
     MODEL_FIELD_NUMBER: builtins.int
     BASELINE_FIELD_NUMBER: builtins.int
     N_CLASSES_FIELD_NUMBER: builtins.int
+    COVERAGE_FIELD_NUMBER: builtins.int
     task: global___Task.ValueType
     n_classes: builtins.int
     @property
@@ -421,6 +458,8 @@ class StreamHeader(google.protobuf.message.Message):
     def baseline(self) -> global___Baseline:
         """Optional drift test of the whole stream against this baseline."""
 
+    @property
+    def coverage(self) -> global___Coverage: ...
     def __init__(
         self,
         *,
@@ -430,9 +469,10 @@ class StreamHeader(google.protobuf.message.Message):
         model: global___Model | None = ...,
         baseline: global___Baseline | None = ...,
         n_classes: builtins.int | None = ...,
+        coverage: global___Coverage | None = ...,
     ) -> None: ...
-    def HasField(self, field_name: typing.Literal["_n_classes", b"_n_classes", "baseline", b"baseline", "model", b"model", "n_classes", b"n_classes", "options", b"options"]) -> builtins.bool: ...
-    def ClearField(self, field_name: typing.Literal["_n_classes", b"_n_classes", "baseline", b"baseline", "classes", b"classes", "model", b"model", "n_classes", b"n_classes", "options", b"options", "task", b"task"]) -> None: ...
+    def HasField(self, field_name: typing.Literal["_n_classes", b"_n_classes", "baseline", b"baseline", "coverage", b"coverage", "model", b"model", "n_classes", b"n_classes", "options", b"options"]) -> builtins.bool: ...
+    def ClearField(self, field_name: typing.Literal["_n_classes", b"_n_classes", "baseline", b"baseline", "classes", b"classes", "coverage", b"coverage", "model", b"model", "n_classes", b"n_classes", "options", b"options", "task", b"task"]) -> None: ...
     def WhichOneof(self, oneof_group: typing.Literal["_n_classes", b"_n_classes"]) -> typing.Literal["n_classes"] | None: ...
 
 global___StreamHeader = StreamHeader
@@ -999,6 +1039,7 @@ class EvaluateResponse(google.protobuf.message.Message):
     COMPARISON_FIELD_NUMBER: builtins.int
     CONVENTIONS_FIELD_NUMBER: builtins.int
     WARNINGS_FIELD_NUMBER: builtins.int
+    COVERAGE_FIELD_NUMBER: builtins.int
     task: global___Task.ValueType
     n_samples: builtins.int
     @property
@@ -1021,6 +1062,10 @@ class EvaluateResponse(google.protobuf.message.Message):
     def conventions(self) -> google.protobuf.internal.containers.ScalarMap[builtins.str, builtins.str]: ...
     @property
     def warnings(self) -> google.protobuf.internal.containers.RepeatedScalarFieldContainer[builtins.str]: ...
+    @property
+    def coverage(self) -> global___CoverageReport:
+        """Present when the request had `coverage`."""
+
     def __init__(
         self,
         *,
@@ -1035,11 +1080,47 @@ class EvaluateResponse(google.protobuf.message.Message):
         comparison: collections.abc.Mapping[builtins.str, global___Comparison] | None = ...,
         conventions: collections.abc.Mapping[builtins.str, builtins.str] | None = ...,
         warnings: collections.abc.Iterable[builtins.str] | None = ...,
+        coverage: global___CoverageReport | None = ...,
     ) -> None: ...
-    def HasField(self, field_name: typing.Literal["curves", b"curves"]) -> builtins.bool: ...
-    def ClearField(self, field_name: typing.Literal["comparison", b"comparison", "conventions", b"conventions", "curves", b"curves", "drift", b"drift", "intervals", b"intervals", "metrics", b"metrics", "n_samples", b"n_samples", "per_class", b"per_class", "task", b"task", "undefined", b"undefined", "warnings", b"warnings"]) -> None: ...
+    def HasField(self, field_name: typing.Literal["coverage", b"coverage", "curves", b"curves"]) -> builtins.bool: ...
+    def ClearField(self, field_name: typing.Literal["comparison", b"comparison", "conventions", b"conventions", "coverage", b"coverage", "curves", b"curves", "drift", b"drift", "intervals", b"intervals", "metrics", b"metrics", "n_samples", b"n_samples", "per_class", b"per_class", "task", b"task", "undefined", b"undefined", "warnings", b"warnings"]) -> None: ...
 
 global___EvaluateResponse = EvaluateResponse
+
+@typing.final
+class CoverageReport(google.protobuf.message.Message):
+    """CoverageReport: the request's coverage with the rows evaluated."""
+
+    DESCRIPTOR: google.protobuf.descriptor.Descriptor
+
+    N_PREDICTIONS_FIELD_NUMBER: builtins.int
+    N_LABELLED_FIELD_NUMBER: builtins.int
+    LABEL_COVERAGE_FIELD_NUMBER: builtins.int
+    LABEL_DELAY_SECONDS_FIELD_NUMBER: builtins.int
+    n_predictions: builtins.int
+    n_labelled: builtins.int
+    """Rows evaluated (images for detection): the labelled predictions."""
+    label_coverage: builtins.float
+    """n_labelled / n_predictions, when n_predictions was given."""
+    label_delay_seconds: builtins.float
+    def __init__(
+        self,
+        *,
+        n_predictions: builtins.int | None = ...,
+        n_labelled: builtins.int = ...,
+        label_coverage: builtins.float | None = ...,
+        label_delay_seconds: builtins.float | None = ...,
+    ) -> None: ...
+    def HasField(self, field_name: typing.Literal["_label_coverage", b"_label_coverage", "_label_delay_seconds", b"_label_delay_seconds", "_n_predictions", b"_n_predictions", "label_coverage", b"label_coverage", "label_delay_seconds", b"label_delay_seconds", "n_predictions", b"n_predictions"]) -> builtins.bool: ...
+    def ClearField(self, field_name: typing.Literal["_label_coverage", b"_label_coverage", "_label_delay_seconds", b"_label_delay_seconds", "_n_predictions", b"_n_predictions", "label_coverage", b"label_coverage", "label_delay_seconds", b"label_delay_seconds", "n_labelled", b"n_labelled", "n_predictions", b"n_predictions"]) -> None: ...
+    @typing.overload
+    def WhichOneof(self, oneof_group: typing.Literal["_label_coverage", b"_label_coverage"]) -> typing.Literal["label_coverage"] | None: ...
+    @typing.overload
+    def WhichOneof(self, oneof_group: typing.Literal["_label_delay_seconds", b"_label_delay_seconds"]) -> typing.Literal["label_delay_seconds"] | None: ...
+    @typing.overload
+    def WhichOneof(self, oneof_group: typing.Literal["_n_predictions", b"_n_predictions"]) -> typing.Literal["n_predictions"] | None: ...
+
+global___CoverageReport = CoverageReport
 
 @typing.final
 class ListMetricsRequest(google.protobuf.message.Message):
