@@ -63,6 +63,9 @@ def _one_transport(target: str, limited: str) -> dict[str, Any]:
         )
         answers["binary"] = binary.to_dict()
         answers["plot"] = _plotted(binary.plot())
+        answers["coverage"] = client.evaluate(
+            "binary", labels, scores, coverage={"n_predictions": 1200, "label_delay_seconds": 60}
+        ).to_dict()
         answers["multiclass"] = client.evaluate(
             "multiclass", classes, class_scores, classes=["a", "b", "c"]
         ).to_dict()

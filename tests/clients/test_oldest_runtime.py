@@ -104,6 +104,7 @@ def test_the_oldest_runtime_gives_the_newest_runtimes_answers(
     assert grpc["error"]["type"] == "InvalidArgument"
     assert grpc["error"]["field"] == "scores"
     assert grpc["too_large"]["type"] == "TooLarge"
+    assert grpc["coverage"]["coverage"]["label_coverage"] == 0.25  # optional fields on 4.25.1
     # the field read from the BadRequest trailer, on grpcio 1.62.3 sync and aio alike
     assert grpc["stream_error"]["field"] == "batch 4.scores"
     assert oldest["rest"]["stream_error"]["field"] == "line 4.scores"
