@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from pydantic import Field
+from pathlib import Path
+
+from pydantic import Field, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 __all__ = ["Settings"]
@@ -51,3 +53,19 @@ class Settings(BaseSettings):
     model_series_ttl_seconds: float = Field(
         86400.0, gt=0, description="model series not updated for this long are removed"
     )
+    tls_cert_file: Path | None = Field(
+        None,
+        description="PEM certificate chain: serve REST (HTTPS) and gRPC over TLS (with "
+        "tls_key_file; both unset: plaintext, for a mesh or an ingress that terminates TLS)",
+    )
+    tls_key_file: Path | None = Field(None, description="PEM private key of tls_cert_file")
+
+    @model_validator(mode="after")
+    def _tls_pair(self) -> Settings:
+        if (self.tls_cert_file is None) != (self.tls_key_file is None):
+            raise ValueError("tls_cert_file and tls_key_file go together: set both or neither")
+        return self
+
+    @property
+    def tls(self) -> bool:
+        return self.tls_cert_file is not None

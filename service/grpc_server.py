@@ -325,7 +325,12 @@ async def create_grpc_server(
     host = f"[{settings.host}]" if ":" in settings.host else settings.host  # IPv6 literal
     address = f"{host}:{settings.grpc_port if port is None else port}"
     try:
-        bound_port = server.add_insecure_port(address)
+        if settings.tls_cert_file is not None and settings.tls_key_file is not None:
+            key, chain = settings.tls_key_file.read_bytes(), settings.tls_cert_file.read_bytes()
+            credentials = grpc.ssl_server_credentials([(key, chain)])
+            bound_port = server.add_secure_port(address, credentials)
+        else:
+            bound_port = server.add_insecure_port(address)
     except RuntimeError as error:  # grpc raises RuntimeError("Failed to bind to address ...")
         raise OSError(f"gRPC server cannot listen on {address}: {error}") from error
     if bound_port == 0:  # older grpc versions report a failed bind as port 0

@@ -82,6 +82,8 @@ async def run(
             lifespan="off",
             timeout_graceful_shutdown=max(int(settings.shutdown_grace_seconds), 1),
             h11_max_incomplete_event_size=1 << 20,
+            ssl_certfile=settings.tls_cert_file,
+            ssl_keyfile=settings.tls_key_file,
         )
     )
     rest_task = asyncio.create_task(rest.serve())
@@ -94,9 +96,10 @@ async def run(
         raise SystemExit(f"evalserve: the REST server did not start on port {settings.rest_port}")
     rest_port = int(rest.servers[0].sockets[0].getsockname()[1])
     ports = Ports(rest=rest_port, grpc=grpc_port)
+    scheme, grpc_scheme = ("https", "grpcs://") if settings.tls else ("http", "")
     print(
-        f"evalserve: REST on http://{settings.host}:{ports.rest}, "
-        f"gRPC on {settings.host}:{ports.grpc}",
+        f"evalserve: REST on {scheme}://{settings.host}:{ports.rest}, "
+        f"gRPC on {grpc_scheme}{settings.host}:{ports.grpc}",
         file=sys.stderr,
         flush=True,
     )

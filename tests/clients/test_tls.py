@@ -1,7 +1,8 @@
 """TLS: ``grpcs://host:port`` and ``https://`` targets, with the server's private CA given to the
 client (``root_certificates`` in Python; ``ca`` for gRPC and NODE_EXTRA_CA_CERTS for REST in
-TypeScript). Recording servers on loopback present a certificate for 127.0.0.1 from a CA made
-for the test (trustme); without that CA the clients refuse the server, so verification is on."""
+TypeScript). Recording servers on loopback, then the service itself (``tls_cert_file`` /
+``tls_key_file``), present a certificate for 127.0.0.1 from a CA made for the test (trustme);
+without that CA the clients refuse the server, so verification is on."""
 
 from __future__ import annotations
 
@@ -11,12 +12,18 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import grpc
+import httpx
 import pytest
 import trustme
 from evalserve_client import AsyncClient, Client, Unavailable
+from grpc_health.v1 import health_pb2, health_pb2_grpc
+from pydantic import ValidationError
 
+import core
+from service.config import Settings
 from tests.clients.recording import Recording, Seen, answer, grpc_recording, http_recording
 from tests.clients.test_typescript import error, finish_cases, ok, start_cases, ts_case
+from tests.contract.servers import running
 from tests.contract.test_same_answer import assert_same
 
 LABELS = [0.0, 0.0, 1.0, 1.0]
@@ -106,3 +113,72 @@ def test_the_typescript_client_speaks_tls_to_a_server_of_a_private_ca(
         assert error(answers, case)["type"] == "Unavailable", case
     assert [method for method, _ in grpcs[1].seen] == ["Evaluate", "EvaluateStream"]
     assert [path for path, _ in https[1]] == ["/v1/evaluate"]
+
+
+# --- the service itself over TLS ---------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def tls_service(
+    server_cert: trustme.LeafCert, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[tuple[str, str]]:
+    """The real service with tls_cert_file / tls_key_file: (https URL, grpcs target)."""
+    folder = tmp_path_factory.mktemp("tls")
+    cert, key = folder / "cert.pem", folder / "key.pem"
+    cert.write_bytes(b"".join(blob.bytes() for blob in server_cert.cert_chain_pems))
+    server_cert.private_key_pem.write_to_path(str(key))
+    settings = Settings(
+        host="127.0.0.1", rest_port=0, grpc_port=0, tls_cert_file=cert, tls_key_file=key
+    )
+    with running(settings) as served:
+        yield (
+            served.url.replace("http://", "https://"),
+            f"grpcs://{served.grpc_target}",
+        )
+
+
+def test_the_service_serves_both_doors_over_tls(
+    ca: trustme.CA, tls_service: tuple[str, str]
+) -> None:
+    roots = ca.cert_pem.bytes()
+    expected = core.evaluate("binary", LABELS, SCORES).to_dict()
+    for target in tls_service:
+        with Client(target, root_certificates=roots, stream_threshold=2, chunk_rows=1) as client:
+            assert_same(client.evaluate("binary", LABELS, SCORES).to_dict(), expected)
+        with Client(target, root_certificates=roots) as client:
+            assert_same(client.evaluate("binary", LABELS, SCORES).to_dict(), expected)
+            assert [entry.name for entry in client.list_metrics()] == list(core.CATALOG)
+        with Client(target, retries=0, timeout=10) as client, pytest.raises(Unavailable):
+            client.evaluate("binary", LABELS, SCORES)  # the system's CAs do not know this one
+    verify = ssl.create_default_context(cadata=roots.decode())
+    with httpx.Client(base_url=tls_service[0], verify=verify) as rest:
+        assert rest.get("/healthz").status_code == 200
+        assert "evalserve_requests_total" in rest.get("/metrics").text
+    credentials = grpc.ssl_channel_credentials(root_certificates=roots)
+    with grpc.secure_channel(tls_service[1].removeprefix("grpcs://"), credentials) as channel:
+        health = health_pb2_grpc.HealthStub(channel)
+        answer = health.Check(health_pb2.HealthCheckRequest(), timeout=10)  # type: ignore[attr-defined]  # the stub's .pyi lacks Check
+        assert answer.status == health_pb2.HealthCheckResponse.SERVING
+
+
+def test_the_typescript_client_reaches_the_service_over_tls(
+    ca: trustme.CA, tls_service: tuple[str, str], tmp_path: Path
+) -> None:
+    pem = ca.cert_pem.bytes().decode()
+    bundle = tmp_path / "ca.pem"
+    bundle.write_text(pem)
+    https_url, grpcs_target = tls_service
+    cases = [
+        ts_case("service-grpcs", grpcs_target, "binary", LABELS, SCORES, settings={"ca": pem}),
+        ts_case("service-https", https_url, "binary", LABELS, SCORES),
+    ]
+    extra = {"NODE_EXTRA_CA_CERTS": str(bundle)}
+    answers = finish_cases(start_cases(cases, tmp_path, env=extra), cases)
+    expected = core.evaluate("binary", LABELS, SCORES).to_dict()
+    for case in ("service-grpcs", "service-https"):
+        assert ok(answers, case)["metrics"] == expected["metrics"], case
+
+
+def test_a_certificate_without_its_key_is_refused() -> None:
+    with pytest.raises(ValidationError, match="set both or neither"):
+        Settings(tls_cert_file=Path("cert.pem"))
