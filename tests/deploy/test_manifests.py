@@ -17,6 +17,7 @@ import json
 import re
 import shutil
 import socket
+import ssl
 import subprocess
 import sys
 import threading
@@ -27,6 +28,7 @@ from typing import Any
 
 import kubernetes_validate
 import pytest
+import trustme
 import yaml
 from kubernetes_validate.utils import all_versions
 from packaging.version import Version
@@ -297,10 +299,12 @@ def health_server() -> Iterator[http.server.HTTPServer]:
         thread.join()
 
 
-def _run_healthcheck(port: int) -> int:
+def _run_healthcheck(port: int, tls_cert: Path | None = None) -> int:
     argv = _healthcheck_command()
     assert argv[0] == "python"  # the runtime's virtualenv python; no curl in the slim image
     env = {"EVALSERVE_REST_PORT": str(port)}
+    if tls_cert is not None:
+        env["EVALSERVE_TLS_CERT_FILE"] = str(tls_cert)
     return subprocess.run(
         [sys.executable, *argv[1:]], env=env, capture_output=True, timeout=20
     ).returncode
@@ -319,6 +323,29 @@ def test_dockerfile_healthcheck_passes_on_200_and_fails_otherwise(
         unused.bind(("127.0.0.1", 0))
         closed = unused.getsockname()[1]
     assert _run_healthcheck(closed) != 0
+
+
+def test_dockerfile_healthcheck_speaks_https_when_the_service_does(
+    health_server: http.server.HTTPServer, tmp_path: Path
+) -> None:
+    ca = trustme.CA()
+    cert = ca.issue_cert("evalserve.internal")  # not 127.0.0.1: the probe does not verify
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    cert.configure_cert(context)
+    secure = http.server.HTTPServer(("127.0.0.1", 0), _Health)
+    secure.socket = context.wrap_socket(secure.socket, server_side=True)
+    thread = threading.Thread(target=secure.serve_forever, daemon=True)
+    thread.start()
+    pem = tmp_path / "cert.pem"
+    cert.cert_chain_pems[0].write_to_path(str(pem))
+    try:
+        assert _run_healthcheck(secure.server_address[1], tls_cert=pem) == 0
+        assert _run_healthcheck(secure.server_address[1]) != 0  # plaintext to a TLS port
+        assert _run_healthcheck(health_server.server_address[1], tls_cert=pem) != 0
+    finally:
+        secure.shutdown()
+        secure.server_close()
+        thread.join()
 
 
 # ---------------------------------------------------------------------------------- compose
