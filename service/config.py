@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
-from pydantic import Field, model_validator
+from pydantic import Field, FilePath, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 __all__ = ["Settings"]
@@ -53,12 +51,12 @@ class Settings(BaseSettings):
     model_series_ttl_seconds: float = Field(
         86400.0, gt=0, description="model series not updated for this long are removed"
     )
-    tls_cert_file: Path | None = Field(
+    tls_cert_file: FilePath | None = Field(
         None,
         description="PEM certificate chain: serve REST (HTTPS) and gRPC over TLS (with "
         "tls_key_file; both unset: plaintext, for a mesh or an ingress that terminates TLS)",
     )
-    tls_key_file: Path | None = Field(None, description="PEM private key of tls_cert_file")
+    tls_key_file: FilePath | None = Field(None, description="PEM private key of tls_cert_file")
 
     @model_validator(mode="after")
     def _tls_pair(self) -> Settings:

@@ -179,6 +179,18 @@ def test_the_typescript_client_reaches_the_service_over_tls(
         assert ok(answers, case)["metrics"] == expected["metrics"], case
 
 
-def test_a_certificate_without_its_key_is_refused() -> None:
+def test_a_certificate_without_its_key_or_a_missing_file_is_refused(tmp_path: Path) -> None:
+    cert = tmp_path / "cert.pem"
+    cert.write_text("-----BEGIN CERTIFICATE-----\n")
     with pytest.raises(ValidationError, match="set both or neither"):
-        Settings(tls_cert_file=Path("cert.pem"))
+        Settings(tls_cert_file=cert)
+    with pytest.raises(ValidationError, match="does not point to a file"):
+        Settings(tls_cert_file=cert, tls_key_file=tmp_path / "missing.pem")
+
+
+def test_the_command_line_says_which_tls_file_is_missing(tmp_path: Path) -> None:
+    from service.cli import main
+
+    missing = tmp_path / "missing.pem"
+    with pytest.raises(SystemExit, match="tls_key_file: Path does not point to a file"):
+        main(["serve", "--tls-cert-file", str(missing), "--tls-key-file", str(missing)])
