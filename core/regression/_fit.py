@@ -41,18 +41,26 @@ def fit_metrics(sink: MetricSink, rows: RegressionRows, residual: Floats, sse: f
         sink.warn(f"r2, adjusted_r2 and explained_variance are undefined: {reason}")
         return
     put(sink, "r2", 1 - sse / sst)
-    weights = rows.weights
-    mean_residual = float(np.dot(weights, residual)) / rows.total_weight
-    centred = residual - mean_residual
     # Var(r) / Var(y), both over the same total weight: SS(r - mean r) / SST.
-    put(sink, "explained_variance", 1 - float(np.dot(weights, centred * centred)) / sst)
+    residual_ss = _centred_sum_of_squares(residual, rows.weights, rows.total_weight)
+    put(sink, "explained_variance", 1 - residual_ss / sst)
 
 
 def _total_sum_of_squares(rows: RegressionRows) -> float:
     """SST = sum w (y - ȳ)^2 with ȳ the weighted mean."""
-    mean = float(np.dot(rows.weights, rows.labels)) / rows.total_weight
-    centred = rows.labels - mean
-    return float(np.dot(rows.weights, centred * centred))
+    return _centred_sum_of_squares(rows.labels, rows.weights, rows.total_weight)
+
+
+def _centred_sum_of_squares(values: Floats, weights: Floats, total_weight: float) -> float:
+    """sum w (x - x̄)^2 by the corrected two-pass algorithm (Chan, Golub & LeVeque 1983): the
+    rounding error of the computed mean shifts every deviation alike, and subtracting
+    (sum w d)^2 / W removes that shift. Without it, labels a few ulps apart (1000 and
+    1000 + 2e-13) get an SST whose rounding error is as large as itself, and r2 = 1 - SSE / SST
+    (-1e32 there) changed by 2x when every weight was scaled by 3."""
+    mean = float(np.dot(weights, values)) / total_weight
+    deviations = values - mean
+    shift = float(np.dot(weights, deviations))
+    return max(float(np.dot(weights, deviations * deviations)) - shift * shift / total_weight, 0.0)
 
 
 def adjusted_r2(sink: MetricSink, n: float, n_params: int | None) -> None:

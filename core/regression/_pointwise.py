@@ -94,17 +94,20 @@ def weighted_median(values: Floats, weights: Floats) -> float:
     the total; when it reaches exactly half, the mean of it and the next value. With unit
     weights this is ``np.median``; a weight 2 is a row sent twice.
 
-    "Exactly half" allows rounding of the cumulative sum: eps times the total weight (scikit-
-    learn allows an absolute eps; relative, the result does not change when every weight is
-    multiplied by one constant)."""
+    "Exactly half" allows the rounding a cumulative sum of n terms can carry, n eps times the
+    total weight, on both sides of half (scikit-learn allows an absolute eps; relative, the
+    result does not change when every weight is multiplied by one constant: with eps alone,
+    weights scaled by 3 could round a cumulative sum of exactly half to just under it and move
+    the median to the next value, found by Hypothesis)."""
     order = np.argsort(values, kind="stable")
     sorted_values = values[order]
     cumulative = np.cumsum(weights[order])
     total = float(cumulative[-1])
     half = total / 2
+    tolerance = EPS * total * sorted_values.size
     last = sorted_values.size - 1
-    at = min(int(np.searchsorted(cumulative, half, side="left")), last)
-    if float(cumulative[at]) - half > EPS * total or at == last:
+    at = min(int(np.searchsorted(cumulative, half - tolerance, side="left")), last)
+    if float(cumulative[at]) - half > tolerance or at == last:
         return float(sorted_values[at])
     low, high = float(sorted_values[at]), float(sorted_values[at + 1])
     return low + (high - low) / 2
