@@ -208,24 +208,17 @@ class _Base:
         y_true: Any,
         y_score: Any,
         *,
-        y_pred: Any,
-        sample_weight: Any,
-        options: Mapping[str, Any] | None,
-        classes: Sequence[str] | None,
-        model: Mapping[str, str] | None,
-        baseline: Mapping[str, Any] | None,
-        challenger: Mapping[str, Any] | None,
-        coverage: Mapping[str, Any] | None,
         timeout: float | None,
         progress: bool | None,
+        **fields: Any,
     ) -> _Call:
-        request = _wire.build(
-            task, y_true, y_score, y_pred=y_pred, sample_weight=sample_weight, options=options,
-            classes=classes, model=model, baseline=baseline, challenger=challenger,
-            coverage=coverage,
-        )  # fmt: skip
+        """``fields``: the other arguments of ``evaluate``, as ``_wire.build`` takes them."""
+        request = _wire.build(task, y_true, y_score, **fields)
         # streams take binary rows; a challenger has no place in a stream's header
-        stream = task == "binary" and challenger is None and request.n_rows > self.stream_threshold
+        stream = (
+            task == "binary" and request.challenger is None
+            and request.n_rows > self.stream_threshold
+        )  # fmt: skip
         progress = self.progress if progress is None else progress
         return _Call(request, stream, self._deadline(timeout), shown(progress, stream))
 

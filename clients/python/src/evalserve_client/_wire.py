@@ -68,19 +68,27 @@ def _detection_images(targets: Sequence[Any], predictions: Sequence[Any]) -> lis
     return images
 
 
+def _known(where: str, values: Mapping[str, Any], message: Any) -> dict[str, Any]:
+    """``values`` without their None (default) entries; a name the proto ``message`` lacks is
+    refused here, with the server's message (gRPC could not encode it)."""
+    known = sorted(message.DESCRIPTOR.fields_by_name)
+    sent = {key: value for key, value in values.items() if value is not None}
+    for key in sent:
+        if key not in known:
+            raise InvalidArgument(
+                f"unknown field; expected one of {known}", field=f"{where}.{key}", code="malformed"
+            )
+    return sent
+
+
 def _options(options: Mapping[str, Any] | None) -> dict[str, Any] | None:
     """The options to send, refused here only where a transport cannot carry them: a name the
     proto lacks (gRPC could not encode it) or a non-finite number (JSON has none), with the
     server's own messages."""
     if options is None:
         return None
-    known = sorted(pb.Options.DESCRIPTOR.fields_by_name)
-    sent = {key: value for key, value in options.items() if value is not None}
+    sent = _known("options", options, pb.Options)
     for key, value in sent.items():
-        if key not in known:
-            raise InvalidArgument(
-                f"unknown field; expected one of {known}", field=f"options.{key}", code="malformed"
-            )
         if isinstance(value, float) and not math.isfinite(value):
             raise InvalidArgument(
                 f"expected a finite number, but got {value}",
@@ -110,7 +118,7 @@ def build(
         options=_options(options),
         model=None if model is None else dict(model),
         baseline=None if baseline is None else dict(baseline),
-        coverage=None if coverage is None else dict(coverage),
+        coverage=None if coverage is None else _known("coverage", coverage, pb.Coverage),
         challenger=None if challenger is None else dict(challenger),
     )
     if task == "detection":
@@ -323,7 +331,7 @@ def _json_header(request: Request) -> dict[str, Any]:
     if request.baseline is not None:
         body["baseline"] = _json_payload(request.baseline)
     if request.coverage is not None:
-        body["coverage"] = {k: v for k, v in request.coverage.items() if v is not None}
+        body["coverage"] = request.coverage
     return body
 
 
@@ -376,16 +384,9 @@ def to_ndjson(request: Request, chunk_rows: int, on_rows: OnRows | None = None) 
 
 
 def _coverage_message(coverage: Mapping[str, Any]) -> pb.Coverage:
-    """The request's coverage as protobuf; a field it lacks is refused as the server would."""
-    given = {k: v for k, v in coverage.items() if v is not None}
-    known = sorted(pb.Coverage.DESCRIPTOR.fields_by_name)
-    for key in given:
-        if key not in known:
-            raise InvalidArgument(
-                f"unknown field; expected one of {known}", field=f"coverage.{key}", code="malformed"
-            )
+    """The request's coverage (known fields, checked by ``build``) as protobuf."""
     try:
-        return pb.Coverage(**given)
+        return pb.Coverage(**coverage)
     except (TypeError, ValueError) as error:  # a fraction for n_predictions, say
         raise InvalidArgument(str(error), field="coverage", code="malformed") from None
 
