@@ -135,7 +135,7 @@ def _reported(
         @functools.wraps(method)
         async def reported(self: _Servicer, request: _Request, context: Context) -> _Response:
             start = time.perf_counter()
-            code = grpc.StatusCode.OK
+            code: grpc.StatusCode | None = grpc.StatusCode.OK
             try:
                 return await method(self, request, context)
             except grpc.aio.AbortError:
@@ -145,15 +145,22 @@ def _reported(
                 code = grpc.StatusCode.CANCELLED
                 raise
             except Exception as error:
-                code = status_of(error)
+                # Counted before the abort: the status leaves with it, and a client that has its
+                # answer must find it counted (afterwards, a scrape could race the count).
+                self.metrics.answered("grpc", name, status_of(error).name, _since(start))
+                code = None
                 await abort_with_error(context, error)
             finally:
-                seconds = time.perf_counter() - start
-                self.metrics.answered("grpc", name, code.name, seconds)
+                if code is not None:
+                    self.metrics.answered("grpc", name, code.name, _since(start))
 
         return reported
 
     return decorate
+
+
+def _since(start: float) -> float:
+    return time.perf_counter() - start
 
 
 def _stream_batch(
