@@ -1,23 +1,34 @@
 # The two commands of the README:
 #   make run    - install and start the service (REST :8000, gRPC :50051 on 127.0.0.1)
 #   make test   - install everything and run every check and test
+# The inner loop (docs/development.md):
+#   make check  - ruff, ruff format and mypy --strict (under a minute)
+#   make quick  - the tests without the slow ones (-m "not slow"), in parallel
+#   make docs   - serve the documentation site on 127.0.0.1:8001
 PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
 FILE ?= examples/fawcett.csv
 
-.PHONY: install install-test run evaluate proto test lint typecheck unit bench clean prometheus-tools
+.PHONY: install install-test run evaluate proto test check quick lint typecheck unit bench clean
+.PHONY: prometheus-tools docs docs-build
 .PHONY: proto-check proto-release
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip
 
-install: $(BIN)/python
-	$(BIN)/pip install --quiet -e .
+# Each install runs again only when what it installs from changed (a stamp file marks it done).
+install: $(VENV)/.installed
+install-test: $(VENV)/.installed-test
 
-install-test: $(BIN)/python
+$(VENV)/.installed: $(BIN)/python pyproject.toml
+	$(BIN)/pip install --quiet -e '.[service]'
+	touch $@
+
+$(VENV)/.installed-test: $(VENV)/.installed pyproject.toml clients/python/pyproject.toml
 	$(BIN)/pip install --quiet -e '.[test]' -e 'clients/python[plot]'
+	touch $@
 
 run: install
 	$(BIN)/evalserve serve
@@ -25,7 +36,7 @@ run: install
 evaluate: install
 	$(BIN)/evalserve evaluate --task binary $(FILE)
 
-# The server's stubs (gen/python) and the Python client's (its own pinned generator, in
+# The server's stubs (src/evalserve/v1) and the Python client's (its own pinned generator, in
 # .venv-client-gen); the TypeScript client's: `cd clients/typescript && npm run generate`.
 proto: install-test client-envs
 	$(BIN)/python proto/generate.py
@@ -48,18 +59,35 @@ proto-release: ts-install install
 	$(BUF) build --exclude-source-info -o '-#format=json' \
 		| $(BIN)/python -m json.tool --indent 1 > proto/released/v$(VERSION).json
 
+PY_SOURCES := core service src proto tests bench deploy clients docs
+
 lint: install-test
-	$(BIN)/ruff check core service tests bench deploy clients
-	$(BIN)/ruff format --check core service tests bench deploy clients
+	$(BIN)/ruff check $(PY_SOURCES)
+	$(BIN)/ruff format --check $(PY_SOURCES)
 
 typecheck: install-test
 	$(BIN)/mypy
 	$(BIN)/mypy --strict clients/python/src/evalserve_client
 
-unit: install-test prometheus-tools client-envs ts-install
-	$(BIN)/pytest
+check: lint typecheck
 
-test: lint typecheck proto-check ts-check unit
+# Every test, in parallel, with the coverage gate on evalserve.core and evalserve.service
+# (pyproject.toml [tool.coverage.report] fail_under). Coverage takes their folders: given as
+# package names, it imports them (and numpy) before the tests and then unloads them again.
+unit: install-test prometheus-tools client-envs ts-install
+	$(BIN)/pytest -n auto --cov=core --cov=service --cov-report=term:skip-covered
+
+quick: install-test
+	$(BIN)/pytest -n auto -m "not slow"
+
+# The documentation site: built with --strict (a broken link or nav entry fails), served locally.
+docs-build: install-test
+	$(BIN)/mkdocs build --strict --quiet --site-dir build/site
+
+docs: install-test
+	$(BIN)/mkdocs serve --dev-addr 127.0.0.1:8001
+
+test: check proto-check ts-check docs-build unit
 
 # The clients' own targets: client-envs (clients/python/envs.mk) and ts-install / ts-check
 # (clients/typescript/ts.mk).

@@ -63,7 +63,7 @@ from binary_core import load_average, machine_description, progress  # bench/ on
 from numpy.typing import NDArray
 from results_md import RESULTS_PATH, write_section
 
-from core import Options, evaluate
+from evalserve.core import Options, evaluate
 
 SECTION_TITLE = "AUC intervals and drift test, simulation (bench/auc_simulation.py)"
 SCRIPT = "bench/auc_simulation.py"

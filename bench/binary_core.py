@@ -46,14 +46,14 @@ from numpy.typing import NDArray
 from results_md import RESULTS_PATH, write_section  # bench/ is on sys.path when run as a script
 from sklearn.metrics import average_precision_score, roc_auc_score
 
-from core import BinaryStats, EvaluationResult, evaluate, parse_options
-from core._validation import binary_labels, finite_floats, same_length, sample_weights
-from core.binary._delong import placements
-from core.binary._intervals import auc_interval
-from core.binary._ranked import hits, rank
-from core.binary._ranking import roc_auc
-from core.binary._suite import compute
-from service.memory import retain_freed_memory
+from evalserve.core import BinaryStats, EvaluationResult, evaluate, parse_options
+from evalserve.core._validation import binary_labels, finite_floats, same_length, sample_weights
+from evalserve.core.binary._delong import placements
+from evalserve.core.binary._intervals import auc_interval
+from evalserve.core.binary._ranked import hits, rank
+from evalserve.core.binary._ranking import roc_auc
+from evalserve.core.binary._suite import compute
+from evalserve.service.memory import retain_freed_memory
 
 SECTION_TITLE = "binary core (bench/binary_core.py)"
 DEFAULT_ALLOCATOR_TITLE = (

@@ -56,10 +56,10 @@ from numpy.typing import NDArray
 from results_md import RESULTS_PATH, write_section
 from sklearn.metrics import f1_score, roc_auc_score
 
-from core import Options
-from core._result import TaskOutput
-from core.multiclass import compute_multiclass
-from service.memory import retain_freed_memory
+from evalserve.core import Options
+from evalserve.core._result import TaskOutput
+from evalserve.core.multiclass import compute_multiclass
+from evalserve.service.memory import retain_freed_memory
 
 SECTION_TITLE = "multiclass core (bench/multiclass_core.py)"
 SCRIPT = "bench/multiclass_core.py"

@@ -1,7 +1,7 @@
 """Benchmark of the running service against the performance targets of the service issue (#4).
 
 The service runs as users start it, in its own process on loopback:
-``python -m service --rest-port 0 --grpc-port 0 --workers 2`` (the ports are read from its
+``python -m evalserve.service --rest-port 0 --grpc-port 0 --workers 2`` (the ports are read from its
 ``evalserve: REST on http://HOST:PORT, gRPC on HOST:PORT`` line; SIGTERM stops it at the end).
 Every ratio compares timings of the same run, on the same data:
 
@@ -81,19 +81,19 @@ from binary_core import (
     progress,
     warn_if_busy,
 )
-from evalserve.v1 import evaluation_pb2 as pb
 from google.protobuf import __version__ as protobuf_version
 from numpy.typing import NDArray
 from results_md import RESULTS_PATH, write_section
 from sklearn import metrics as sk_metrics
 
-from core import EvaluationResult, evaluate
-from service.config import Settings
-from service.decode import parse_json, request_from_json, request_from_proto
-from service.encode import result_to_proto
-from service.memory import retain_freed_memory
-from service.rest import _decode_json, _decode_protobuf, _evaluate_body
-from service.usecase import evaluate_request
+from evalserve.core import EvaluationResult, evaluate
+from evalserve.service.config import Settings
+from evalserve.service.decode import parse_json, request_from_json, request_from_proto
+from evalserve.service.encode import result_to_proto
+from evalserve.service.memory import retain_freed_memory
+from evalserve.service.rest import _decode_json, _decode_protobuf, _evaluate_body
+from evalserve.service.usecase import evaluate_request
+from evalserve.v1 import evaluation_pb2 as pb
 
 SECTION_TITLE = "service (bench/service_bench.py)"
 SCRIPT = "bench/service_bench.py"
@@ -366,7 +366,7 @@ class ServerProcess:
 
 
 def start_service(workers: int, *flags: str) -> ServerProcess:
-    command = [sys.executable, "-m", "service", "--host", "127.0.0.1", "--rest-port", "0",
+    command = [sys.executable, "-m", "evalserve.service", "--host", "127.0.0.1", "--rest-port", "0",
                "--grpc-port", "0", "--workers", str(workers), *flags]  # fmt: skip
     return ServerProcess.start("evalserve", command, READY_LINE)
 
@@ -1196,7 +1196,7 @@ def render_section(
   server share the machine's CPUs: the run itself adds about 2).
 * Targets (pass/fail; "(info)" does not gate the exit status):
 {verdicts}
-* Setup: `python -m service --host 127.0.0.1 --rest-port 0 --grpc-port 0 --workers
+* Setup: `python -m evalserve.service --host 127.0.0.1 --rest-port 0 --grpc-port 0 --workers
   {args.workers}` in its own process, on loopback; the naive endpoint is a FastAPI app of this
   script (a pydantic model of `list[float]`, one scikit-learn call per metric: `roc_auc_score`,
   `average_precision_score`, precision/recall/F1 at 0.5, `accuracy_score`,

@@ -1,12 +1,12 @@
 """evalserve's numpy core: arrays in, numbers and arrays out. No I/O, no service imports."""
 
-from core._catalog import CATALOG, MetricInfo, catalog_entry
-from core._coverage import check_coverage
-from core._errors import InvalidInputError
-from core._evaluate import TASKS, check_baseline, evaluate, evaluate_binary_stats
-from core._options import Options, parse_options
-from core._result import EvaluationResult
-from core.binary._stats import BinaryStats
+from evalserve.core._catalog import CATALOG, MetricInfo, catalog_entry
+from evalserve.core._coverage import check_coverage
+from evalserve.core._errors import InvalidInputError
+from evalserve.core._evaluate import TASKS, check_baseline, evaluate, evaluate_binary_stats
+from evalserve.core._options import Options, parse_options
+from evalserve.core._result import EvaluationResult
+from evalserve.core.binary._stats import BinaryStats
 
 __all__ = [
     "CATALOG",

@@ -9,7 +9,7 @@ import math
 from collections.abc import Mapping
 from typing import Any
 
-from core._errors import InvalidInputError
+from evalserve.core._errors import InvalidInputError
 
 __all__ = ["COVERAGE_FIELDS", "check_coverage", "coverage_report"]
 

@@ -10,7 +10,7 @@ from collections.abc import Callable
 import numpy as np
 from numpy.typing import NDArray
 
-from core._search import bisect_left
+from evalserve.core._search import bisect_left
 
 __all__ = ["sample_along"]
 

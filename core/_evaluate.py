@@ -5,28 +5,28 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from core._catalog import register
-from core._coverage import check_coverage, coverage_report
-from core._errors import InvalidInputError
-from core._options import Options, parse_options
-from core._result import EvaluationResult
-from core._validation import binary_inputs
-from core.binary._compare import comparison_test, drift_test
-from core.binary._delong import Placements, placements
-from core.binary._stats import BinaryStats
-from core.binary._suite import compute
-from core.detection import CATALOG_ENTRIES as DETECTION_CATALOG
-from core.detection import CONVENTIONS as DETECTION_CONVENTIONS
-from core.detection import compute_detection
-from core.multiclass import CATALOG_ENTRIES as MULTICLASS_CATALOG
-from core.multiclass import CONVENTIONS as MULTICLASS_CONVENTIONS
-from core.multiclass import compute_multiclass
-from core.multilabel import CATALOG_ENTRIES as MULTILABEL_CATALOG
-from core.multilabel import CONVENTIONS as MULTILABEL_CONVENTIONS
-from core.multilabel import compute_multilabel
-from core.regression import CATALOG_ENTRIES as REGRESSION_CATALOG
-from core.regression import CONVENTIONS as REGRESSION_CONVENTIONS
-from core.regression import compute_regression
+from evalserve.core._catalog import register
+from evalserve.core._coverage import check_coverage, coverage_report
+from evalserve.core._errors import InvalidInputError
+from evalserve.core._options import Options, parse_options
+from evalserve.core._result import EvaluationResult
+from evalserve.core._validation import binary_inputs
+from evalserve.core.binary._compare import comparison_test, drift_test
+from evalserve.core.binary._delong import Placements, placements
+from evalserve.core.binary._stats import BinaryStats
+from evalserve.core.binary._suite import compute
+from evalserve.core.detection import CATALOG_ENTRIES as DETECTION_CATALOG
+from evalserve.core.detection import CONVENTIONS as DETECTION_CONVENTIONS
+from evalserve.core.detection import compute_detection
+from evalserve.core.multiclass import CATALOG_ENTRIES as MULTICLASS_CATALOG
+from evalserve.core.multiclass import CONVENTIONS as MULTICLASS_CONVENTIONS
+from evalserve.core.multiclass import compute_multiclass
+from evalserve.core.multilabel import CATALOG_ENTRIES as MULTILABEL_CATALOG
+from evalserve.core.multilabel import CONVENTIONS as MULTILABEL_CONVENTIONS
+from evalserve.core.multilabel import compute_multilabel
+from evalserve.core.regression import CATALOG_ENTRIES as REGRESSION_CATALOG
+from evalserve.core.regression import CONVENTIONS as REGRESSION_CONVENTIONS
+from evalserve.core.regression import compute_regression
 
 __all__ = [
     "BINARY_CONVENTIONS",

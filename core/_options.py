@@ -7,7 +7,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, fields
 from typing import Any
 
-from core._errors import InvalidInputError
+from evalserve.core._errors import InvalidInputError
 
 __all__ = ["Options", "parse_options"]
 

@@ -12,7 +12,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from core._errors import InvalidInputError
+from evalserve.core._errors import InvalidInputError
 
 __all__ = [
     "BinaryInputs",

@@ -1,4 +1,4 @@
-"""Regenerate the Python stubs of proto/evalserve/v1 into gen/python (or the folder given).
+"""Regenerate the Python stubs of proto/evalserve/v1 into src (evalserve.v1), or the folder given.
 
     python proto/generate.py [OUT_DIR]
 
@@ -15,7 +15,7 @@ from grpc_tools import protoc
 
 ROOT = Path(__file__).resolve().parent.parent
 PROTO_ROOT = ROOT / "proto"
-DEFAULT_OUT = ROOT / "gen" / "python"
+DEFAULT_OUT = ROOT / "src"
 BIN = Path(sys.executable).parent  # mypy-protobuf's plugins sit beside the interpreter
 
 
@@ -40,10 +40,9 @@ def generate(out: Path) -> None:
         ]
         if protoc.main(args) != 0:
             raise SystemExit(f"protoc failed on {proto}")
-    for package in {p.parent for p in out.rglob("*_pb2.py")} | {out / "evalserve"}:
-        while package != out:
-            (package / "__init__.py").touch()
-            package = package.parent
+    # Only the stubs' own packages (evalserve/v1): the package root above them is ours.
+    for package in {p.parent for p in out.rglob("*_pb2.py")}:
+        (package / "__init__.py").touch()
 
 
 if __name__ == "__main__":

@@ -1,9 +1,9 @@
-"""``python -m service [flags]`` is ``evalserve serve [flags]``; ``python -m service evaluate
-...`` runs the offline evaluator."""
+"""``python -m evalserve.service [flags]`` is ``evalserve serve [flags]``; ``python -m
+evalserve.service evaluate ...`` runs the offline evaluator."""
 
 import sys
 
-from service.cli import main
+from evalserve.cli import main
 
 arguments = sys.argv[1:]
 if not arguments or (arguments[0].startswith("-") and arguments[0] not in ("-h", "--help")):

@@ -19,13 +19,13 @@ from typing import Any
 import numpy as np
 import orjson
 import simdjson
-from evalserve.v1 import evaluation_pb2 as pb
 from google.protobuf.message import Message
 from numpy.typing import NDArray
 
-from core import TASKS, InvalidInputError
-from service.config import Settings
-from service.errors import MalformedRequestError, PayloadTooLargeError
+from evalserve.core import TASKS, InvalidInputError
+from evalserve.service.config import Settings
+from evalserve.service.errors import MalformedRequestError, PayloadTooLargeError
+from evalserve.v1 import evaluation_pb2 as pb
 
 __all__ = [
     "Batch",

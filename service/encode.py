@@ -6,10 +6,10 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
-from evalserve.v1 import evaluation_pb2 as pb
 from google.protobuf.message import Message
 
-from core import CATALOG, EvaluationResult, MetricInfo
+from evalserve.core import CATALOG, EvaluationResult, MetricInfo
+from evalserve.v1 import evaluation_pb2 as pb
 
 __all__ = ["catalog_to_json", "catalog_to_proto", "proto_to_json", "result_to_proto"]
 

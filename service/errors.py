@@ -10,7 +10,7 @@ from dataclasses import dataclass
 
 import grpc
 
-from core import InvalidInputError
+from evalserve.core import InvalidInputError
 
 __all__ = [
     "BusyError",

@@ -25,8 +25,6 @@ from typing import Any, Final, NoReturn, Protocol, TypeVar
 
 import grpc
 import prometheus_client
-from evalserve.v1 import evaluation_pb2 as pb
-from evalserve.v1 import evaluation_pb2_grpc as pb_grpc
 from google.protobuf import any_pb2
 from google.protobuf.message import DecodeError, Message
 from google.rpc import error_details_pb2, status_pb2
@@ -35,11 +33,18 @@ from grpc_health.v1.health import aio as health_aio
 from grpc_reflection.v1alpha import reflection
 from grpc_status import rpc_status
 
-from service import decode, encode
-from service.config import Settings
-from service.errors import MalformedRequestError, ServiceError, StreamProtocolError, describe
-from service.metrics import ServiceMetrics
-from service.usecase import Evaluator, StreamAccumulator, evaluate_request
+from evalserve.service import decode, encode
+from evalserve.service.config import Settings
+from evalserve.service.errors import (
+    MalformedRequestError,
+    ServiceError,
+    StreamProtocolError,
+    describe,
+)
+from evalserve.service.metrics import ServiceMetrics
+from evalserve.service.usecase import Evaluator, StreamAccumulator, evaluate_request
+from evalserve.v1 import evaluation_pb2 as pb
+from evalserve.v1 import evaluation_pb2_grpc as pb_grpc
 
 __all__ = [
     "CONNECTION_OPTIONS",

@@ -50,9 +50,9 @@ from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
-from core import EvaluationResult, catalog_entry
-from service.config import Settings
-from service.decode import ModelRef
+from evalserve.core import EvaluationResult, catalog_entry
+from evalserve.service.config import Settings
+from evalserve.service.decode import ModelRef
 
 __all__ = [
     "DURATION_BUCKETS",

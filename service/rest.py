@@ -21,7 +21,6 @@ from typing import Any
 
 import orjson
 import prometheus_client
-from evalserve.v1 import evaluation_pb2 as pb
 from fastapi import FastAPI
 from fastapi.exceptions import RequestValidationError
 from google.protobuf.message import DecodeError
@@ -31,18 +30,18 @@ from starlette.requests import ClientDisconnect, Request
 from starlette.responses import Response
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from core import EvaluationResult, InvalidInputError
-from service import encode, rest_models
-from service.config import Settings
-from service.decode import Request as EvaluationRequest
-from service.decode import (
+from evalserve.core import EvaluationResult, InvalidInputError
+from evalserve.service import encode, rest_models
+from evalserve.service.config import Settings
+from evalserve.service.decode import Request as EvaluationRequest
+from evalserve.service.decode import (
     json_kind,
     parse_json,
     request_from_json,
     request_from_proto,
     stream_line_from_json,
 )
-from service.errors import (
+from evalserve.service.errors import (
     MalformedRequestError,
     PayloadTooLargeError,
     ServiceError,
@@ -50,13 +49,14 @@ from service.errors import (
     UnsupportedMediaTypeError,
     describe,
 )
-from service.metrics import ServiceMetrics
-from service.usecase import (
+from evalserve.service.metrics import ServiceMetrics
+from evalserve.service.usecase import (
     EvaluationObserver,
     Evaluator,
     StreamAccumulator,
     evaluate_request,
 )
+from evalserve.v1 import evaluation_pb2 as pb
 
 __all__ = [
     "BodyLimitMiddleware",

@@ -13,7 +13,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 from pydantic.json_schema import models_json_schema
 
-from service.decode import MAX_MODEL_LABEL, MODEL_LABEL_CHARS
+from evalserve.service.decode import MAX_MODEL_LABEL, MODEL_LABEL_CHARS
 
 __all__ = [
     "REQUEST_MODELS",

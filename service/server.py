@@ -19,12 +19,12 @@ from dataclasses import dataclass
 import uvicorn
 from prometheus_client import CollectorRegistry, GCCollector, PlatformCollector, ProcessCollector
 
-from service.config import Settings
-from service.grpc_server import create_grpc_server
-from service.memory import retain_freed_memory
-from service.metrics import ServiceMetrics
-from service.rest import Readiness, create_app
-from service.usecase import Evaluator
+from evalserve.service.config import Settings
+from evalserve.service.grpc_server import create_grpc_server
+from evalserve.service.memory import limit_blas_threads, retain_freed_memory
+from evalserve.service.metrics import ServiceMetrics
+from evalserve.service.rest import Readiness, create_app
+from evalserve.service.usecase import Evaluator
 
 __all__ = ["Ports", "run", "serve"]
 
@@ -121,5 +121,6 @@ def serve(settings: Settings) -> int:
     """Run the service in the foreground; the exit status."""
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s %(message)s")
     retain_freed_memory()
+    limit_blas_threads()
     asyncio.run(run(settings))
     return 0

@@ -15,7 +15,7 @@ from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from typing import Protocol, TypeVar
 
-from core import (
+from evalserve.core import (
     BinaryStats,
     EvaluationResult,
     InvalidInputError,
@@ -25,10 +25,10 @@ from core import (
     evaluate_binary_stats,
     parse_options,
 )
-from core._validation import binary_inputs
-from service.config import Settings
-from service.decode import Batch, Header, ModelRef, Request
-from service.errors import BusyError, PayloadTooLargeError, StreamProtocolError
+from evalserve.core._validation import binary_inputs
+from evalserve.service.config import Settings
+from evalserve.service.decode import Batch, Header, ModelRef, Request
+from evalserve.service.errors import BusyError, PayloadTooLargeError, StreamProtocolError
 
 __all__ = ["EvaluationObserver", "Evaluator", "StreamAccumulator", "evaluate_request"]
 

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from core import CATALOG, TASKS
+from evalserve.core import CATALOG, TASKS
 
 README = Path(__file__).resolve().parents[1] / "README.md"
 
@@ -22,7 +22,7 @@ def test_readme_catalog_lists_every_metric_of_each_task(task: str) -> None:
 
 
 def test_readme_settings_table_matches_the_settings() -> None:
-    from service.config import Settings
+    from evalserve.service.config import Settings
 
     text = README.read_text(encoding="utf-8")
     table = text.split("<!-- settings -->")[1].split("<!-- /settings -->")[0]

@@ -26,7 +26,7 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from core.binary._stats import BinaryStats
+from evalserve.core.binary._stats import BinaryStats
 
 __all__ = ["BOOTSTRAP_METRICS", "MAX_GROUPS", "bootstrap_intervals"]
 

@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from core._result import MetricSink
-from core.binary._ranked import Hits, Ranked
+from evalserve.core._result import MetricSink
+from evalserve.core.binary._ranked import Hits, Ranked
 
 __all__ = ["calibration_metrics"]
 

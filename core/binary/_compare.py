@@ -24,12 +24,12 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from core._distributions import normal_two_sided_p, t_two_sided_p
-from core._errors import InvalidInputError
-from core._options import Options
-from core._validation import BinaryInputs, binary_inputs, finite_floats, same_length
-from core.binary._delong import Placements, placements
-from core.binary._stats import BinaryStats
+from evalserve.core._distributions import normal_two_sided_p, t_two_sided_p
+from evalserve.core._errors import InvalidInputError
+from evalserve.core._options import Options
+from evalserve.core._validation import BinaryInputs, binary_inputs, finite_floats, same_length
+from evalserve.core.binary._delong import Placements, placements
+from evalserve.core.binary._stats import BinaryStats
 
 __all__ = ["BASELINE_FIELDS", "comparison_test", "drift_test"]
 

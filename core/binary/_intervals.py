@@ -10,9 +10,9 @@ from __future__ import annotations
 import math
 from typing import Any
 
-from core._distributions import normal_quantile
-from core._result import MetricSink
-from core.binary._delong import Placements
+from evalserve.core._distributions import normal_quantile
+from evalserve.core._result import MetricSink
+from evalserve.core.binary._delong import Placements
 
 __all__ = ["WILSON_PROPORTIONS", "auc_interval", "wilson_interval", "wilson_intervals"]
 

@@ -26,8 +26,8 @@ from typing import NamedTuple
 import numpy as np
 from numpy.typing import NDArray
 
-from core._search import bisect_left
-from core.binary._ranked import Hits, Ranked
+from evalserve.core._search import bisect_left
+from evalserve.core.binary._ranked import Hits, Ranked
 
 __all__ = ["PrAreas", "head_counts", "pr_areas"]
 

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import NDArray
 
-from core.binary._stats import BinaryStats
+from evalserve.core.binary._stats import BinaryStats
 
 __all__ = ["Hits", "Ranked", "hits", "rank"]
 

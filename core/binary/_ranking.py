@@ -13,7 +13,7 @@ from __future__ import annotations
 import numpy as np
 from numpy.typing import NDArray
 
-from core.binary._ranked import Hits, Ranked
+from evalserve.core.binary._ranked import Hits, Ranked
 
 __all__ = [
     "auc_pairs",

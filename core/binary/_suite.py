@@ -8,18 +8,23 @@ from __future__ import annotations
 import numpy as np
 from numpy.typing import NDArray
 
-from core._curves import sample_along
-from core._options import Options
-from core._result import MetricSink
-from core.binary._bootstrap import bootstrap_intervals
-from core.binary._calibration import calibration_metrics
-from core.binary._delong import placements
-from core.binary._intervals import auc_interval, wilson_intervals
-from core.binary._precision_recall import head_counts, pr_areas
-from core.binary._ranked import Hits, Ranked, hits, rank
-from core.binary._ranking import f1_optimal_threshold, ks_and_youden, partial_roc_auc, roc_auc
-from core.binary._stats import BinaryStats
-from core.binary._threshold import NO_NEGATIVES, NO_POSITIVES, confusion_metrics
+from evalserve.core._curves import sample_along
+from evalserve.core._options import Options
+from evalserve.core._result import MetricSink
+from evalserve.core.binary._bootstrap import bootstrap_intervals
+from evalserve.core.binary._calibration import calibration_metrics
+from evalserve.core.binary._delong import placements
+from evalserve.core.binary._intervals import auc_interval, wilson_intervals
+from evalserve.core.binary._precision_recall import head_counts, pr_areas
+from evalserve.core.binary._ranked import Hits, Ranked, hits, rank
+from evalserve.core.binary._ranking import (
+    f1_optimal_threshold,
+    ks_and_youden,
+    partial_roc_auc,
+    roc_auc,
+)
+from evalserve.core.binary._stats import BinaryStats
+from evalserve.core.binary._threshold import NO_NEGATIVES, NO_POSITIVES, confusion_metrics
 
 __all__ = ["RANKING_METRICS", "compute", "head_metric_names"]
 

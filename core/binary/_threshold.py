@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import math
 
-from core._result import MetricSink
+from evalserve.core._result import MetricSink
 
 __all__ = ["confusion_metrics"]
 

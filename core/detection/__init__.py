@@ -18,8 +18,8 @@ Conventions (also in ``CONVENTIONS``, sent with every response):
   not supported; COCO's area ranges (small/medium/large) are not computed.
 """
 
-from core.detection._catalog import CATALOG_ENTRIES, CONVENTIONS
-from core.detection._iou import box_iou
-from core.detection._suite import compute_detection
+from evalserve.core.detection._catalog import CATALOG_ENTRIES, CONVENTIONS
+from evalserve.core.detection._iou import box_iou
+from evalserve.core.detection._suite import compute_detection
 
 __all__ = ["CATALOG_ENTRIES", "CONVENTIONS", "box_iou", "compute_detection"]

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from core._catalog import entry_builder
+from evalserve.core._catalog import entry_builder
 
 __all__ = ["CATALOG_ENTRIES", "CLASS_METRICS", "CONVENTIONS", "MEAN_METRICS"]
 

@@ -10,13 +10,16 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from core._options import Options
-from core._result import MetricSink, TaskOutput
-from core.detection._average_precision import coco_average_precision, voc_average_precision
-from core.detection._catalog import CLASS_METRICS, CONVENTIONS, MEAN_METRICS
-from core.detection._inputs import Boxes, Scene, class_names, scene
-from core.detection._iou import box_iou
-from core.detection._matching import coco_matches, voc_matches
+from evalserve.core._options import Options
+from evalserve.core._result import MetricSink, TaskOutput
+from evalserve.core.detection._average_precision import (
+    coco_average_precision,
+    voc_average_precision,
+)
+from evalserve.core.detection._catalog import CLASS_METRICS, CONVENTIONS, MEAN_METRICS
+from evalserve.core.detection._inputs import Boxes, Scene, class_names, scene
+from evalserve.core.detection._iou import box_iou
+from evalserve.core.detection._matching import coco_matches, voc_matches
 
 __all__ = ["COCO_IOU_THRESHOLDS", "compute_detection"]
 

@@ -8,7 +8,7 @@ classes the averages left out, and ``CONVENTIONS`` (where scikit-learn's default
 say how). ``CATALOG_ENTRIES`` classifies every metric name it emits.
 """
 
-from core.multiclass._catalog import CATALOG_ENTRIES, CONVENTIONS
-from core.multiclass._suite import compute_multiclass
+from evalserve.core.multiclass._catalog import CATALOG_ENTRIES, CONVENTIONS
+from evalserve.core.multiclass._suite import compute_multiclass
 
 __all__ = ["CATALOG_ENTRIES", "CONVENTIONS", "compute_multiclass"]

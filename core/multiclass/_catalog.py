@@ -3,7 +3,7 @@ definition, and the conventions a multiclass result carries."""
 
 from __future__ import annotations
 
-from core._catalog import MetricInfo, entry_builder
+from evalserve.core._catalog import MetricInfo, entry_builder
 
 __all__ = ["AVERAGES", "CATALOG_ENTRIES", "CONVENTIONS", "METRIC_NAMES"]
 

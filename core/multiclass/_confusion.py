@@ -15,8 +15,8 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import NDArray
 
-from core._result import MetricSink
-from core.binary._intervals import wilson_interval
+from evalserve.core._result import MetricSink
+from evalserve.core.binary._intervals import wilson_interval
 
 __all__ = ["ClassCounts", "class_counts", "confusion_matrix", "hard_metrics"]
 

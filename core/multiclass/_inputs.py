@@ -15,8 +15,8 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from core._errors import InvalidInputError
-from core._validation import sample_weights
+from evalserve.core._errors import InvalidInputError
+from evalserve.core._validation import sample_weights
 
 __all__ = ["MulticlassInputs", "multiclass_inputs"]
 

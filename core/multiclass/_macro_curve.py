@@ -25,8 +25,8 @@ from collections.abc import Sequence
 import numpy as np
 from numpy.typing import NDArray
 
-from core._curves import sample_along
-from core.binary._ranked import Ranked
+from evalserve.core._curves import sample_along
+from evalserve.core.binary._ranked import Ranked
 
 __all__ = ["ClassCurve", "class_curve", "macro_roc_curve", "vertical_average"]
 

@@ -18,7 +18,7 @@ from __future__ import annotations
 import numpy as np
 from numpy.typing import NDArray
 
-from core._result import MetricSink
+from evalserve.core._result import MetricSink
 
 __all__ = ["micro_metrics"]
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 import numpy as np
 from numpy.typing import NDArray
 
-from core._result import MetricSink
+from evalserve.core._result import MetricSink
 
 __all__ = ["ovo_metrics"]
 

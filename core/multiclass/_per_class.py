@@ -15,15 +15,21 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from core._options import Options
-from core._result import MetricSink
-from core.binary._delong import placements
-from core.binary._intervals import auc_interval
-from core.binary._precision_recall import pr_areas
-from core.binary._ranked import Ranked, hits, rank
-from core.binary._ranking import ks_and_youden, roc_auc
-from core.binary._stats import BinaryStats
-from core.multiclass._confusion import ABSENT, NEITHER, NEVER_PREDICTED, ClassCounts, describe
+from evalserve.core._options import Options
+from evalserve.core._result import MetricSink
+from evalserve.core.binary._delong import placements
+from evalserve.core.binary._intervals import auc_interval
+from evalserve.core.binary._precision_recall import pr_areas
+from evalserve.core.binary._ranked import Ranked, hits, rank
+from evalserve.core.binary._ranking import ks_and_youden, roc_auc
+from evalserve.core.binary._stats import BinaryStats
+from evalserve.core.multiclass._confusion import (
+    ABSENT,
+    NEITHER,
+    NEVER_PREDICTED,
+    ClassCounts,
+    describe,
+)
 
 __all__ = ["ClassRanking", "class_ranking", "class_rows", "ranking_averages"]
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 import numpy as np
 from numpy.typing import NDArray
 
-from core._result import MetricSink
+from evalserve.core._result import MetricSink
 
 __all__ = ["PROBABILITY_METRICS", "ROW_SUM_TOLERANCE", "probability_metrics", "probability_problem"]
 

@@ -29,10 +29,10 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import NDArray
 
-from core.binary._stats import BinaryStats
-from core.multiclass._columns import columns
-from core.multiclass._inputs import MulticlassInputs
-from core.multiclass._locate import Located, TrueScores, order_keys
+from evalserve.core.binary._stats import BinaryStats
+from evalserve.core.multiclass._columns import columns
+from evalserve.core.multiclass._inputs import MulticlassInputs
+from evalserve.core.multiclass._locate import Located, TrueScores, order_keys
 
 __all__ = ["Micro", "RankingStats", "distinct_with_mass", "ranking_stats", "true_class_scores"]
 

@@ -16,22 +16,32 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from core._options import Options
-from core._result import Curve, MetricSink, TaskOutput
-from core.multiclass._catalog import CONVENTIONS, METRIC_NAMES
-from core.multiclass._confusion import class_counts, confusion_matrix, describe, hard_metrics
-from core.multiclass._inputs import MulticlassInputs, multiclass_inputs
-from core.multiclass._macro_curve import class_curve, macro_roc_curve
-from core.multiclass._micro import micro_metrics
-from core.multiclass._ovo import ovo_metrics
-from core.multiclass._per_class import ClassRanking, class_ranking, class_rows, ranking_averages
-from core.multiclass._probability import (
+from evalserve.core._options import Options
+from evalserve.core._result import Curve, MetricSink, TaskOutput
+from evalserve.core.multiclass._catalog import CONVENTIONS, METRIC_NAMES
+from evalserve.core.multiclass._confusion import (
+    class_counts,
+    confusion_matrix,
+    describe,
+    hard_metrics,
+)
+from evalserve.core.multiclass._inputs import MulticlassInputs, multiclass_inputs
+from evalserve.core.multiclass._macro_curve import class_curve, macro_roc_curve
+from evalserve.core.multiclass._micro import micro_metrics
+from evalserve.core.multiclass._ovo import ovo_metrics
+from evalserve.core.multiclass._per_class import (
+    ClassRanking,
+    class_ranking,
+    class_rows,
+    ranking_averages,
+)
+from evalserve.core.multiclass._probability import (
     PROBABILITY_METRICS,
     probability_metrics,
     probability_problem,
 )
-from core.multiclass._ranking import ranking_stats, true_class_scores
-from core.multiclass._topk import rank_counts, top_k_metrics
+from evalserve.core.multiclass._ranking import ranking_stats, true_class_scores
+from evalserve.core.multiclass._topk import rank_counts, top_k_metrics
 
 __all__ = ["compute_multiclass"]
 

@@ -6,7 +6,7 @@ multilabel, one ``per_class`` row per label, warnings naming what the averages l
 classifies every metric name it emits.
 """
 
-from core.multilabel._catalog import CATALOG_ENTRIES, CONVENTIONS
-from core.multilabel._suite import compute_multilabel
+from evalserve.core.multilabel._catalog import CATALOG_ENTRIES, CONVENTIONS
+from evalserve.core.multilabel._suite import compute_multilabel
 
 __all__ = ["CATALOG_ENTRIES", "CONVENTIONS", "compute_multilabel"]

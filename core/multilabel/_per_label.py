@@ -16,7 +16,7 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import NDArray
 
-from core._result import MetricSink
+from evalserve.core._result import MetricSink
 
 __all__ = ["PerLabel", "label_averages", "ratio"]
 

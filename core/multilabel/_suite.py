@@ -12,18 +12,18 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from core._options import Options
-from core._result import MetricSink, TaskOutput
-from core.binary._precision_recall import pr_areas
-from core.binary._ranked import hits, rank
-from core.binary._ranking import roc_auc
-from core.binary._stats import BinaryStats
-from core.binary._threshold import NO_NEGATIVES, NO_POSITIVES
-from core.multilabel._catalog import CONVENTIONS
-from core.multilabel._inputs import MultilabelInputs, multilabel_inputs
-from core.multilabel._per_label import PerLabel, label_averages
-from core.multilabel._ranking import ColumnRanking, rank_columns, rank_samples
-from core.multilabel._threshold import (
+from evalserve.core._options import Options
+from evalserve.core._result import MetricSink, TaskOutput
+from evalserve.core.binary._precision_recall import pr_areas
+from evalserve.core.binary._ranked import hits, rank
+from evalserve.core.binary._ranking import roc_auc
+from evalserve.core.binary._stats import BinaryStats
+from evalserve.core.binary._threshold import NO_NEGATIVES, NO_POSITIVES
+from evalserve.core.multilabel._catalog import CONVENTIONS
+from evalserve.core.multilabel._inputs import MultilabelInputs, multilabel_inputs
+from evalserve.core.multilabel._per_label import PerLabel, label_averages
+from evalserve.core.multilabel._ranking import ColumnRanking, rank_columns, rank_samples
+from evalserve.core.multilabel._threshold import (
     LABEL_METRICS,
     Counts,
     SampleCounts,

@@ -22,10 +22,10 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import NDArray
 
-from core._result import MetricSink
-from core.binary._threshold import NO_POSITIVES, NO_PREDICTED_POSITIVES
-from core.multilabel._inputs import MultilabelInputs
-from core.multilabel._per_label import PerLabel, label_averages, ratio
+from evalserve.core._result import MetricSink
+from evalserve.core.binary._threshold import NO_POSITIVES, NO_PREDICTED_POSITIVES
+from evalserve.core.multilabel._inputs import MultilabelInputs
+from evalserve.core.multilabel._per_label import PerLabel, label_averages, ratio
 
 __all__ = ["LABEL_METRICS", "Counts", "SampleCounts", "count_cells", "threshold_metrics"]
 

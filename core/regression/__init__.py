@@ -5,7 +5,7 @@ explained_variance higher-is-better (sklearn's naming contract, ``sklearn/metric
 Formulas: ``CATALOG_ENTRIES``; the choices where references differ: ``CONVENTIONS``.
 """
 
-from core.regression._catalog import CATALOG_ENTRIES, CONVENTIONS
-from core.regression._suite import compute_regression
+from evalserve.core.regression._catalog import CATALOG_ENTRIES, CONVENTIONS
+from evalserve.core.regression._suite import compute_regression
 
 __all__ = ["CATALOG_ENTRIES", "CONVENTIONS", "compute_regression"]

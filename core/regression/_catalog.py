@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from core._catalog import MetricInfo, entry_builder
+from evalserve.core._catalog import MetricInfo, entry_builder
 
 __all__ = ["CATALOG_ENTRIES", "CONVENTIONS"]
 

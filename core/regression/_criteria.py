@@ -23,10 +23,10 @@ from __future__ import annotations
 
 import math
 
-from core._options import Options
-from core._result import MetricSink
-from core.regression._fit import NO_N_PARAMS
-from core.regression._pointwise import OVERFLOW, put
+from evalserve.core._options import Options
+from evalserve.core._result import MetricSink
+from evalserve.core.regression._fit import NO_N_PARAMS
+from evalserve.core.regression._pointwise import OVERFLOW, put
 
 __all__ = ["PERFECT_FIT", "information_criteria", "mallows_cp"]
 

@@ -13,9 +13,9 @@ import math
 import numpy as np
 from numpy.typing import NDArray
 
-from core._result import MetricSink
-from core.regression._pointwise import OVERFLOW, put
-from core.regression._rows import RegressionRows
+from evalserve.core._result import MetricSink
+from evalserve.core.regression._pointwise import OVERFLOW, put
+from evalserve.core.regression._rows import RegressionRows
 
 __all__ = ["CONSTANT_LABELS", "NO_N_PARAMS", "adjusted_r2", "fit_metrics"]
 

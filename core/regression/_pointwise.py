@@ -13,8 +13,8 @@ import math
 import numpy as np
 from numpy.typing import NDArray
 
-from core._result import MetricSink
-from core.regression._rows import RegressionRows
+from evalserve.core._result import MetricSink
+from evalserve.core.regression._rows import RegressionRows
 
 __all__ = [
     "EPS",

@@ -8,17 +8,17 @@ from typing import Any
 
 import numpy as np
 
-from core._options import Options
-from core._result import MetricSink, TaskOutput
-from core.regression._catalog import CONVENTIONS
-from core.regression._criteria import information_criteria, mallows_cp
-from core.regression._fit import adjusted_r2, fit_metrics
-from core.regression._pointwise import (
+from evalserve.core._options import Options
+from evalserve.core._result import MetricSink, TaskOutput
+from evalserve.core.regression._catalog import CONVENTIONS
+from evalserve.core.regression._criteria import information_criteria, mallows_cp
+from evalserve.core.regression._fit import adjusted_r2, fit_metrics
+from evalserve.core.regression._pointwise import (
     absolute_error_metrics,
     order_statistics,
     squared_error_metrics,
 )
-from core.regression._rows import regression_rows
+from evalserve.core.regression._rows import regression_rows
 
 __all__ = ["compute_regression"]
 

@@ -16,11 +16,11 @@ from typing import Any
 
 import grpc
 import numpy as np
+
+from evalserve import core
+from evalserve.service import encode
 from evalserve.v1 import evaluation_pb2 as pb
 from evalserve.v1 import evaluation_pb2_grpc as pb_grpc
-
-import core
-from service import encode
 
 Seen = list[tuple[str, dict[str, str]]]
 

@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from core import CATALOG
+from evalserve.core import CATALOG
 from tests.clients import oldest_runtime_calls
 from tests.contract.servers import Service
 

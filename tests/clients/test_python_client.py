@@ -22,7 +22,6 @@ from typing import Any
 import grpc
 import numpy as np
 import pytest
-from evalserve.v1 import evaluation_pb2 as pb
 from evalserve_client import (
     AsyncClient,
     Client,
@@ -34,8 +33,9 @@ from evalserve_client import (
     Unavailable,
 )
 
-from core import CATALOG, evaluate
-from service.config import Settings
+from evalserve.core import CATALOG, evaluate
+from evalserve.service.config import Settings
+from evalserve.v1 import evaluation_pb2 as pb
 from tests.contract.doors import column
 from tests.contract.servers import Service, running
 from tests.contract.test_same_answer import REQUESTS, assert_same, expected_of, request_of

@@ -79,8 +79,9 @@ def test_the_stubs_come_from_the_floor_generator() -> None:
 def test_client_and_server_stubs_serialize_the_same_descriptor() -> None:
     """protobuf's default pool takes the same file twice only when its serialized descriptor is
     identical; the two generators (protoc 25.1 and the server's newer one) agree."""
-    from evalserve.v1 import evaluation_pb2 as server_pb
     from evalserve_client._proto.evalserve.v1 import evaluation_pb2 as client_pb
+
+    from evalserve.v1 import evaluation_pb2 as server_pb
 
     assert client_pb.DESCRIPTOR.name == server_pb.DESCRIPTOR.name == "evalserve/v1/evaluation.proto"
     assert client_pb.DESCRIPTOR.serialized_pb == server_pb.DESCRIPTOR.serialized_pb

@@ -21,8 +21,8 @@ from typing import Any
 
 import pytest
 
-import core
-from service.encode import catalog_to_json
+from evalserve import core
+from evalserve.service.encode import catalog_to_json
 from tests.contract.servers import Service
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -19,8 +19,8 @@ from evalserve_client import AsyncClient, Client, Unavailable
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 from pydantic import ValidationError
 
-import core
-from service.config import Settings
+from evalserve import core
+from evalserve.service.config import Settings
 from tests.clients.recording import Recording, Seen, answer, grpc_recording, http_recording
 from tests.clients.test_typescript import error, finish_cases, ok, start_cases, ts_case
 from tests.contract.servers import running
@@ -189,7 +189,7 @@ def test_a_certificate_without_its_key_or_a_missing_file_is_refused(tmp_path: Pa
 
 
 def test_the_command_line_says_which_tls_file_is_missing(tmp_path: Path) -> None:
-    from service.cli import main
+    from evalserve.cli import main
 
     missing = tmp_path / "missing.pem"
     with pytest.raises(SystemExit, match="tls_key_file: Path does not point to a file"):

@@ -27,8 +27,8 @@ import numpy as np
 import pytest
 from evalserve_client import Client, EvalserveError
 
-from core import evaluate
-from service.config import Settings
+from evalserve.core import evaluate
+from evalserve.service.config import Settings
 from tests.clients.test_python_client import arguments
 from tests.contract.servers import Service, running
 from tests.contract.test_same_answer import REQUESTS, assert_same, request_of

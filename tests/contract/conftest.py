@@ -6,7 +6,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from service.config import Settings
+from evalserve.service.config import Settings
 from tests.contract.servers import LIMITED, Service, running
 
 

@@ -23,14 +23,14 @@ import grpc
 import httpx
 import numpy as np
 import orjson
-from evalserve.v1 import evaluation_pb2 as pb
 from google.rpc import error_details_pb2
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 from grpc_status import rpc_status
 
-from core import evaluate
-from service.encode import proto_to_json
-from service.grpc_server import SERVICE_NAME
+from evalserve.core import evaluate
+from evalserve.service.encode import proto_to_json
+from evalserve.service.grpc_server import SERVICE_NAME
+from evalserve.v1 import evaluation_pb2 as pb
 from tests.contract.servers import Service
 
 JSON = "application/json"

@@ -17,10 +17,10 @@ from dataclasses import dataclass
 
 import grpc
 import httpx
-from evalserve.v1 import evaluation_pb2_grpc as pb_grpc
 
-from service.config import Settings
-from service.server import Ports, run
+from evalserve.service.config import Settings
+from evalserve.service.server import Ports, run
+from evalserve.v1 import evaluation_pb2_grpc as pb_grpc
 
 LIMITED = Settings(
     host="127.0.0.1",

@@ -8,7 +8,8 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
-COMMITTED = ROOT / "gen" / "python"
+STUBS = Path("evalserve") / "v1"
+COMMITTED = ROOT / "src" / STUBS
 
 
 def test_regenerating_the_stubs_changes_nothing(tmp_path: Path) -> None:
@@ -18,7 +19,11 @@ def test_regenerating_the_stubs_changes_nothing(tmp_path: Path) -> None:
         capture_output=True,
         timeout=120,
     )
-    fresh = {p.relative_to(tmp_path): p.read_bytes() for p in tmp_path.rglob("*") if p.is_file()}
+    generated = tmp_path / STUBS
+    assert sorted(p.relative_to(tmp_path) for p in tmp_path.rglob("*") if p.is_file()) == sorted(
+        p.relative_to(tmp_path) for p in generated.rglob("*") if p.is_file()
+    ), "the generator writes nothing outside evalserve/v1"
+    fresh = {p.relative_to(generated): p.read_bytes() for p in generated.rglob("*") if p.is_file()}
     committed = {
         p.relative_to(COMMITTED): p.read_bytes()
         for p in COMMITTED.rglob("*")

@@ -32,7 +32,7 @@ from hypothesis import strategies as st
 from schemathesis import GenerationMode
 from schemathesis.core import NOT_SET
 
-from service import rest_models
+from evalserve.service import rest_models
 from tests.contract.doors import (
     JSON,
     NDJSON,

@@ -21,7 +21,7 @@ from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
 from numpy.typing import NDArray
 
-import core
+from evalserve import core
 
 Floats = NDArray[np.float64]
 Bools = NDArray[np.bool_]

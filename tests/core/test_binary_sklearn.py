@@ -28,8 +28,8 @@ from scipy import stats as scipy_stats
 from sklearn import metrics as skm
 from sklearn.exceptions import UndefinedMetricWarning
 
-import core
-from core.binary._suite import RANKING_METRICS
+from evalserve import core
+from evalserve.core.binary._suite import RANKING_METRICS
 
 Floats = NDArray[np.float64]
 Bools = NDArray[np.bool_]

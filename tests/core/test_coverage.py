@@ -11,8 +11,14 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-import core
-from core import BinaryStats, InvalidInputError, evaluate, evaluate_binary_stats, parse_options
+from evalserve import core
+from evalserve.core import (
+    BinaryStats,
+    InvalidInputError,
+    evaluate,
+    evaluate_binary_stats,
+    parse_options,
+)
 
 LABELS = [0, 0, 1, 1]
 SCORES = [0.1, 0.4, 0.35, 0.8]

@@ -22,11 +22,11 @@ from pycocotools import mask as coco_mask
 from pycocotools.coco import COCO
 from pycocotools.cocoeval import COCOeval
 
-from core._catalog import MetricInfo
-from core._errors import InvalidInputError
-from core._options import parse_options
-from core._result import TaskOutput
-from core.detection import CATALOG_ENTRIES, CONVENTIONS, box_iou, compute_detection
+from evalserve.core._catalog import MetricInfo
+from evalserve.core._errors import InvalidInputError
+from evalserve.core._options import parse_options
+from evalserve.core._result import TaskOutput
+from evalserve.core.detection import CATALOG_ENTRIES, CONVENTIONS, box_iou, compute_detection
 
 Floats = NDArray[np.float64]
 Image = dict[str, Any]

@@ -16,7 +16,7 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from core._distributions import (
+from evalserve.core._distributions import (
     LARGE_DF,
     normal_cdf,
     normal_quantile,

@@ -34,8 +34,8 @@ from numpy.typing import NDArray
 from scipy import stats
 from sklearn.metrics import average_precision_score, f1_score, roc_curve
 
-import core
-from core.binary._bootstrap import MAX_GROUPS
+from evalserve import core
+from evalserve.core.binary._bootstrap import MAX_GROUPS
 
 Floats = NDArray[np.float64]
 Bools = NDArray[np.bool_]

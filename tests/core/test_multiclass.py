@@ -29,9 +29,9 @@ from numpy.typing import NDArray
 from sklearn import metrics as skm
 from sklearn.preprocessing import label_binarize
 
-import core
-from core._result import TaskOutput
-from core.multiclass import CATALOG_ENTRIES, CONVENTIONS, compute_multiclass
+from evalserve import core
+from evalserve.core._result import TaskOutput
+from evalserve.core.multiclass import CATALOG_ENTRIES, CONVENTIONS, compute_multiclass
 
 Floats = NDArray[np.float64]
 Ints = NDArray[np.int64]

@@ -8,8 +8,8 @@ from typing import Any
 import numpy as np
 import pytest
 
-from core import InvalidInputError, Options
-from core.multiclass import compute_multiclass
+from evalserve.core import InvalidInputError, Options
+from evalserve.core.multiclass import compute_multiclass
 
 LABELS = [0, 2, 1, 2]
 SCORES = [[0.7, 0.2, 0.1], [0.1, 0.3, 0.6], [0.2, 0.5, 0.3], [0.3, 0.3, 0.4]]

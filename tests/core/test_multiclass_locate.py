@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
 from numpy.typing import NDArray
 
-from core.multiclass._locate import BLOCK, TrueScores, order_keys
+from evalserve.core.multiclass._locate import BLOCK, TrueScores, order_keys
 
 Floats = NDArray[np.float64]
 finite = st.floats(allow_nan=False, allow_infinity=False)

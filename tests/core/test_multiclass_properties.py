@@ -19,9 +19,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from numpy.typing import NDArray
 
-from core import Options
-from core._result import TaskOutput
-from core.multiclass import compute_multiclass
+from evalserve.core import Options
+from evalserve.core._result import TaskOutput
+from evalserve.core.multiclass import compute_multiclass
 
 Floats = NDArray[np.float64]
 Ints = NDArray[np.int64]

@@ -18,8 +18,8 @@ import pytest
 from numpy.typing import NDArray
 from sklearn import metrics as skm
 
-from core import Options
-from core.multiclass import CONVENTIONS, compute_multiclass
+from evalserve.core import Options
+from evalserve.core.multiclass import CONVENTIONS, compute_multiclass
 
 Floats = NDArray[np.float64]
 RNG = np.random.default_rng(7)

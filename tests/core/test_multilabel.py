@@ -29,11 +29,11 @@ from hypothesis.extra.numpy import arrays
 from numpy.typing import NDArray
 from sklearn import metrics as skm
 
-import core
-from core import InvalidInputError, Options
-from core._result import TaskOutput
-from core.multilabel import CATALOG_ENTRIES, CONVENTIONS, compute_multilabel
-from core.multilabel import _ranking as multilabel_ranking
+from evalserve import core
+from evalserve.core import InvalidInputError, Options
+from evalserve.core._result import TaskOutput
+from evalserve.core.multilabel import CATALOG_ENTRIES, CONVENTIONS, compute_multilabel
+from evalserve.core.multilabel import _ranking as multilabel_ranking
 
 Floats = NDArray[np.float64]
 Ints = NDArray[np.int64]

@@ -30,7 +30,7 @@ from typing import Any
 
 import pytest
 
-from core import evaluate
+from evalserve.core import evaluate
 
 FIXTURE = Path(__file__).resolve().parents[1] / "fixtures" / "proc" / "cases.json"
 PROC_VERSION = "1.18.0"

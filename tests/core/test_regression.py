@@ -26,11 +26,11 @@ from numpy.typing import NDArray
 from scipy import stats as scipy_stats
 from sklearn import metrics as skm
 
-import core
-from core import InvalidInputError, Options
-from core._result import TaskOutput
-from core.regression import CATALOG_ENTRIES, CONVENTIONS, compute_regression
-from core.regression._pointwise import OVERFLOW, weighted_median
+from evalserve import core
+from evalserve.core import InvalidInputError, Options
+from evalserve.core._result import TaskOutput
+from evalserve.core.regression import CATALOG_ENTRIES, CONVENTIONS, compute_regression
+from evalserve.core.regression._pointwise import OVERFLOW, weighted_median
 
 Floats = NDArray[np.float64]
 Metrics = dict[str, float | None]

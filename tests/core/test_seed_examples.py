@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from core import evaluate
+from evalserve.core import evaluate
 
 # Seed 000, "一个绘制ROC曲线的例子" (Fawcett 2006, Fig. 3): 20 instances, p/n and score.
 FAWCETT_CLASSES = "ppnpppnnpnpnpnnnpnpn"

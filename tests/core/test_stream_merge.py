@@ -8,7 +8,7 @@ from typing import Any
 
 import numpy as np
 
-from core import BinaryStats, evaluate, evaluate_binary_stats, parse_options
+from evalserve.core import BinaryStats, evaluate, evaluate_binary_stats, parse_options
 
 BOUND = 1e-15  # relative, over every number of the answer
 

@@ -7,7 +7,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from core import InvalidInputError, evaluate
+from evalserve.core import InvalidInputError, evaluate
 
 GOOD_LABELS = [0, 1, 0, 1]
 GOOD_SCORES = [0.1, 0.9, 0.4, 0.6]

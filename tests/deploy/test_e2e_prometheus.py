@@ -1,11 +1,12 @@
 """End to end: the service and a real Prometheus, with the project's own config and rules.
 
-``python -m service`` runs on loopback; Prometheus (the Debian package ``prometheus``, installed
-by ``make prometheus-tools``) runs on a free loopback port with its own TSDB in a temp dir and a
-config generated from deploy/prometheus/prometheus.yml: the evalserve target replaced by the
-service's address, scrape and evaluation intervals of 1 s, no Alertmanager, and the rule path
-pointing at a test copy of deploy/prometheus/rules/evalserve.rules.yml whose ``for:`` durations
-(5 to 30 minutes in the real file) are shortened to 2 s. Nothing else of the rules changes.
+``python -m evalserve.service`` runs on loopback; Prometheus (the Debian package ``prometheus``,
+installed by ``make prometheus-tools``) runs on a free loopback port with its own TSDB in a temp
+dir and a config generated from deploy/prometheus/prometheus.yml: the evalserve target replaced
+by the service's address, scrape and evaluation intervals of 1 s, no Alertmanager, and the rule
+path pointing at a test copy of deploy/prometheus/rules/evalserve.rules.yml whose ``for:``
+durations (5 to 30 minutes in the real file) are shortened to 2 s. Nothing else of the rules
+changes.
 
 Two models are evaluated over REST every half second: ``healthy`` (AUC about 0.9 against a
 baseline payload of the same distribution) and ``drifted`` (AUC about 0.7 against a baseline of
@@ -89,7 +90,7 @@ def _drain(process: subprocess.Popen[str], lines: list[str]) -> threading.Thread
 def service() -> Iterator[Process]:
     process = subprocess.Popen(
         [
-            *(sys.executable, "-m", "service"),
+            *(sys.executable, "-m", "evalserve.service"),
             *("--host", "127.0.0.1", "--rest-port", "0", "--grpc-port", "0"),
         ],
         stdout=subprocess.DEVNULL,

@@ -33,7 +33,7 @@ import yaml
 from kubernetes_validate.utils import all_versions
 from packaging.version import Version
 
-from service.config import Settings
+from evalserve.service.config import Settings
 
 ROOT = Path(__file__).resolve().parents[2]
 DEPLOY = ROOT / "deploy"
@@ -215,17 +215,18 @@ def test_dockerfile_builds_a_wheel_then_copies_it_into_a_slim_runtime() -> None:
 
 
 def test_dockerfile_builder_copies_everything_the_wheel_is_built_from() -> None:
-    """Every package root and the readme of pyproject.toml reach the build context and the
-    builder stage, so a new top-level package cannot be forgotten in the image."""
+    """Every folder the wheel is built from (the package folder of pyproject.toml and the
+    top-level folders its links point into), the readme and the license reach the build context
+    and the builder stage, so a new top-level folder cannot be forgotten in the image."""
     import tomllib
 
     project = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))
-    setuptools = project["tool"]["setuptools"]
-    package_dirs = setuptools.get("package-dir", {})
-    needed = {"pyproject.toml", project["project"]["readme"]}
-    for package in setuptools["packages"]:
-        top = package.split(".")[0]
-        needed.add(package_dirs.get(top, top).split("/")[0])
+    needed = {"pyproject.toml", project["project"]["readme"], *project["project"]["license-files"]}
+    for where in project["tool"]["setuptools"]["packages"]["find"]["where"]:
+        needed.add(where.split("/")[0])
+        for path in (ROOT / where).rglob("*"):
+            if path.is_symlink():
+                needed.add(path.resolve().relative_to(ROOT).parts[0])
     copied = set()
     for copy in _instructions(_stages()[0][2], "COPY"):
         copied |= {source.rstrip("/") for source in copy.split()[:-1]}
@@ -254,7 +255,7 @@ def test_dockerfile_entrypoint_is_exec_form_evalserve_serve() -> None:
     scripts = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"][
         "scripts"
     ]
-    assert scripts["evalserve"] == "service.cli:main"
+    assert scripts["evalserve"] == "evalserve.cli:main"
     assert not _instructions(_stages()[-1][2], "CMD")
     assert _instructions(_stages()[-1][2], "STOPSIGNAL") in ([], ["SIGTERM"])
 

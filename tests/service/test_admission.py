@@ -12,12 +12,12 @@ from collections.abc import Iterator
 import grpc
 import httpx
 import pytest
-from evalserve.v1 import evaluation_pb2 as pb
 from evalserve_client import Client
 
-from service.config import Settings
-from service.errors import BusyError
-from service.usecase import Evaluator
+from evalserve.service.config import Settings
+from evalserve.service.errors import BusyError
+from evalserve.service.usecase import Evaluator
+from evalserve.v1 import evaluation_pb2 as pb
 from tests.contract.servers import Service, running
 
 HEADER = b'{"task": "binary"}\n'

@@ -9,10 +9,10 @@ import numpy as np
 import orjson
 import pytest
 
-from service import decode
-from service.config import Settings
-from service.decode import FAST_JSON_BYTES, parse_json, request_from_json
-from service.errors import MalformedRequestError
+from evalserve.service import decode
+from evalserve.service.config import Settings
+from evalserve.service.decode import FAST_JSON_BYTES, parse_json, request_from_json
+from evalserve.service.errors import MalformedRequestError
 
 ROWS = 120_000  # about 3 MB of JSON: over the fast-path size
 

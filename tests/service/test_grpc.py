@@ -17,8 +17,6 @@ from typing import Any, TypeVar
 import grpc
 import numpy as np
 import pytest
-from evalserve.v1 import evaluation_pb2 as pb
-from evalserve.v1 import evaluation_pb2_grpc as pb_grpc
 from google.protobuf import descriptor_pool
 from google.rpc import code_pb2, error_details_pb2
 from grpc_health.v1 import health_pb2, health_pb2_grpc
@@ -30,9 +28,11 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from numpy.typing import ArrayLike
 
-from service.config import Settings
-from service.grpc_server import SERVICE_NAME, HealthServicer, create_grpc_server
-from service.usecase import Evaluator
+from evalserve.service.config import Settings
+from evalserve.service.grpc_server import SERVICE_NAME, HealthServicer, create_grpc_server
+from evalserve.service.usecase import Evaluator
+from evalserve.v1 import evaluation_pb2 as pb
+from evalserve.v1 import evaluation_pb2_grpc as pb_grpc
 from tests.core.test_seed_examples import FAWCETT_LABELS, FAWCETT_SCORES
 
 T = TypeVar("T")
@@ -511,7 +511,7 @@ def test_evaluate_stream_refuses_bad_streams(
 def test_an_unexpected_error_is_internal_logged_and_says_nothing_inside(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
-    caplog.set_level(logging.ERROR, logger="service.grpc_server")
+    caplog.set_level(logging.ERROR, logger="evalserve.service.grpc_server")
     with serving(Settings(host="127.0.0.1"), BrokenEvaluator) as running:
         with pytest.raises(grpc.RpcError) as failed:
             running.stub.Evaluate(fawcett())

@@ -15,7 +15,7 @@ def test_retaining_freed_memory_keeps_pages_for_the_next_array() -> None:
     program = """
 import resource
 import numpy as np
-from service.memory import retain_freed_memory
+from evalserve.service.memory import retain_freed_memory
 assert retain_freed_memory()
 a = np.ones(10_000_000); del a
 before = resource.getrusage(resource.RUSAGE_SELF).ru_minflt

@@ -22,17 +22,17 @@ import orjson
 import prometheus_client
 import pytest
 import uvicorn
-from evalserve.v1 import evaluation_pb2 as pb
-from evalserve.v1 import evaluation_pb2_grpc as pb_grpc
 from prometheus_client.parser import text_string_to_metric_families
 
-from core import catalog_entry, evaluate
-from service.config import Settings
-from service.decode import ModelRef
-from service.grpc_server import create_grpc_server
-from service.metrics import ModelQualityCollector, ModelSeriesStore, ServiceMetrics
-from service.rest import create_app
-from service.usecase import Evaluator
+from evalserve.core import catalog_entry, evaluate
+from evalserve.service.config import Settings
+from evalserve.service.decode import ModelRef
+from evalserve.service.grpc_server import create_grpc_server
+from evalserve.service.metrics import ModelQualityCollector, ModelSeriesStore, ServiceMetrics
+from evalserve.service.rest import create_app
+from evalserve.service.usecase import Evaluator
+from evalserve.v1 import evaluation_pb2 as pb
+from evalserve.v1 import evaluation_pb2_grpc as pb_grpc
 from tests.core.test_seed_examples import FAWCETT_LABELS, FAWCETT_SCORES
 from tests.service.test_grpc import BrokenEvaluator, LoopThread
 

@@ -20,17 +20,17 @@ import orjson
 import prometheus_client
 import pytest
 import uvicorn
-from evalserve.v1 import evaluation_pb2 as pb
 from fastapi import FastAPI
 from google.protobuf.descriptor import Descriptor
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from pydantic import BaseModel
 
-from service import decode, rest_models
-from service.config import Settings
-from service.rest import Readiness, create_app
-from service.usecase import Evaluator
+from evalserve.service import decode, rest_models
+from evalserve.service.config import Settings
+from evalserve.service.rest import Readiness, create_app
+from evalserve.service.usecase import Evaluator
+from evalserve.v1 import evaluation_pb2 as pb
 from tests.core.test_seed_examples import FAWCETT_LABELS, FAWCETT_SCORES
 
 PROTOBUF = "application/x-protobuf"

@@ -1,5 +1,5 @@
-"""The whole service as users start it: ``python -m service`` in its own process, both doors
-on loopback, a big request that must not stall health checks, and a graceful SIGTERM."""
+"""The whole service as users start it: ``python -m evalserve.service`` in its own process,
+both doors on loopback, a big request that must not stall health checks, and a graceful SIGTERM."""
 
 from __future__ import annotations
 
@@ -17,8 +17,9 @@ import grpc
 import httpx
 import numpy as np
 import pytest
-from evalserve.v1 import evaluation_pb2 as pb
 from grpc_health.v1 import health_pb2, health_pb2_grpc
+
+from evalserve.v1 import evaluation_pb2 as pb
 
 pytestmark = pytest.mark.slow
 
@@ -36,7 +37,7 @@ class Running:
 def _start(*flags: str) -> Running:
     env = {**os.environ, "PYTHONUNBUFFERED": "1"}
     process = subprocess.Popen(
-        [sys.executable, "-m", "service", "--rest-port", "0", "--grpc-port", "0", *flags],
+        [sys.executable, "-m", "evalserve.service", "--rest-port", "0", "--grpc-port", "0", *flags],
         stderr=subprocess.PIPE,
         stdout=subprocess.DEVNULL,
         text=True,
@@ -146,7 +147,7 @@ def test_sigterm_finishes_in_flight_requests_then_exits(service: Running) -> Non
 
 def test_bad_settings_are_refused_at_start() -> None:
     done = subprocess.run(
-        [sys.executable, "-m", "service", "--rest-port", "70000"],
+        [sys.executable, "-m", "evalserve.service", "--rest-port", "70000"],
         capture_output=True,
         text=True,
         timeout=60,

@@ -6,11 +6,11 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from core import evaluate
-from service.config import Settings
-from service.decode import Batch, Header
-from service.errors import PayloadTooLargeError
-from service.usecase import StreamAccumulator
+from evalserve.core import evaluate
+from evalserve.service.config import Settings
+from evalserve.service.decode import Batch, Header
+from evalserve.service.errors import PayloadTooLargeError
+from evalserve.service.usecase import StreamAccumulator
 
 HEADER = Header(task="binary", options={})
 

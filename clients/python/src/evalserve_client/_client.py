@@ -311,7 +311,7 @@ class Client(_Base):
         timeout: float | None = None,
         progress: bool | None = None,
     ) -> EvaluationResult:
-        """Evaluate as ``core.evaluate`` does, on the server; raises ``EvalserveError``."""
+        """Evaluate as ``evalserve.evaluate`` does, on the server; raises ``EvalserveError``."""
         call = self._call(
             task, y_true, y_score, y_pred=y_pred, sample_weight=sample_weight, options=options,
             classes=classes, model=model, baseline=baseline, challenger=challenger,
@@ -430,7 +430,7 @@ class AsyncClient(_Base):
         timeout: float | None = None,
         progress: bool | None = None,
     ) -> EvaluationResult:
-        """Evaluate as ``core.evaluate`` does, on the server; raises ``EvalserveError``."""
+        """Evaluate as ``evalserve.evaluate`` does, on the server; raises ``EvalserveError``."""
         call = self._call(
             task, y_true, y_score, y_pred=y_pred, sample_weight=sample_weight, options=options,
             classes=classes, model=model, baseline=baseline, challenger=challenger,

@@ -16,7 +16,7 @@ EXAMPLE = ROOT / "examples" / "fawcett.csv"
 
 def _evalserve(*args: str, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
     executable = shutil.which("evalserve", path=str(Path(sys.executable).parent))
-    command = [executable] if executable else [sys.executable, "-m", "service"]
+    command = [executable] if executable else [sys.executable, "-m", "evalserve.service"]
     return subprocess.run(
         [*command, *args], input=stdin, capture_output=True, text=True, timeout=60, check=False
     )

@@ -1,4 +1,5 @@
-"""The ``evalserve`` command."""
+"""The ``evalserve`` command: ``evaluate`` (offline, the numpy core only) and ``serve`` (the
+REST and gRPC servers, from the ``service`` extra)."""
 
 from __future__ import annotations
 
@@ -6,15 +7,19 @@ import argparse
 import json
 import sys
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from pydantic import ValidationError
+from evalserve import offline
+from evalserve.service.memory import retain_freed_memory
 
-from service import offline
-from service.config import Settings
-from service.memory import retain_freed_memory
+if TYPE_CHECKING:
+    from evalserve.service.config import Settings
 
 __all__ = ["main"]
+
+SERVICE_EXTRA_MISSING = (
+    "evalserve: 'evalserve serve' needs the service extra: pip install 'evalserve[service]'"
+)
 
 
 def _options(text: str) -> dict[str, Any]:
@@ -28,6 +33,15 @@ def _options(text: str) -> dict[str, Any]:
 
 
 _PARSERS: dict[str, Callable[[str], Any]] = {"<class 'int'>": int, "<class 'float'>": float}
+
+
+def _settings_class() -> type[Settings] | None:
+    """The server's settings, or None when the service extra is not installed."""
+    try:
+        from evalserve.service.config import Settings
+    except ImportError:
+        return None
+    return Settings
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -44,21 +58,24 @@ def build_parser() -> argparse.ArgumentParser:
     serve_cmd = commands.add_parser(
         "serve", help="run the REST and gRPC servers (defaults from EVALSERVE_* variables)"
     )
-    for name, field in Settings.model_fields.items():
+    settings = _settings_class()
+    for name, field in settings.model_fields.items() if settings else ():
         flag = "--" + name.replace("_", "-")
         kind: Callable[[str], Any] = _PARSERS.get(str(field.annotation), str)
         serve_cmd.add_argument(flag, type=kind, default=None, help=field.description)
     return parser
 
 
-def _settings(args: argparse.Namespace) -> Settings:
+def _settings(settings: type[Settings], args: argparse.Namespace) -> Settings:
+    from pydantic import ValidationError
+
     overrides = {
         name: getattr(args, name)
-        for name in Settings.model_fields
+        for name in settings.model_fields
         if getattr(args, name, None) is not None
     }
     try:
-        return Settings(**overrides)
+        return settings(**overrides)
     except ValidationError as error:
         problems = "; ".join(
             f"{'.'.join(str(p) for p in e['loc'])}: {e['msg']}" for e in error.errors()
@@ -66,14 +83,31 @@ def _settings(args: argparse.Namespace) -> Settings:
         raise SystemExit(f"evalserve: bad setting: {problems}") from None
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
-    retain_freed_memory()
-    if args.command == "evaluate":
-        return offline.run(args.file, task=args.task, options=args.options, out=sys.stdout)
-    from service.server import serve  # the servers' imports are not needed offline
+def _serve(args: argparse.Namespace) -> int:
+    settings = _settings_class()
+    assert settings is not None  # main() answered already
+    try:
+        from evalserve.service.server import serve
+    except ImportError:
+        print(SERVICE_EXTRA_MISSING, file=sys.stderr)
+        return 2
+    return serve(_settings(settings, args))
 
-    return serve(_settings(args))
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    # Known arguments first: without the service extra, serve's flags are unknown here, and the
+    # answer is the extra to install, not a usage error.
+    args, unknown = parser.parse_known_args(argv)
+    if args.command == "serve" and _settings_class() is None:
+        print(SERVICE_EXTRA_MISSING, file=sys.stderr)
+        return 2
+    if unknown:
+        parser.error(f"unrecognized arguments: {' '.join(unknown)}")
+    if args.command == "serve":
+        return _serve(args)
+    retain_freed_memory()  # as the server does: big arrays reuse freed pages
+    return offline.run(args.file, task=args.task, options=args.options, out=sys.stdout)
 
 
 if __name__ == "__main__":

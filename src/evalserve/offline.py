@@ -11,7 +11,7 @@ from typing import Any, TextIO
 
 import numpy as np
 
-from core import EvaluationResult, InvalidInputError, evaluate
+from evalserve.core import EvaluationResult, InvalidInputError, evaluate
 
 __all__ = ["CsvError", "evaluate_csv", "read_binary_csv"]
 

@@ -1,0 +1,46 @@
+"""evalserve: exact model-quality metrics, curves and confidence intervals.
+
+    from evalserve import evaluate
+    result = evaluate("binary", [0, 0, 1, 1], [0.1, 0.4, 0.35, 0.8])
+    result.metrics["roc_auc"]  # 0.75
+
+The numpy core lives in :mod:`evalserve.core` (no I/O, no service imports); this package
+re-exports its public names. The REST and gRPC service is :mod:`evalserve.service` (the
+``service`` extra), the generated protobuf stubs are :mod:`evalserve.v1`, and the command line
+is ``evalserve`` (:mod:`evalserve.cli`).
+"""
+
+from evalserve.core import (
+    CATALOG,
+    TASKS,
+    BinaryStats,
+    EvaluationResult,
+    InvalidInputError,
+    MetricInfo,
+    Options,
+    catalog_entry,
+    check_baseline,
+    check_coverage,
+    evaluate,
+    evaluate_binary_stats,
+    parse_options,
+)
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "CATALOG",
+    "TASKS",
+    "BinaryStats",
+    "EvaluationResult",
+    "InvalidInputError",
+    "MetricInfo",
+    "Options",
+    "__version__",
+    "catalog_entry",
+    "check_baseline",
+    "check_coverage",
+    "evaluate",
+    "evaluate_binary_stats",
+    "parse_options",
+]
