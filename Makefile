@@ -82,10 +82,10 @@ quick: install-test
 
 # The documentation site: built with --strict (a broken link or nav entry fails), served locally.
 docs-build: install-test
-	$(BIN)/mkdocs build --strict --quiet --site-dir build/site
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict --quiet --site-dir build/site
 
 docs: install-test
-	$(BIN)/mkdocs serve --dev-addr 127.0.0.1:8001
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs serve --dev-addr 127.0.0.1:8001
 
 test: check proto-check ts-check docs-build unit
 
