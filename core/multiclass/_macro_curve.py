@@ -26,7 +26,8 @@ import numpy as np
 from numpy.typing import NDArray
 
 from evalserve.core._curves import sample_along
-from evalserve.core.binary._ranked import Ranked
+from evalserve.core.binary._points import every_point
+from evalserve.core.binary._sweep import Sweep
 
 __all__ = ["ClassCurve", "class_curve", "macro_roc_curve", "vertical_average"]
 
@@ -34,10 +35,11 @@ Floats = NDArray[np.float64]
 ClassCurve = tuple[Floats, Floats]  # (fpr, tpr), both non-decreasing, from (0, 0) to (1, 1)
 
 
-def class_curve(ranked: Ranked) -> ClassCurve:
+def class_curve(sweep: Sweep) -> ClassCurve:
     """The ROC points of one class, threshold by threshold from the top, led by (0, 0)."""
-    fpr = np.concatenate(([0.0], ranked.fps / ranked.negatives))
-    tpr = np.concatenate(([0.0], ranked.tps / ranked.positives))
+    _, tps, fps = every_point(sweep)
+    fpr = np.concatenate(([0.0], fps / sweep.n_negative))
+    tpr = np.concatenate(([0.0], tps / sweep.n_positive))
     return fpr, tpr
 
 

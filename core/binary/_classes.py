@@ -1,0 +1,114 @@
+"""One class's scores: distinct, ascending, each with the mass (count or total weight) there.
+
+A class's scores are *canonical*: distinct, ascending, each with positive mass; the mass is
+``None`` exactly when every score holds one unit (unweighted rows, no ties: the common case of
+continuous scores, where the mass below position ``i`` is ``i`` itself, and the sorted rows are
+the distinct scores with nothing more to build). Rows and the mergeable statistic
+(``BinaryStats``) arrive at the same ``ClassScores`` for the same rows, so whatever is computed
+from them is computed with the same arithmetic: bit for bit with counts or integer weights.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+from numpy.typing import NDArray
+
+__all__ = ["ClassScores", "class_scores", "class_scores_of_rows"]
+
+Floats = NDArray[np.float64]
+Indices = NDArray[np.intp]
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class ClassScores:
+    """One class's distinct scores (ascending) and the mass at each.
+
+    ``mass`` is None when every score holds exactly one unit; ``cumulative[i]`` is the mass of
+    the first ``i`` scores (``size + 1`` entries; None with unit mass, where it is ``i``).
+    """
+
+    scores: Floats
+    mass: Floats | None
+    cumulative: Floats | None
+    total: float
+
+    @property
+    def size(self) -> int:
+        return int(self.scores.size)
+
+    def masses(self) -> Floats:
+        """The mass at each score, ones included."""
+        return np.ones(self.scores.size) if self.mass is None else self.mass
+
+    def mass_below(self, index: Indices) -> Floats:
+        """The mass of the first ``index`` scores: of those below ``scores[index]``."""
+        if self.cumulative is None:
+            return index.astype(np.float64)
+        return self.cumulative[index]
+
+
+EMPTY = np.empty(0, dtype=np.float64)
+
+
+def class_scores(scores: Floats, mass: Floats | None) -> ClassScores:
+    """From distinct ascending scores and their masses; scores of mass zero are dropped (rows of
+    weight zero leave no trace) and all-ones masses become ``None``."""
+    if mass is not None:
+        if scores.size and not mass.all():
+            held = mass != 0
+            scores, mass = scores[held], mass[held]
+        if bool((mass == 1.0).all()):
+            mass = None
+    if mass is None:
+        return ClassScores(scores, None, None, float(scores.size))
+    cumulative = np.empty(mass.size + 1, dtype=np.float64)
+    cumulative[0] = 0.0
+    np.cumsum(mass, out=cumulative[1:])
+    return ClassScores(scores, mass, cumulative, float(cumulative[-1]))
+
+
+def class_scores_of_rows(scores: Floats, weights: Floats | None) -> ClassScores:
+    """One class's ``ClassScores`` from its rows. ``scores`` must be a fresh copy (it is sorted
+    in place); ``weights`` are the rows' sample weights, or None for one unit each."""
+    if scores.size == 0:
+        return class_scores(EMPTY, None)
+    if weights is None:
+        scores.sort()
+        starts = _run_starts(scores)
+        if starts is None:  # no ties: the sorted rows are the distinct scores
+            return class_scores(scores, None)
+        counts = np.empty(starts.size, dtype=np.float64)
+        np.subtract(starts[1:], starts[:-1], out=counts[:-1])
+        counts[-1] = scores.size - starts[-1]
+        return class_scores(scores[starts], counts)
+    # Scores and weights travel together as one complex number (score + i weight): numpy sorts
+    # complex numbers by real part first, so one direct sort replaces an argsort and two
+    # gathers, and the order of tied rows (by weight) does not depend on the row order.
+    pairs = np.empty(scores.size, dtype=np.complex128)
+    pairs.real = scores
+    pairs.imag = weights
+    del scores
+    pairs.sort()
+    ordered = np.ascontiguousarray(pairs.real)
+    starts = _run_starts(ordered)
+    if starts is None:
+        mass = np.ascontiguousarray(pairs.imag)
+        del pairs
+        return class_scores(ordered, mass)
+    mass = np.add.reduceat(pairs.imag, starts)
+    del pairs
+    return class_scores(ordered[starts], mass)
+
+
+def _run_starts(ordered: Floats) -> Indices | None:
+    """Where each run of equal values begins in a sorted array; None when there are no ties."""
+    new_value = np.empty(ordered.size, dtype=np.bool_)
+    new_value[0] = True
+    np.not_equal(ordered[1:], ordered[:-1], out=new_value[1:])
+    if new_value.all():
+        return None
+    return np.flatnonzero(new_value)
+
+
