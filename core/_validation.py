@@ -52,9 +52,9 @@ def finite_floats(field: str, values: Any) -> Floats:
         raise InvalidInputError(field, f"expected a 1-d array, but got shape {array.shape}")
     if array.size == 0:
         raise InvalidInputError(field, "is empty; expected at least one value")
-    finite = np.isfinite(array)
-    if not finite.all():
-        row = int(np.argmin(finite))
+    # min and max are NaN or infinite when any value is: two reductions, no temporary array.
+    if not (np.isfinite(array.min()) and np.isfinite(array.max())):
+        row = int(np.argmin(np.isfinite(array)))
         raise InvalidInputError(
             field, f"expected finite numbers, but row {row} is {float(array[row])}"
         )
@@ -74,6 +74,8 @@ def binary_labels(field: str, values: Any) -> Bools:
         raise InvalidInputError(
             field, f"expected labels 0 or 1 for task 'binary', but got values of type {array.dtype}"
         )
+    if array.dtype.kind in "iu" and array.min() >= 0 and array.max() <= 1:
+        return array.astype(np.bool_)  # integers within [0, 1]: nothing else to check
     positive = array == 1
     valid = positive | (array == 0)
     if not valid.all():

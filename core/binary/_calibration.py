@@ -13,6 +13,7 @@ from __future__ import annotations
 import numpy as np
 from numpy.typing import NDArray
 
+from evalserve.core._inner import inner
 from evalserve.core._result import MetricSink
 from evalserve.core.binary._classes import ClassScores
 from evalserve.core.binary._sweep import Sweep
@@ -124,4 +125,4 @@ def _mass_times_score(side: ClassScores, start: int, stop: int) -> float:
     scores = side.scores[start:stop]
     if side.mass is None:
         return float(scores.sum())
-    return float(np.dot(side.mass[start:stop], scores))
+    return inner(side.mass[start:stop], scores)

@@ -15,10 +15,11 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import NDArray
 
-__all__ = ["ClassScores", "class_scores", "class_scores_of_rows"]
+__all__ = ["ClassScores", "class_scores", "classes_of_rows"]
 
 Floats = NDArray[np.float64]
 Indices = NDArray[np.intp]
+Bools = NDArray[np.bool_]
 
 
 @dataclass(frozen=True, slots=True, eq=False)
@@ -69,37 +70,50 @@ def class_scores(scores: Floats, mass: Floats | None) -> ClassScores:
     return ClassScores(scores, mass, cumulative, float(cumulative[-1]))
 
 
-def class_scores_of_rows(scores: Floats, weights: Floats | None) -> ClassScores:
-    """One class's ``ClassScores`` from its rows. ``scores`` must be a fresh copy (it is sorted
-    in place); ``weights`` are the rows' sample weights, or None for one unit each."""
-    if scores.size == 0:
-        return class_scores(EMPTY, None)
+def classes_of_rows(
+    labels: Bools, scores: Floats, weights: Floats | None
+) -> tuple[ClassScores, ClassScores]:
+    """The positives' and the negatives' ``ClassScores`` of validated rows (bool labels,
+    finite scores, optional non-negative weights). Each class is sorted on its own: the two
+    sorts cost about one sort of all rows, and no label travels through the sort."""
+    negative = ~labels
     if weights is None:
-        scores.sort()
-        starts = _run_starts(scores)
-        if starts is None:  # no ties: the sorted rows are the distinct scores
-            return class_scores(scores, None)
-        counts = np.empty(starts.size, dtype=np.float64)
-        np.subtract(starts[1:], starts[:-1], out=counts[:-1])
-        counts[-1] = scores.size - starts[-1]
-        return class_scores(scores[starts], counts)
+        return _unweighted(scores[labels]), _unweighted(scores[negative])
     # Scores and weights travel together as one complex number (score + i weight): numpy sorts
     # complex numbers by real part first, so one direct sort replaces an argsort and two
     # gathers, and the order of tied rows (by weight) does not depend on the row order.
     pairs = np.empty(scores.size, dtype=np.complex128)
     pairs.real = scores
     pairs.imag = weights
-    del scores
+    positives, negatives = pairs[labels], pairs[negative]
+    del pairs
+    return _weighted(positives), _weighted(negatives)
+
+
+def _unweighted(scores: Floats) -> ClassScores:
+    """From one class's scores, a fresh copy (sorted in place)."""
+    if scores.size == 0:
+        return class_scores(EMPTY, None)
+    scores.sort()
+    starts = _run_starts(scores)
+    if starts is None:  # no ties: the sorted rows are the distinct scores
+        return class_scores(scores, None)
+    counts = np.empty(starts.size, dtype=np.float64)
+    np.subtract(starts[1:], starts[:-1], out=counts[:-1])
+    counts[-1] = scores.size - starts[-1]
+    return class_scores(scores[starts], counts)
+
+
+def _weighted(pairs: NDArray[np.complex128]) -> ClassScores:
+    """From one class's (score + i weight) pairs, a fresh copy (sorted in place)."""
+    if pairs.size == 0:
+        return class_scores(EMPTY, None)
     pairs.sort()
     ordered = np.ascontiguousarray(pairs.real)
     starts = _run_starts(ordered)
     if starts is None:
-        mass = np.ascontiguousarray(pairs.imag)
-        del pairs
-        return class_scores(ordered, mass)
-    mass = np.add.reduceat(pairs.imag, starts)
-    del pairs
-    return class_scores(ordered[starts], mass)
+        return class_scores(ordered, np.ascontiguousarray(pairs.imag))
+    return class_scores(ordered[starts], np.add.reduceat(pairs.imag, starts))
 
 
 def _run_starts(ordered: Floats) -> Indices | None:
@@ -110,5 +124,3 @@ def _run_starts(ordered: Floats) -> Indices | None:
     if new_value.all():
         return None
     return np.flatnonzero(new_value)
-
-

@@ -26,6 +26,7 @@ from numpy.typing import NDArray
 
 from evalserve.core._distributions import normal_two_sided_p, t_two_sided_p
 from evalserve.core._errors import InvalidInputError
+from evalserve.core._inner import inner
 from evalserve.core._options import Options
 from evalserve.core._validation import BinaryInputs, binary_inputs, finite_floats, same_length
 from evalserve.core.binary._delong import Placements, placements
@@ -188,11 +189,11 @@ def _covariance(
     weights = rows.weights if rows.weights is not None else np.ones(rows.labels.size)
     positive = rows.labels
     negative = ~positive
-    s10 = np.dot(
+    s10 = inner(
         weights[positive] * (first.v10_at(first_scores[positive]) - first.auc),
         second.v10_at(second_scores[positive]) - second.auc,
     ) / (first.positives - 1.0)
-    s01 = np.dot(
+    s01 = inner(
         weights[negative] * (first.v01_at(first_scores[negative]) - first.auc),
         second.v01_at(second_scores[negative]) - second.auc,
     ) / (first.negatives - 1.0)

@@ -23,6 +23,7 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import NDArray
 
+from evalserve.core._inner import inner
 from evalserve.core.binary._classes import ClassScores
 from evalserve.core.binary._sweep import Sweep
 
@@ -98,9 +99,9 @@ def placements(sweep: Sweep) -> Placements:
     if neg_scores[-1] < pos_scores[0] or pos_scores[-1] < neg_scores[0]:
         return Placements(sweep, 1.0 if neg_scores[-1] < pos_scores[0] else 0.0, 0.0, 0.0)
     v10 = (negatives - sweep.fps + 0.5 * sweep.neg) / negatives
-    auc = min(1.0, max(0.0, float(np.dot(sweep.pos, v10)) / positives))
+    auc = min(1.0, max(0.0, inner(sweep.pos, v10) / positives))
     centred = v10 - auc
-    s10 = float(np.dot(sweep.pos, centred * centred))
+    s10 = inner(sweep.pos, centred * centred)
     # Negatives in groups: between hits (k - 1, k), tied with hit k, ..., below the last hit.
     between = np.empty(sweep.size + 1)
     between[0] = sweep.fps_above[0]
@@ -108,6 +109,6 @@ def placements(sweep: Sweep) -> Placements:
     between[-1] = negatives - sweep.fps[-1]
     at_between = np.append(sweep.tps_above, positives) / positives - auc
     at_tie = (sweep.tps_above + 0.5 * sweep.pos) / positives - auc
-    s01 = float(np.dot(between, at_between * at_between))
-    s01 += float(np.dot(sweep.neg, at_tie * at_tie))
+    s01 = inner(between, at_between * at_between)
+    s01 += inner(sweep.neg, at_tie * at_tie)
     return Placements(sweep, auc, s10, s01)

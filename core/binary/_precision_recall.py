@@ -26,6 +26,7 @@ from typing import NamedTuple
 import numpy as np
 from numpy.typing import NDArray
 
+from evalserve.core._inner import inner
 from evalserve.core.binary._sweep import Sweep
 
 __all__ = ["PrAreas", "head_counts", "pr_areas"]
@@ -48,10 +49,10 @@ def pr_areas(sweep: Sweep) -> PrAreas:
     # recall >= i/10  <=>  10 TP >= i P: compared exactly, not in rounded fractions
     first = np.searchsorted(10 * sweep.tps, np.arange(11) * positives, side="left")
     return PrAreas(
-        average_precision=float(np.dot(sweep.pos, precision)) / positives,
+        average_precision=inner(sweep.pos, precision) / positives,
         pr_auc_trapezoid=_trapezoid(sweep, precision),
         ap_11_point=float(envelope[first[first < sweep.size]].sum()) / 11,
-        ap_all_point=float(np.dot(sweep.pos, envelope)) / positives,
+        ap_all_point=inner(sweep.pos, envelope) / positives,
     )
 
 
@@ -65,7 +66,7 @@ def _trapezoid(sweep: Sweep, precision: Floats) -> float:
     width = np.diff(sweep.tps, prepend=0.0) / sweep.n_positive
     above = sweep.tps_above + sweep.fps_above
     before = np.divide(sweep.tps_above, above, out=np.ones_like(above), where=above > 0)
-    return float(np.dot(width, (before + precision) / 2))
+    return inner(width, (before + precision) / 2)
 
 
 def head_counts(sweep: Sweep, k: float) -> float:

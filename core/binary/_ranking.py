@@ -13,6 +13,7 @@ from __future__ import annotations
 import numpy as np
 from numpy.typing import NDArray
 
+from evalserve.core._inner import inner
 from evalserve.core.binary._sweep import Sweep
 
 __all__ = [
@@ -44,7 +45,7 @@ def auc_pairs(sweep: Sweep) -> float:
     """Positive-negative pairs ranked right, ties counting half: each positive beats the
     negatives strictly below its threshold (N - FP) and ties with those at it."""
     below = sweep.n_negative - sweep.fps
-    return float(np.dot(sweep.pos, below)) + 0.5 * float(np.dot(sweep.pos, sweep.neg))
+    return inner(sweep.pos, below) + 0.5 * inner(sweep.pos, sweep.neg)
 
 
 def partial_roc_auc(sweep: Sweep, max_fpr: float) -> float:
@@ -64,13 +65,13 @@ def partial_roc_auc(sweep: Sweep, max_fpr: float) -> float:
     flat_start = np.empty(hits)
     flat_start[:1] = 0.0
     flat_start[1:] = fps[:-1]
-    area = float(np.dot(np.maximum(np.minimum(fps_above, limit) - flat_start, 0.0), tps_above))
+    area = inner(np.maximum(np.minimum(fps_above, limit) - flat_start, 0.0), tps_above)
     # Diagonals, the last one cut at the limit with its interpolated TP.
     width = np.maximum(np.minimum(fps, limit) - fps_above, 0.0)
     rise = np.divide(
         (tps - tps_above) * width, fps - fps_above, out=tps - tps_above, where=fps > fps_above
     )
-    area += float(np.dot(width, tps_above + 0.5 * rise))
+    area += inner(width, tps_above + 0.5 * rise)
     if hits == sweep.size:  # the flat run after the lowest hit
         area += max(limit - (float(fps[-1]) if hits else 0.0), 0.0) * positives
     area /= positives * negatives

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import NDArray
 
-from evalserve.core.binary._classes import ClassScores, class_scores_of_rows
+from evalserve.core.binary._classes import ClassScores, classes_of_rows
 
 __all__ = ["BinaryStats", "union"]
 
@@ -51,17 +51,8 @@ class BinaryStats:
     def from_arrays(
         cls, y_true: Bools, y_score: Floats, sample_weight: Floats | None = None
     ) -> BinaryStats:
-        """Build the statistic from validated arrays (bool labels, finite float64 scores).
-
-        Each class is sorted on its own: the two sorts cost about one sort of all rows, and no
-        label has to travel with the scores through the sort.
-        """
-        negative = ~y_true
-        weights = (None, None) if sample_weight is None else (
-            sample_weight[y_true], sample_weight[negative]
-        )
-        positives = class_scores_of_rows(y_score[y_true], weights[0])
-        negatives = class_scores_of_rows(y_score[negative], weights[1])
+        """Build the statistic from validated arrays (bool labels, finite float64 scores)."""
+        positives, negatives = classes_of_rows(y_true, y_score, sample_weight)
         return cls.of_classes(positives, negatives, int(y_true.size), sample_weight is not None)
 
     @classmethod

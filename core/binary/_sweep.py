@@ -18,7 +18,7 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import NDArray
 
-from evalserve.core.binary._classes import ClassScores, class_scores, class_scores_of_rows
+from evalserve.core.binary._classes import ClassScores, class_scores, classes_of_rows
 from evalserve.core.binary._stats import BinaryStats
 
 __all__ = [
@@ -151,8 +151,4 @@ def sweep_of(stats: BinaryStats) -> Sweep:
 
 def sweep_of_rows(labels: Bools, scores: Floats, weights: Floats | None) -> Sweep:
     """The sweep of validated rows (bool labels, finite scores, optional weights)."""
-    negative = ~labels
-    return sweep(
-        class_scores_of_rows(scores[labels], None if weights is None else weights[labels]),
-        class_scores_of_rows(scores[negative], None if weights is None else weights[negative]),
-    )
+    return sweep(*classes_of_rows(labels, scores, weights))
