@@ -79,15 +79,7 @@ def classes_of_rows(
     negative = ~labels
     if weights is None:
         return _unweighted(scores[labels]), _unweighted(scores[negative])
-    # Scores and weights travel together as one complex number (score + i weight): numpy sorts
-    # complex numbers by real part first, so one direct sort replaces an argsort and two
-    # gathers, and the order of tied rows (by weight) does not depend on the row order.
-    pairs = np.empty(scores.size, dtype=np.complex128)
-    pairs.real = scores
-    pairs.imag = weights
-    positives, negatives = pairs[labels], pairs[negative]
-    del pairs
-    return _weighted(positives), _weighted(negatives)
+    return _weighted(scores, weights, labels), _weighted(scores, weights, negative)
 
 
 def _unweighted(scores: Floats) -> ClassScores:
@@ -104,16 +96,30 @@ def _unweighted(scores: Floats) -> ClassScores:
     return class_scores(scores[starts], counts)
 
 
-def _weighted(pairs: NDArray[np.complex128]) -> ClassScores:
-    """From one class's (score + i weight) pairs, a fresh copy (sorted in place)."""
+def _weighted(scores: Floats, weights: Floats, rows: Bools) -> ClassScores:
+    """From the scores and weights of the ``rows`` of one class.
+
+    Scores and weights travel together as one complex number (score + i weight): numpy sorts
+    complex numbers by real part first, so one direct sort replaces an argsort and two
+    gathers, and the order of tied rows (by weight) does not depend on the row order. Built one
+    column at a time, and the pairs dropped as soon as the sorted columns are out: the peak is
+    the pairs plus one column.
+    """
+    pairs = np.empty(int(np.count_nonzero(rows)), dtype=np.complex128)
     if pairs.size == 0:
         return class_scores(EMPTY, None)
+    pairs.real = scores[rows]
+    pairs.imag = weights[rows]
     pairs.sort()
     ordered = np.ascontiguousarray(pairs.real)
     starts = _run_starts(ordered)
     if starts is None:
-        return class_scores(ordered, np.ascontiguousarray(pairs.imag))
-    return class_scores(ordered[starts], np.add.reduceat(pairs.imag, starts))
+        mass = np.ascontiguousarray(pairs.imag)
+    else:
+        mass = np.add.reduceat(pairs.imag, starts)
+        ordered = ordered[starts]
+    del pairs
+    return class_scores(ordered, mass)
 
 
 def _run_starts(ordered: Floats) -> Indices | None:
