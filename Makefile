@@ -63,7 +63,7 @@ PY_SOURCES := core service src proto tests bench deploy clients docs
 
 lint: install-test
 	$(BIN)/ruff check $(PY_SOURCES)
-	$(BIN)/ruff format --check $(PY_SOURCES)
+	$(BIN)/ruff format --check $(PY_SOURCES) README.md
 
 typecheck: install-test
 	$(BIN)/mypy

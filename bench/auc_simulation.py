@@ -1,6 +1,6 @@
 """Simulation check of the ROC AUC confidence intervals and of the AUC drift test.
 
-Targets (the issue's words): for n = 200, 2 000 and 20 000 rows and prevalence 1% and 20%, the
+Targets: for n = 200, 2 000 and 20 000 rows and prevalence 1% and 20%, the
 95% DeLong interval of ROC AUC covers the true AUC in 93.5-96.5% of at least 2 000 replicates;
 the drift test raises a false alarm, with no drift, in at most alpha + 1 point of them; its power
 at a true AUC drop of 0.03 is reported.

@@ -1,4 +1,4 @@
-"""Benchmark of the multiclass core against the performance target of its issue.
+"""Benchmark of the multiclass core against its performance target.
 
 Target: with k = 10 and k = 100 classes and n = 10^6 rows, the whole multiclass suite
 (``compute_multiclass`` with the default options: every metric, per-class rows with DeLong
@@ -243,7 +243,7 @@ def render_section(
   those five metrics are checked against scikit-learn's to 1e-9.
 * Data: labels uniform over k classes; scores the softmax of unit normal logits, the true
   class's shifted by {TRUE_CLASS_SHIFT} (float64, practically all distinct).
-* The gated row is the total over both k (the issue: "at least 10x faster in total"); each k's
+* The gated row is the total over both k (the target: at least 10x faster in total); each k's
   ratio is reported with it. "k column sorts" is `np.sort(scores, axis=0)`: one sort of every
   column, the cost of one-vs-rest by sorting; one-vs-one here adds no sort of its own.
 

@@ -1,4 +1,4 @@
-"""Benchmark of the running service against the performance targets of the service issue (#4).
+"""Benchmark of the running service against its performance targets.
 
 The service runs as users start it, in its own process on loopback:
 ``python -m evalserve.service --rest-port 0 --grpc-port 0 --workers 2`` (the ports are read from its
