@@ -304,7 +304,7 @@ def run_benchmark(rows: int, repeats: int, repeats_small: int, seed: int) -> Ben
 
 
 def _floor_cell(value: float | None) -> str:
-    return "not run" if value is None else f"{value:.3f}"
+    return "n/a (no AVX-512)" if value is None else f"{value:.3f}"
 
 
 def render_floors(sizes: Sequence[SizeResult]) -> str:
@@ -348,7 +348,7 @@ def render_section(
     return f"""* Command: `{command}`
 * Date: {now}
 * CPU: {cpu_description()}; numpy SIMD: {numpy_simd().describe()}
-* Machine: {machine_description()}
+* Machine: {machine_description(cpu=False)}
 * Sort floor: {sort_floor_note(bench.disabled, bench.sizes[0].floor_hello)}
 * Timing: {rounds}, after one warm-up call; tasks interleaved round by round (order
   rotated each round), those of the worker processes included; same data and same run for
@@ -361,7 +361,8 @@ def render_section(
 
 {render_memory(bench.memory)}
 
-Sort floors (the faster path of each is the reference above):
+Sort floors on this CPU, {cpu_description()} (the faster path of each is the reference
+above):
 
 {render_floors(bench.sizes)}
 

@@ -132,14 +132,17 @@ def _environment() -> str:
     return ", ".join(f"{name}={os.environ.get(name, 'unset')}" for name in TUNING_VARIABLES)
 
 
-def machine_description() -> str:
+def machine_description(*, cpu: bool = True) -> str:
+    """nproc, the CPU (unless ``cpu`` is false: told elsewhere), memory, Python, numpy and its
+    SIMD dispatch, scikit-learn, and the environment variables that change the timings."""
     # Here, not at the top: the worker processes use this module without scikit-learn, whose
     # import takes seconds.
     import sklearn
 
     nproc = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    processor = f"CPU {cpu_description()}; " if cpu else ""
     return (
-        f"nproc {nproc}; CPU {cpu_description()}; {_memory_gib()}, "
+        f"nproc {nproc}; {processor}{_memory_gib()}, "
         f"transparent hugepages: {_transparent_hugepages()}; "
         f"Python {platform.python_version()}, numpy {np.__version__} "
         f"(SIMD: {numpy_simd().describe()}), scikit-learn {sklearn.__version__}; "
