@@ -350,10 +350,11 @@ def render_section(
 * CPU: {cpu_description()}; numpy SIMD: {numpy_simd().describe()}
 * Machine: {machine_description(cpu=False)}
 * Sort floor: {sort_floor_note(bench.disabled, bench.sizes[0].floor_hello)}
-* Timing: {rounds}, after one warm-up call; tasks interleaved round by round (order
-  rotated each round), those of the worker processes included; same data and same run for
-  every ratio. 1-minute load average {load[0]:.2f} before the run, {load[1]:.2f} after it (this
-  run itself adds about 1; more means other processes competed for the CPUs).
+* Timing: {rounds}, after one warm-up call; tasks
+  interleaved round by round (order rotated each round), those of the worker processes
+  included; same data and same run for every ratio. 1-minute load average {load[0]:.2f} before
+  the run, {load[1]:.2f} after it (this run itself adds about 1; more means other processes
+  competed for the CPUs).
 
 **{verdict(bench.rows)}**
 
@@ -383,7 +384,9 @@ above):
   starts; bytes per row = peak / rows. The unweighted suite is gated.
 
 Where the time of the best runs at {largest.n:,} rows went (CPU time in user mode and in the
-kernel, page faults; a worker's figures are its own process's):
+kernel, page faults; a worker's figures are its own process's). Wall time far above user +
+system time means the process waited for a CPU while other processes ran: the ratios of such a
+run are noisy.
 
 {render_usage(largest.usage)}
 """

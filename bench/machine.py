@@ -133,18 +133,20 @@ def _environment() -> str:
 
 
 def machine_description(*, cpu: bool = True) -> str:
-    """nproc, the CPU (unless ``cpu`` is false: told elsewhere), memory, Python, numpy and its
-    SIMD dispatch, scikit-learn, and the environment variables that change the timings."""
+    """nproc, the CPU and numpy's SIMD dispatch (unless ``cpu`` is false: told elsewhere),
+    memory, Python, numpy, scikit-learn, and the environment variables that change the
+    timings."""
     # Here, not at the top: the worker processes use this module without scikit-learn, whose
     # import takes seconds.
     import sklearn
 
     nproc = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
     processor = f"CPU {cpu_description()}; " if cpu else ""
+    simd = f" (SIMD: {numpy_simd().describe()})" if cpu else ""
     return (
         f"nproc {nproc}; {processor}{_memory_gib()}, "
         f"transparent hugepages: {_transparent_hugepages()}; "
-        f"Python {platform.python_version()}, numpy {np.__version__} "
-        f"(SIMD: {numpy_simd().describe()}), scikit-learn {sklearn.__version__}; "
+        f"Python {platform.python_version()}, numpy {np.__version__}{simd}, "
+        f"scikit-learn {sklearn.__version__}; "
         f"environment: {_environment()}"
     )
