@@ -111,7 +111,6 @@ prometheus-tools:
 
 bench: install-test
 	$(BIN)/python bench/binary_core.py
-	$(BIN)/python bench/binary_core.py --allocator default
 	$(BIN)/python bench/service_bench.py
 	$(BIN)/python bench/multiclass_core.py
 	$(BIN)/python bench/auc_simulation.py

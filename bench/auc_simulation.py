@@ -59,9 +59,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
-from binary_core import load_average, machine_description, progress  # bench/ on sys.path
+from machine import machine_description  # bench/ on sys.path
 from numpy.typing import NDArray
 from results_md import RESULTS_PATH, write_section
+from timing import load_average, progress
 
 from evalserve.core import Options, evaluate
 
