@@ -63,7 +63,7 @@ PY_SOURCES := core service src proto tests bench deploy clients docs
 
 lint: install-test
 	$(BIN)/ruff check $(PY_SOURCES)
-	$(BIN)/ruff format --check $(PY_SOURCES)
+	$(BIN)/ruff format --check $(PY_SOURCES) README.md
 
 typecheck: install-test
 	$(BIN)/mypy
@@ -111,7 +111,6 @@ prometheus-tools:
 
 bench: install-test
 	$(BIN)/python bench/binary_core.py
-	$(BIN)/python bench/binary_core.py --allocator default
 	$(BIN)/python bench/service_bench.py
 	$(BIN)/python bench/multiclass_core.py
 	$(BIN)/python bench/auc_simulation.py

@@ -1,6 +1,6 @@
 """Simulation check of the ROC AUC confidence intervals and of the AUC drift test.
 
-Targets (the issue's words): for n = 200, 2 000 and 20 000 rows and prevalence 1% and 20%, the
+Targets: for n = 200, 2 000 and 20 000 rows and prevalence 1% and 20%, the
 95% DeLong interval of ROC AUC covers the true AUC in 93.5-96.5% of at least 2 000 replicates;
 the drift test raises a false alarm, with no drift, in at most alpha + 1 point of them; its power
 at a true AUC drop of 0.03 is reported.
@@ -59,9 +59,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
-from binary_core import load_average, machine_description, progress  # bench/ on sys.path
+from machine import machine_description  # bench/ on sys.path
 from numpy.typing import NDArray
 from results_md import RESULTS_PATH, write_section
+from timing import load_average, progress
 
 from evalserve.core import Options, evaluate
 

@@ -1,27 +1,32 @@
-"""Benchmark of the multiclass core against the performance target of its issue.
+"""Benchmark of the multiclass core against scikit-learn.
 
-Target: with k = 10 and k = 100 classes and n = 10^6 rows, the whole multiclass suite
-(``compute_multiclass`` with the default options: every metric, per-class rows with DeLong
-intervals, the confusion matrix and the macro-average ROC curve) against scikit-learn's
-``roc_auc_score(multi_class="ovr")`` (macro) plus ``roc_auc_score(multi_class="ovo")`` plus
-``f1_score`` with average micro, macro and weighted, same data, same run: at least 10x faster
-in total (scikit-learn's five calls summed over both k, against our suite summed over both k).
-Each k's ratio is reported too.
+Target: on 10^6 rows with k = 10 classes (labels uniform, float64 scores practically all
+distinct), our one library call, ``evaluate("multiclass", labels, scores)`` with the default
+options (every metric, per-class rows with DeLong intervals, the confusion matrix and the
+macro-average ROC curve), is at least 10x faster than scikit-learn's
+``roc_auc_score(multi_class="ovr")`` (macro) + ``roc_auc_score(multi_class="ovo")`` (macro) +
+``f1_score`` with average micro, macro and weighted, on the same rows in the same run (their
+five times summed). With k = 100 the same ratio is reported beside the figure measured before
+the binary core was rewritten for speed (``K100_BEFORE``): the suite should stay at least as far
+ahead.
 
-Timing follows ``bench/binary_core.py`` (whose helpers it imports): every task is called once
-to warm up, then the tasks of one k run in interleaved rounds (the order rotated each round)
-and each keeps its best time. As there, freed memory stays in the process heap
-(``service.memory.retain_freed_memory``, what ``evalserve`` does at start-up).
+The library call is timed in a plain process (glibc's allocator as it comes), as a data job
+calls it; ``--allocator server`` first keeps freed memory in the heap as the ``evalserve``
+server does at start-up (``service.memory.retain_freed_memory``).
+
+Timing as in ``bench/binary_core.py`` (``bench/timing.py``): every task is called once to warm
+up, then the tasks of one k run in interleaved rounds (the order rotated each round) and each
+keeps its best time.
 
     python bench/multiclass_core.py [--rows 1000000] [--repeats 2] [--repeats-small 5]
-        [--quick] [--no-fail] [--results PATH]
+        [--quick] [--no-fail] [--allocator {plain,server}] [--results PATH]
 
 ``--repeats`` rounds time the k = 100 tasks (scikit-learn's one-vs-one alone takes about a
 minute there); the k = 10 tasks are cheap and get ``--repeats-small`` rounds, which keeps
 their best time clear of other processes' bursts on a shared machine.
 
 The benchmark prints its table and rewrites its own section of the results file
-(``bench/RESULTS.md`` by default). It exits with status 1 when the gated target (the total)
+(``bench/RESULTS.md`` by default). It exits with status 1 when the gated target (k = 10)
 fails, unless ``--no-fail``.
 """
 
@@ -37,28 +42,27 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-# The checkout this script belongs to goes first on sys.path (as bench/binary_core.py).
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+# This checkout's package goes first on sys.path (as in bench/binary_core.py).
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "src"))
 
 import numpy as np
-from binary_core import (  # bench/ is on sys.path when run as a script
+from machine import machine_description  # bench/ is on sys.path when run as a script
+from numpy.typing import NDArray
+from results_md import RESULTS_PATH, write_section
+from sklearn.metrics import f1_score, roc_auc_score
+from timing import (
     Row,
     Usage,
     best_runs,
     load_average,
-    machine_description,
     progress,
     render_table,
     render_usage,
+    verdict,
     warn_if_busy,
 )
-from numpy.typing import NDArray
-from results_md import RESULTS_PATH, write_section
-from sklearn.metrics import f1_score, roc_auc_score
 
-from evalserve.core import Options
-from evalserve.core._result import TaskOutput
-from evalserve.core.multiclass import compute_multiclass
+from evalserve.core import EvaluationResult, evaluate
 from evalserve.service.memory import retain_freed_memory
 
 SECTION_TITLE = "multiclass core (bench/multiclass_core.py)"
@@ -66,7 +70,11 @@ SCRIPT = "bench/multiclass_core.py"
 DEFAULT_ROWS = 1_000_000
 QUICK_ROWS = 100_000
 CLASSES = (10, 100)
-TARGET = 10.0  # scikit-learn's calls / our suite, at least
+TARGET = 10.0  # scikit-learn's calls / our suite at k = 10, at least
+# scikit-learn's calls / our suite at k = 100 before the binary core's rewrite for speed: 81.423 s
+# / 4.386 s, 10^6 rows, on an AMD EPYC (Zen 4, family 25, model 17, AVX-512), 2026-11-22, with
+# the server's allocator setting.
+K100_BEFORE = 18.57
 TRUE_CLASS_SHIFT = 1.5
 SKLEARN_TASKS = (
     "sklearn roc_auc_score ovr macro",
@@ -114,9 +122,10 @@ def make_data(rows: int, classes: int, seed: int) -> Data:
     return Data(labels, logits, np.asarray(logits.argmax(axis=1), dtype=np.int64))
 
 
-def suite(data: Data) -> TaskOutput:
-    """The timed call: everything the core computes for a multiclass task."""
-    return compute_multiclass(data.labels, data.scores, options=Options())
+def suite(data: Data) -> EvaluationResult:
+    """The timed call: everything the core computes for a multiclass task, through the public
+    ``evaluate`` with the default options."""
+    return evaluate("multiclass", data.labels, data.scores)
 
 
 def tasks(data: Data) -> dict[str, Any]:
@@ -139,9 +148,9 @@ def tasks(data: Data) -> dict[str, Any]:
 def check(first: Mapping[str, object]) -> None:
     """The timed calls compute the same numbers (to 1e-9) and our suite computed everything."""
     output = first["our suite"]
-    if not isinstance(output, TaskOutput):
-        raise TypeError(f"compute_multiclass returned {type(output).__name__}")
-    metrics = output.sink.metrics
+    if not isinstance(output, EvaluationResult):
+        raise TypeError(f"evaluate returned {type(output).__name__}")
+    metrics = output.metrics
     missing = [name for name, value in metrics.items() if value is None]
     if missing or {"confusion_matrix", "roc_macro"} - set(output.curves):
         raise AssertionError(f"the suite left {missing} undefined or skipped curves")
@@ -163,36 +172,53 @@ def rows_for(data: Data, usage: Mapping[str, Usage]) -> list[Row]:
     theirs = sum(usage[name].wall for name in SKLEARN_TASKS)
     sorts = usage[f"{data.classes} column sorts"].wall
     k, n = data.classes, data.rows
-    status = "pass (info)" if theirs / ours >= TARGET else "fail (info)"
+    sklearn = "sklearn ovr + ovo + 3 f1"
+    if k == CLASSES[0]:
+        target = Row(
+            f"k={k}: {sklearn} / our suite (speed-up)",
+            n,
+            ours,
+            sklearn,
+            theirs,
+            theirs / ours,
+            TARGET,
+            at_least=True,
+            gate=True,
+        )
+    else:
+        target = Row(
+            f"k={k}: {sklearn} / our suite (speed-up; before: {K100_BEFORE:g}x)",
+            n,
+            ours,
+            sklearn,
+            theirs,
+            theirs / ours,
+            K100_BEFORE,
+            at_least=True,
+        )
     rows = [
-        Row(f"k={k}: sklearn ovr + ovo + 3 f1 / our suite", n, ours, theirs, theirs / ours,
-            f">= {TARGET:g}x", status),
-        Row(f"k={k}: our suite / {k} column sorts (np.sort axis 0)", n, ours, sorts,
-            ours / sorts, "report", "info"),
-    ]  # fmt: skip
+        target,
+        Row(
+            f"k={k}: our suite / {k} column sorts (np.sort axis 0)",
+            n,
+            ours,
+            f"{k} column sorts",
+            sorts,
+            ours / sorts,
+        ),
+    ]
     rows += [
-        Row(f"k={k}: {name} / our suite", n, ours, usage[name].wall, usage[name].wall / ours,
-            "report (speed-up)", "info")
+        Row(
+            f"k={k}: {name} / our suite (speed-up)",
+            n,
+            ours,
+            name,
+            usage[name].wall,
+            usage[name].wall / ours,
+        )
         for name in SKLEARN_TASKS
-    ]  # fmt: skip
-    return rows
-
-
-def total_row(usages: Mapping[int, Mapping[str, Usage]], rows: int) -> Row:
-    ours = sum(usage["our suite"].wall for usage in usages.values())
-    theirs = sum(usage[name].wall for usage in usages.values() for name in SKLEARN_TASKS)
-    ratio = theirs / ours
-    classes = " + ".join(f"k={k}" for k in usages)
-    return Row(
-        f"total ({classes}): sklearn ovr + ovo + 3 f1 / our suite",
-        rows,
-        ours,
-        theirs,
-        ratio,
-        f">= {TARGET:g}x",
-        "pass" if ratio >= TARGET else "FAIL",
-        gate=True,
-    )
+    ]
+    return rows  # fmt: skip
 
 
 def run_benchmark(
@@ -206,7 +232,7 @@ def run_benchmark(
         usages[classes] = bench_classes(data, repeats[classes])
         results += rows_for(data, usages[classes])
         del data
-    return [total_row(usages, rows), *results], usages
+    return results, usages
 
 
 def render_section(
@@ -215,23 +241,31 @@ def render_section(
     command: str,
     repeats: Mapping[int, int],
     load: tuple[float, float],
+    allocator: str,
 ) -> str:
     now = dt.datetime.now(dt.UTC).strftime("%Y-%m-%d %H:%M UTC")
     usage_tables = "\n\n".join(
         f"k = {classes}:\n\n{render_usage(usage)}" for classes, usage in usages.items()
     )
     rounds = ", ".join(f"{count} at k = {classes}" for classes, count in repeats.items())
+    process = (
+        "freed memory kept in the heap as the `evalserve` server does"
+        if allocator == "server"
+        else "a plain process (glibc's allocator as it comes)"
+    )
     return f"""* Command: `{command}`
 * Date: {now}
 * Machine: {machine_description()}
 * Timing: best of the timed rounds ({rounds}) after one warm-up call; tasks
   interleaved, the order rotated each round; same data, same process, same run for every
-  ratio; freed memory kept in the heap as the service does. 1-minute load average
-  {load[0]:.2f} before the run, {load[1]:.2f} after it (this run itself adds about 1).
+  ratio; {process}. 1-minute load average {load[0]:.2f} before the run, {load[1]:.2f} after
+  it (this run itself adds about 1).
+
+**{verdict(results)}**
 
 {render_table(results)}
 
-* Our suite: `compute_multiclass(labels, scores, options=Options())`: every multiclass metric
+* Our suite: `evaluate("multiclass", labels, scores)` (default options): every multiclass metric
   (accuracy, balanced accuracy, MCC, kappa, log loss, Brier, top-label ECE, top-1 and top-5
   accuracy, precision/recall/F1 micro/macro/weighted, ROC AUC one-vs-rest macro/weighted/micro,
   one-vs-one macro/weighted, average precision macro/weighted/micro), per-class rows (precision,
@@ -243,9 +277,12 @@ def render_section(
   those five metrics are checked against scikit-learn's to 1e-9.
 * Data: labels uniform over k classes; scores the softmax of unit normal logits, the true
   class's shifted by {TRUE_CLASS_SHIFT} (float64, practically all distinct).
-* The gated row is the total over both k (the issue: "at least 10x faster in total"); each k's
-  ratio is reported with it. "k column sorts" is `np.sort(scores, axis=0)`: one sort of every
-  column, the cost of one-vs-rest by sorting; one-vs-one here adds no sort of its own.
+* Targets: at k = {CLASSES[0]}, scikit-learn's five calls summed take at least {TARGET:g}x our
+  suite (gated). At k = {CLASSES[1]} the same ratio is reported beside {K100_BEFORE:g}x, measured
+  before the binary core was rewritten for speed (81.423 s / 4.386 s on an AMD EPYC Zen 4 with
+  AVX-512, 2026-11-22, freed memory kept in the heap): the suite should stay at least as far
+  ahead. "k column sorts" is `np.sort(scores, axis=0)`: one sort of every column, the cost of
+  one-vs-rest by sorting; one-vs-one here adds no sort of its own.
 
 Where the time of the best runs went (CPU time in user mode and in the kernel; user above wall
 means helper threads, such as OpenBLAS's):
@@ -266,8 +303,15 @@ def parse_args(argv: Sequence[str]) -> argparse.Namespace:
         "--repeats-small", type=int, default=5, help="timed rounds at k = 10; best is kept"
     )
     parser.add_argument("--quick", action="store_true", help="smoke test: 10^5 rows, 1 repeat")
-    parser.add_argument("--seed", type=int, default=0, help="seed of the generated data")
+    parser.add_argument("--seed", type=int, default=0, help="random seed of the generated data")
     parser.add_argument("--no-fail", action="store_true", help="exit 0 even when the target fails")
+    parser.add_argument(
+        "--allocator",
+        choices=("plain", "server"),
+        default="plain",
+        help="plain: glibc as it comes (default); server: keep freed arrays in the heap as "
+        "the evalserve server does at start-up",
+    )
     parser.add_argument(
         "--results", type=Path, default=RESULTS_PATH, help="the results file to update"
     )
@@ -282,7 +326,8 @@ def parse_args(argv: Sequence[str]) -> argparse.Namespace:
 def main(argv: Sequence[str] | None = None) -> int:
     argv = sys.argv[1:] if argv is None else list(argv)
     args = parse_args(argv)
-    retain_freed_memory()
+    if args.allocator == "server":
+        retain_freed_memory()
     before = load_average()
     warn_if_busy(before)
     repeats = {CLASSES[0]: args.repeats_small, CLASSES[1]: args.repeats}
@@ -293,12 +338,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     for classes, usage in usages.items():
         print(f"\nk = {classes}:\n{render_usage(usage)}")
     write_section(
-        SECTION_TITLE, render_section(results, usages, command, repeats, load), args.results
+        SECTION_TITLE,
+        render_section(results, usages, command, repeats, load, args.allocator),
+        args.results,
     )
     print(f"\nwrote section '{SECTION_TITLE}' of {args.results}")
-    failed = [row.scenario for row in results if row.failed]
-    if failed and not args.no_fail:
-        print(f"target failed: {'; '.join(failed)}", file=sys.stderr)
+    print(f"\n{verdict(results)}")
+    if any(row.failed for row in results) and not args.no_fail:
         return 1
     return 0
 

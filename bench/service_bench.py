@@ -1,4 +1,4 @@
-"""Benchmark of the running service against the performance targets of the service issue (#4).
+"""Benchmark of the running service against its performance targets.
 
 The service runs as users start it, in its own process on loopback:
 ``python -m evalserve.service --rest-port 0 --grpc-port 0 --workers 2`` (the ports are read from its
@@ -73,18 +73,12 @@ import numpy as np
 import orjson
 import pydantic
 import uvicorn
-from binary_core import (
-    Usage,
-    best_runs,
-    load_average,
-    machine_description,
-    progress,
-    warn_if_busy,
-)
 from google.protobuf import __version__ as protobuf_version
+from machine import machine_description
 from numpy.typing import NDArray
 from results_md import RESULTS_PATH, write_section
 from sklearn import metrics as sk_metrics
+from timing import Usage, best_runs, load_average, progress, warn_if_busy
 
 from evalserve.core import EvaluationResult, evaluate
 from evalserve.service.config import Settings

@@ -5,10 +5,15 @@ as happened once when a handler gained an argument."""
 
 from __future__ import annotations
 
+import importlib
 import subprocess
 import sys
+from collections.abc import Iterator
 from pathlib import Path
+from types import ModuleType
+from typing import Any
 
+import numpy as np
 import pytest
 
 REPO = Path(__file__).resolve().parents[1]
@@ -33,3 +38,86 @@ def test_the_benchmark_runs_and_writes_its_section(script: str, tmp_path: Path) 
     text = results.read_text(encoding="utf-8")
     assert SCRIPTS[script] in text
     assert "| " in text.split(SCRIPTS[script])[1], "the section has no table"
+
+
+# --- the binary benchmark's worker processes --------------------------------------------------
+# The sort floor and the server-allocator row come from worker processes, and the memory target
+# from a fresh one: these check that each does what the table says it did.
+
+ROWS = 20_000
+
+
+@pytest.fixture(scope="module")
+def bench() -> Iterator[dict[str, ModuleType]]:
+    """The bench modules, imported as the scripts import each other (bench/ on sys.path)."""
+    folder = str(REPO / "bench")
+    sys.path.insert(0, folder)
+    try:
+        yield {
+            name: importlib.import_module(name)
+            for name in ("binary_worker", "binary_workload", "machine")
+        }
+    finally:
+        sys.path.remove(folder)
+
+
+@pytest.fixture
+def rows(bench: dict[str, ModuleType], tmp_path: Path) -> Any:
+    data = bench["binary_workload"].make_data(ROWS, 0)
+    data.save(tmp_path)
+    return data
+
+
+def test_the_sort_floor_worker_turns_off_what_it_is_told_and_sorts_the_same_rows(
+    bench: dict[str, ModuleType], rows: Any, tmp_path: Path
+) -> None:
+    # The AVX-512 targets where the CPU has them (what the benchmark disables); elsewhere any
+    # dispatch target numpy found here (AVX2's X86_V3 on x86-64), to exercise the same check.
+    machine = bench["machine"]
+    disabled = machine.avx512_dispatch_targets() or machine.numpy_simd().found[:1]
+    if not disabled:
+        pytest.skip("numpy dispatches to no SIMD target on this CPU: nothing to disable")
+    worker_module, workload = bench["binary_worker"], bench["binary_workload"]
+    environment = {"NPY_DISABLE_CPU_FEATURES": " ".join(disabled)}
+    with worker_module.Worker(tmp_path, "sort-floor", environment) as worker:
+        simd = worker.hello["simd"]
+        assert set(disabled) <= set(simd["not_found"])
+        assert not set(disabled) & set(simd["found"])
+        for name, result in (
+            ("np.sort", np.sort(rows.scores)),
+            ("np.argsort", np.argsort(rows.scores)),
+        ):
+            assert worker.warm(name) == workload.summary(name, result, rows)
+            assert worker.time(name).wall > 0
+
+
+def test_the_sort_floor_worker_refuses_a_feature_numpy_ignores(
+    bench: dict[str, ModuleType], rows: Any, tmp_path: Path
+) -> None:
+    # numpy only warns about a name that is no dispatch target of its build, and sorts as before.
+    worker_module = bench["binary_worker"]
+    environment = {"NPY_DISABLE_CPU_FEATURES": "NOT_A_CPU_FEATURE"}
+    with pytest.raises(worker_module.WorkerError, match="NOT_A_CPU_FEATURE"):
+        worker_module.Worker(tmp_path, "sort-floor", environment)
+
+
+def test_the_server_allocator_worker_computes_the_same_suites(
+    bench: dict[str, ModuleType], rows: Any, tmp_path: Path
+) -> None:
+    worker_module, workload = bench["binary_worker"], bench["binary_workload"]
+    with worker_module.Worker(tmp_path, "server-allocator") as worker:
+        assert worker.hello["setting"] == "server-allocator"
+        for name, weighted in (("our suite", False), ("our weighted suite", True)):
+            ours = workload.summary(name, workload.suite(rows, weighted=weighted), rows)
+            workload.same_summary(name, ours, worker.warm(name), "(server-allocator worker)")
+            assert worker.time(name).wall > 0
+
+
+def test_the_memory_probe_measures_the_call_above_its_inputs(
+    bench: dict[str, ModuleType], rows: Any, tmp_path: Path
+) -> None:
+    # The suite sorts the scores into a new array, so at least 8 bytes per row; far less than a
+    # kilobyte per row, which only counting the process's imports or inputs would reach.
+    for weighted in (False, True):
+        peak = bench["binary_worker"].extra_peak_bytes(tmp_path, weighted=weighted)
+        assert 8 * ROWS <= peak < 1000 * ROWS

@@ -1,48 +1,40 @@
-"""The README's client examples run as written against a live server, and print what they say.
+"""The examples of the README and of the documentation site run as written, and print what they
+say.
 
-Each example is a fenced block right after an ``<!-- example: NAME -->`` marker; the test swaps
+Each example is a fenced block right after an ``<!-- example: NAME -->`` marker, on any page
+(``tests/docs/pages.py`` finds them; ``tests/docs/test_site.py`` makes sure that every shell,
+Python or TypeScript block is an example or says why it is not run). The test swaps
 ``localhost:8000`` / ``localhost:50051`` for the live server's ports, runs the block (shell with
-bash, Python with this interpreter, TypeScript with the client's tsx) and hands its standard
-output to the check of that name. Every fenced block of the "Clients and examples" section must
-be an example (or an install command, marked ``<!-- install -->``), and every example must
-have a check."""
+bash from the repository root, Python with this interpreter, TypeScript with the client's tsx)
+and hands its standard output to the check of that name; a block after ``<!-- output: NAME -->``
+must be exactly what example NAME prints. Every example must have a check."""
 
 from __future__ import annotations
 
 import ast
+import csv
 import json
 import os
-import re
 import subprocess
 import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pytest
+from sklearn.metrics import f1_score, roc_auc_score
 
 from evalserve import core
 from evalserve.service.encode import catalog_to_json
 from tests.contract.servers import Service
+from tests.docs.pages import ROOT, examples, outputs
 
-ROOT = Path(__file__).resolve().parents[2]
-README = ROOT / "README.md"
 TS_DIR = ROOT / "clients" / "typescript"
-MARKED = re.compile(
-    r"<!-- example: (?P<name>[\w-]+) -->\n```(?P<lang>\w+)\n(?P<code>.*?)```", re.DOTALL
-)
-SECTION = re.compile(r"^## Clients and examples\n(?P<body>.*?)(?=^## )", re.DOTALL | re.MULTILINE)
+FAWCETT = ROOT / "examples" / "fawcett.csv"
 
 LABELS = [0, 0, 1, 1]
 SCORES = [0.1, 0.4, 0.35, 0.8]
-
-
-def examples() -> dict[str, tuple[str, str]]:
-    found: dict[str, tuple[str, str]] = {}
-    for match in MARKED.finditer(README.read_text()):
-        assert match["name"] not in found, f"two README examples named {match['name']}"
-        found[match["name"]] = (match["lang"], match["code"])
-    return found
 
 
 def _metrics_equal(answer: dict[str, Any], expected: dict[str, float | None]) -> None:
@@ -78,8 +70,7 @@ def check_catalog(out: str) -> None:
 
 
 def check_curl_error(out: str, code: str) -> None:
-    printed = [line.removeprefix("# ") for line in code.splitlines() if line.startswith("# ")]
-    assert out.splitlines() == printed
+    assert out.splitlines() == _commented(code)
     assert json.loads(out[: out.rindex("}") + 1])["error"]["field"] == "scores"
 
 
@@ -158,6 +149,115 @@ def check_ts_rest(out: str) -> None:
     assert refusal == "scores | expected 2 values (one per label), but got 1"
 
 
+# --- helpers for what an example says it prints -----------------------------------------------
+
+
+def _commented(code: str) -> list[str]:
+    """The lines an example shows as its output: its ``# ...`` lines after the command."""
+    return [line.removeprefix("# ") for line in code.splitlines() if line.startswith("# ")]
+
+
+def _inline_comments(code: str) -> list[str]:
+    """The comments of an example's ``print(...)  # what it prints`` lines."""
+    return [
+        line.split("  # ", 1)[1]
+        for line in code.splitlines()
+        if line.lstrip().startswith("print(") and "  # " in line
+    ]
+
+
+def _elided_in_order(out: str, shown: str) -> None:
+    """``shown`` is the output with parts left out as ``...``: its pieces come in this order."""
+    position = 0
+    for piece in shown.split("..."):
+        found = out.find(piece, position)
+        assert found >= 0, f"{piece!r} is not in the output after position {position}"
+        position = found + len(piece)
+
+
+def _fawcett() -> tuple[list[int], list[float]]:
+    with FAWCETT.open(newline="") as handle:
+        rows = list(csv.DictReader(handle))
+    return [int(row["label"]) for row in rows], [float(row["score"]) for row in rows]
+
+
+# --- the first evaluation (README and getting started) -----------------------------------------
+
+
+def check_first_curl(out: str, code: str) -> None:
+    check_curl_evaluate(out)
+    (shown,) = _commented(code)
+    _elided_in_order(out, shown)
+
+
+def check_first_python(out: str, code: str) -> None:
+    assert out.splitlines() == _inline_comments(code)
+    first, method = out.splitlines()
+    auc, f1 = (float(value) for value in first.split())
+    # scikit-learn as the oracle: the AUC, and F1 at the default threshold 0.5.
+    assert auc == roc_auc_score(LABELS, SCORES)
+    assert f1 == pytest.approx(f1_score(LABELS, [int(s >= 0.5) for s in SCORES]), abs=1e-15)
+    assert method == "delong-logit"
+
+
+# --- the Python API page -----------------------------------------------------------------------
+
+
+def check_python_api(out: str) -> None:
+    aucs, precision, curve_type, coverage = out.splitlines()
+    auc, at_4 = (float(value) for value in aucs.split())
+    labels, scores = [0, 0, 1, 1, 0, 1, 0, 1], [0.1, 0.4, 0.35, 0.8, 0.2, 0.7, 0.6, 0.9]
+    assert auc == roc_auc_score(labels, scores)
+    assert at_4 == 3 / 4  # the four highest scores, 0.9, 0.8, 0.7 and 0.6, hold three positives
+    # threshold 0.95 is above every score: no predicted positives, so precision is 0/0.
+    assert precision == "None | no predicted positives (TP + FP = 0)"
+    assert curve_type == "ndarray"
+    assert ast.literal_eval(coverage) == {
+        "n_labelled": 8, "n_predictions": 32, "label_coverage": 8 / 32
+    }  # fmt: skip
+
+
+def check_python_invalid(out: str, code: str) -> None:
+    assert out.splitlines() == _inline_comments(code)
+    assert out.startswith("scores | ")
+
+
+def check_python_stats(out: str, code: str) -> None:
+    assert out.splitlines() == _inline_comments(code)
+    distinct, equal = out.split()
+    assert equal == "True"  # the merged shards give exactly the metrics of the whole
+    assert 0 < int(distinct) <= 1301  # 3-decimal scores in [0, 1.3]
+
+
+# --- the offline evaluator ---------------------------------------------------------------------
+
+
+def check_offline_file(out: str) -> None:
+    body = json.loads(out)
+    labels, scores = _fawcett()
+    assert body["n_samples"] == 20
+    assert body["metrics"]["roc_auc"] == pytest.approx(roc_auc_score(labels, scores), abs=1e-15)
+    assert body["metrics"]["roc_auc"] == pytest.approx(0.68, abs=1e-15)  # the page says so
+    assert body == json.loads(json.dumps(core.evaluate("binary", labels, scores).to_dict()))
+
+
+def check_offline_options(out: str) -> None:
+    body = json.loads(out)
+    labels, scores = _fawcett()
+    expected = core.evaluate("binary", labels, scores, options={"threshold": 0.3, "head_k": [5]})
+    assert body["metrics"] == json.loads(json.dumps(expected.to_dict()["metrics"]))
+    top = np.argsort(scores, kind="stable")[::-1][:5]  # the five highest scores have no ties
+    assert body["metrics"]["precision_at_5"] == sum(labels[i] for i in top) / 5
+
+
+def check_printed_as_commented(out: str, code: str) -> None:
+    assert out.splitlines() == _commented(code)
+
+
+def check_k8s_generated(out: str) -> None:
+    assert out == "deploy/k8s is up to date\n"
+
+
 CHECKS: dict[str, Callable[[str], None]] = {
     "ts-grpc": check_ts_grpc,
     "ts-rest": check_ts_rest,
@@ -171,9 +271,19 @@ CHECKS: dict[str, Callable[[str], None]] = {
     "grpcurl-evaluate": check_grpcurl_evaluate,
     "grpcurl-stream": check_stream,
     "grpcurl-describe": check_grpcurl_describe,
+    "first-grpcurl": check_grpcurl_evaluate,
+    "python-api": check_python_api,
+    "offline-file": check_offline_file,
+    "offline-options": check_offline_options,
+    "k8s-generated": check_k8s_generated,
 }
 CHECKS_WITH_CODE: dict[str, Callable[[str, str], None]] = {
     "curl-error": check_curl_error,
+    "first-curl": check_first_curl,
+    "first-python": check_first_python,
+    "python-invalid": check_python_invalid,
+    "python-stats": check_python_stats,
+    "offline-error": check_printed_as_commented,
 }
 
 
@@ -210,21 +320,17 @@ def _run(lang: str, code: str, service: Service, tmp_path: Path) -> str:
     return done.stdout
 
 
-def test_every_block_of_the_clients_section_is_a_checked_example() -> None:
-    section = SECTION.search(README.read_text())
-    assert section is not None, "README has no 'Clients and examples' section"
-    fences = section["body"].count("```") // 2
-    marked = len(MARKED.findall(section["body"]))
-    installs = section["body"].count("<!-- install -->\n```")
-    assert fences == marked + installs, "a block in 'Clients and examples' is not an example"
+def test_every_example_has_a_check() -> None:
     assert set(examples()) == set(CHECKS) | set(CHECKS_WITH_CODE)
 
 
 @pytest.mark.parametrize("name", sorted(set(CHECKS) | set(CHECKS_WITH_CODE)))
 def test_example_runs_and_prints_what_it_says(name: str, service: Service, tmp_path: Path) -> None:
-    lang, code = examples()[name]
-    out = _run(lang, code, service, tmp_path)
+    example = examples()[name]
+    out = _run(example.lang, example.code, service, tmp_path)
+    for shown in outputs().get(name, []):
+        assert out == shown.code, f"{shown.where} is not what {name} prints"
     if name in CHECKS_WITH_CODE:
-        CHECKS_WITH_CODE[name](out, code)
+        CHECKS_WITH_CODE[name](out, example.code)
     else:
         CHECKS[name](out)

@@ -776,7 +776,7 @@ def test_drift_with_no_spread_and_a_shift_is_undefined() -> None:
     for baseline in (
         {"roc_auc": 1.0, "roc_auc_variance": 0.0},
         {"roc_auc": 1.0, "n_positive": 30, "n_negative": 40},
-        {"labels": labels, "scores": 2.0 * scores},  # separated too (docs/intervals.md)
+        {"labels": labels, "scores": 2.0 * scores},  # separated too (docs/design/intervals.md)
     ):
         same = run(labels, scores, baseline=baseline)["drift"]["roc_auc"]
         assert same["status"] == "ok"

@@ -1,6 +1,6 @@
 """A stream's answer against the one-shot answer for the same rows, with fractional weights:
 the per-score sums are added in another order, so the two may differ in the last digits only.
-The README quotes the bound this test checks (section "The service", large arrays)."""
+docs/api/streams.md quotes the bound this test checks (section "Exactness")."""
 
 from __future__ import annotations
 

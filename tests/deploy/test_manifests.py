@@ -34,6 +34,7 @@ from kubernetes_validate.utils import all_versions
 from packaging.version import Version
 
 from evalserve.service.config import Settings
+from tests.docs.pages import metrics_contract
 
 ROOT = Path(__file__).resolve().parents[2]
 DEPLOY = ROOT / "deploy"
@@ -45,7 +46,6 @@ DASHBOARD = GRAFANA / "dashboards" / "evalserve.json"
 K8S = DEPLOY / "k8s"
 RULES = DEPLOY / "prometheus" / "rules" / "evalserve.rules.yml"
 PROMETHEUS_YML = DEPLOY / "prometheus" / "prometheus.yml"
-CONTRACT = ROOT / "docs" / "monitoring.md"
 
 REST_PORT = Settings.model_fields["rest_port"].default
 GRPC_PORT = Settings.model_fields["grpc_port"].default
@@ -187,12 +187,11 @@ def _generator() -> ModuleType:
 
 def _contract_metrics() -> set[str]:
     """Metric names of the metrics contract (histograms with their _bucket/_sum/_count)."""
-    text = CONTRACT.read_text(encoding="utf-8").split("METRICS CONTRACT", 1)[1]
-    names = set(re.findall(r"`(evalserve_[a-z0-9_]+)", text))
-    histograms = set(re.findall(r"Histograms: (.*)", text)[0].split("`")[1::2])
-    for histogram in histograms:
-        base = histogram.split("{")[0]
-        names |= {f"{base}_bucket", f"{base}_sum", f"{base}_count"}
+    names = set()
+    for name, kind in metrics_contract().items():
+        names.add(name)
+        if kind == "histogram":
+            names |= {f"{name}_bucket", f"{name}_sum", f"{name}_count"}
     return names
 
 

@@ -417,8 +417,9 @@ LINES: dict[str, tuple[type[BaseModel], set[str]]] = {
         _proto_fields(pb.StreamHeader.DESCRIPTOR) | BATCH_FIELDS,
     ),
 }
-# per_class rows are flat in JSON ({"class": name, metric: value}), as API.md shows; curves
-# other than roc and pr sit under their own names in JSON (Curves.other in protobuf).
+# per_class rows are flat in JSON ({"class": name, metric: value}), as docs/api/response.md
+# shows; curves other than roc and pr sit under their own names in JSON (Curves.other in
+# protobuf).
 NOT_MIRRORED = {"ClassMetrics", "Curves", "NamedArrays", "Values"}
 
 
