@@ -93,23 +93,25 @@ def sample_weights(field: str, values: Any, n_rows: int) -> Floats | None:
         return None
     weights = finite_floats(field, values)
     same_length(field, weights.size, n_rows)
-    negative = weights < 0
-    if negative.any():
-        row = int(np.argmax(negative))
+    # Two reductions decide the common case; the rows are looked for only when one fails.
+    low, high = float(weights.min()), float(weights.max())
+    if low < 0:
+        row = int(np.argmax(weights < 0))
         raise InvalidInputError(
             field, f"expected non-negative weights, but row {row} is {float(weights[row])}"
         )
-    if not weights.any():
+    if high == 0:
         raise InvalidInputError(field, "all weights are zero; nothing to evaluate")
     # Weights far from 1 overflow or underflow the sums and products of the metrics.
-    out_of_range = (weights > MAX_WEIGHT) | ((weights > 0) & (weights < MIN_WEIGHT))
-    if out_of_range.any():
-        row = int(np.argmax(out_of_range))
-        raise InvalidInputError(
-            field,
-            f"expected 0 or a weight in [{MIN_WEIGHT:g}, {MAX_WEIGHT:g}], "
-            f"but row {row} is {float(weights[row])}",
-        )
+    if high > MAX_WEIGHT or low < MIN_WEIGHT:
+        out_of_range = (weights > MAX_WEIGHT) | ((weights > 0) & (weights < MIN_WEIGHT))
+        if out_of_range.any():
+            row = int(np.argmax(out_of_range))
+            raise InvalidInputError(
+                field,
+                f"expected 0 or a weight in [{MIN_WEIGHT:g}, {MAX_WEIGHT:g}], "
+                f"but row {row} is {float(weights[row])}",
+            )
     return weights
 
 
