@@ -98,6 +98,18 @@ class Sweep:
             above = min(above, float(self.thresholds[hit - 1]))
         return above
 
+    def roc_corners(self) -> tuple[Floats, Floats]:
+        """(FP, TP) at the corners of the ROC curve from (0, 0) to (N, P): before each hit and
+        at it, then the end. Between corners the curve is straight (flat between hits, vertical
+        or diagonal through a hit), so these points trace the whole curve."""
+        fps = np.empty(2 * self.size + 2)
+        tps = np.empty(2 * self.size + 2)
+        fps[0] = tps[0] = 0.0
+        fps[1:-1:2], fps[2:-1:2] = self.fps_above, self.fps
+        tps[1:-1:2], tps[2:-1:2] = self.tps_above, self.tps
+        fps[-1], tps[-1] = self.n_negative, self.n_positive
+        return fps, tps
+
     def counts_at(self, threshold: float) -> tuple[float, float]:
         """(true positives, false positives) when ``score >= threshold`` is called positive."""
         hits_at_or_above = self.size - int(

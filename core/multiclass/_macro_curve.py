@@ -26,7 +26,6 @@ import numpy as np
 from numpy.typing import NDArray
 
 from evalserve.core._curves import sample_along
-from evalserve.core.binary._points import every_point
 from evalserve.core.binary._sweep import Sweep
 
 __all__ = ["ClassCurve", "class_curve", "macro_roc_curve", "vertical_average"]
@@ -36,11 +35,10 @@ ClassCurve = tuple[Floats, Floats]  # (fpr, tpr), both non-decreasing, from (0, 
 
 
 def class_curve(sweep: Sweep) -> ClassCurve:
-    """The ROC points of one class, threshold by threshold from the top, led by (0, 0)."""
-    _, tps, fps = every_point(sweep)
-    fpr = np.concatenate(([0.0], fps / sweep.n_negative))
-    tpr = np.concatenate(([0.0], tps / sweep.n_positive))
-    return fpr, tpr
+    """The ROC curve of one class from (0, 0) to (1, 1), as the corners of its polyline (the
+    points between corners lie on straight segments and add nothing)."""
+    fps, tps = sweep.roc_corners()
+    return fps / sweep.n_negative, tps / sweep.n_positive
 
 
 def _ends(curve: ClassCurve, at: Floats) -> tuple[Floats, Floats]:
