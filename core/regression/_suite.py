@@ -1,6 +1,6 @@
 """Every regression metric from one pass of checked rows: ``regression_rows`` formats and
 checks, the residuals and SSE are computed once, and each small step below adds its metrics
-to the sink in the order of API.md."""
+to the sink in the catalog's order."""
 
 from __future__ import annotations
 
@@ -58,6 +58,7 @@ API_ORDER = (
 
 
 def _order_as_api(sink: MetricSink) -> None:
-    """JSON keys in API.md's order: r2 comes before its adjusted twin and explained_variance."""
+    """JSON keys in the catalog's order: r2 comes before its adjusted twin and
+    explained_variance."""
     sink.metrics = {name: sink.metrics[name] for name in API_ORDER}
     sink.undefined = {name: sink.undefined[name] for name in API_ORDER if name in sink.undefined}

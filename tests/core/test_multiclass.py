@@ -410,7 +410,8 @@ def test_one_vs_rest_roc_auc(case: Case) -> None:
 
 @pytest.mark.parametrize("case", cases())
 def test_micro_roc_auc_and_average_precision_flatten_one_vs_rest(case: Case) -> None:
-    # Seed 001: micro-AUC flattens the n x k one-hot labels and scores (label_binarize + ravel).
+    # scikit-learn's plot_roc example: micro-AUC flattens the n x k one-hot labels and scores
+    # (label_binarize + ravel).
     onehot = _binarized(case)
     weights = None if case.w is None else np.repeat(case.w, case.k)
     auc = skm.roc_auc_score(onehot.ravel(), case.s.ravel(), sample_weight=weights)
@@ -510,7 +511,7 @@ def test_macro_curve_area_is_the_mean_per_class_auc(case: Case) -> None:
 
 
 def test_np_interp_average_loses_the_vertical_segments() -> None:
-    # scikit-learn's plot_roc example (seed 001): mean of np.interp(all_fpr, fpr_i, tpr_i).
+    # scikit-learn's plot_roc example: mean of np.interp(all_fpr, fpr_i, tpr_i).
     # Class 0's curve is vertical at FPR 0.5, which no other class shares as a vertical step:
     # np.interp takes one end there, the area drops below the mean AUC (scikit-learn #13546).
     labels = np.array([0, 1, 0, 2, 1, 2, 0, 1, 2, 0, 1, 2])

@@ -44,7 +44,7 @@ ABS = 1e-9
 LABEL_METRICS = ("precision", "recall", "f1", "jaccard")
 AVERAGES = ("micro", "macro", "weighted", "samples")
 SCORE_AVERAGES = ("micro", "macro", "weighted")
-# API.md "Canonical metric names", task multilabel (plus n_samples): the contract.
+# The canonical metric names of task multilabel (plus n_samples): the contract.
 CANONICAL = (
     "n_samples",
     "subset_accuracy",

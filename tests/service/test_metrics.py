@@ -33,7 +33,7 @@ from evalserve.service.rest import create_app
 from evalserve.service.usecase import Evaluator
 from evalserve.v1 import evaluation_pb2 as pb
 from evalserve.v1 import evaluation_pb2_grpc as pb_grpc
-from tests.core.test_seed_examples import FAWCETT_LABELS, FAWCETT_SCORES
+from tests.core.test_worked_examples import FAWCETT_LABELS, FAWCETT_SCORES
 from tests.service.test_grpc import BrokenEvaluator, LoopThread
 
 MONITORING = Path(__file__).resolve().parents[2] / "docs" / "monitoring.md"

@@ -31,7 +31,7 @@ from evalserve.service.config import Settings
 from evalserve.service.rest import Readiness, create_app
 from evalserve.service.usecase import Evaluator
 from evalserve.v1 import evaluation_pb2 as pb
-from tests.core.test_seed_examples import FAWCETT_LABELS, FAWCETT_SCORES
+from tests.core.test_worked_examples import FAWCETT_LABELS, FAWCETT_SCORES
 
 PROTOBUF = "application/x-protobuf"
 NDJSON = "application/x-ndjson"
