@@ -10,7 +10,7 @@ import numpy as np
 
 from evalserve.core._options import Options
 from evalserve.core._result import MetricSink, TaskOutput
-from evalserve.core.regression._catalog import CONVENTIONS
+from evalserve.core.regression._catalog import CONVENTIONS, METRIC_NAMES
 from evalserve.core.regression._criteria import information_criteria, mallows_cp
 from evalserve.core.regression._fit import adjusted_r2, fit_metrics
 from evalserve.core.regression._pointwise import (
@@ -51,10 +51,7 @@ def compute_regression(
     return TaskOutput(sink=sink, conventions=dict(CONVENTIONS))
 
 
-API_ORDER = (
-    "n_samples", "mse", "rmse", "mae", "mape", "smape", "r2", "adjusted_r2",
-    "explained_variance", "max_error", "median_absolute_error", "aic", "bic", "mallows_cp",
-)  # fmt: skip
+API_ORDER = METRIC_NAMES
 
 
 def _order_as_api(sink: MetricSink) -> None:

@@ -24,7 +24,7 @@ from pycocotools import mask as coco_mask
 from pycocotools.coco import COCO
 from pycocotools.cocoeval import COCOeval
 
-from evalserve.core._catalog import MetricInfo
+from evalserve.core import MetricInfo
 from evalserve.core._errors import InvalidInputError
 from evalserve.core._options import parse_options
 from evalserve.core._result import TaskOutput
@@ -401,7 +401,7 @@ def test_result_shape_catalog_and_conventions() -> None:
     catalogued = {entry.name for entry in CATALOG_ENTRIES}
     assert set(output.sink.metrics) <= catalogued
     assert all(isinstance(entry, MetricInfo) for entry in CATALOG_ENTRIES)
-    assert all(entry.tasks == ("detection",) for entry in CATALOG_ENTRIES)
+    assert all(entry.task == "detection" for entry in CATALOG_ENTRIES)
     for key in ("crowd_difficult", "area_ranges", "classes", "max_detections", "matching"):
         assert key in CONVENTIONS
 
