@@ -506,7 +506,13 @@ _ERRORS: dict[int | str, dict[str, Any]] = {
 _PROTOBUF_BODY = {"schema": {"type": "string", "format": "binary"}}
 _CATALOG_DOC: dict[str, Any] = {
     "response_model": rest_models.MetricCatalog,
-    "responses": {status: _ERRORS[status] for status in (400, 422)},
+    "responses": {
+        status: {"model": rest_models.ErrorBody, "description": description}
+        for status, description in (
+            (400, "a query parameter other than `task`"),
+            (422, "a task that is not one of the enum, or `task` given twice"),
+        )
+    },
     "openapi_extra": {
         "parameters": [
             {
