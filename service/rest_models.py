@@ -29,6 +29,7 @@ __all__ = [
     "Interval",
     "MetricCatalog",
     "MetricEntry",
+    "MetricRange",
     "Model",
     "Options",
     "PrCurve",
@@ -321,16 +322,33 @@ class EvaluateResponse(BaseModel):
     coverage: CoverageReport = Field(description="{} unless the request had coverage")
 
 
+class MetricRange(BaseModel):
+    """The closed interval every defined value of a metric lies in."""
+
+    lower: float | None = Field(description="null: unbounded below")
+    upper: float | None = Field(description="null: unbounded above")
+
+
 class MetricEntry(BaseModel):
-    name: str
-    tasks: list[Task]
+    """One metric of one task (evalserve.v1.MetricInfo); (task, name) is unique."""
+
+    name: str = Field(description="a template such as precision_at_{k} stands for each k")
+    tasks: list[Task] = Field(description="kept for v0.1 clients: [task]")
     higher_is_better: bool | None = Field(description="null for counts and thresholds")
     definition: str
     aliases: list[str]
+    task: Task
+    range: MetricRange
+    convention: str = Field(
+        description='where references disagree, the choice made: "key: text; ..." (keys of '
+        "a result's `conventions`)"
+    )
+    reference: str = Field(description="what the value is checked against")
+    test: str = Field(description="the pytest node id of the test that checks it")
 
 
 class MetricCatalog(BaseModel):
-    """``GET /v1/metrics``: every metric name the service can return."""
+    """``GET /v1/metrics``: every metric the service can return, or those of ``?task=``."""
 
     metrics: list[MetricEntry]
 

@@ -4,8 +4,9 @@ Naming contract (as scikit-learn's ``_ranking.py``): ``*_auc`` and ``*_statistic
 higher-is-better; ``*_threshold`` values are the thresholds where a maximum is reached.
 
 Ties: tied scores form one threshold, so the ROC curve takes one diagonal step through them
-(Fawcett 2006, "An introduction to ROC analysis", seed 002); the area under that curve equals the
-Mann-Whitney statistic with averaged ranks (seed 000), which is how it is computed here.
+(Fawcett 2006, "An introduction to ROC analysis", Pattern Recognition Letters 27(8)); the area
+under that curve equals the Mann-Whitney statistic with averaged ranks (the rank formula of the
+AUC, as in Zhou, "Machine Learning", 2016, ch. 2), which is how it is computed here.
 """
 
 from __future__ import annotations
@@ -84,7 +85,7 @@ def ks_and_youden(ranked: Ranked, hit: Hits) -> tuple[float, float, float]:
     """(KS statistic, its threshold, Youden-optimal threshold).
 
     KS is max |TPR - FPR| (the largest vertical distance between the ROC curve and the
-    diagonal, seed 001), equal to the two-sample KS statistic of the class-wise scores
+    diagonal), equal to the two-sample KS statistic of the class-wise scores
     (``scipy.stats.ks_2samp``); Youden's J = TPR - FPR is maximized without the absolute value.
     TPR - FPR rises only at hits and falls only along runs of negatives, so its maximum is at a
     hit and its minimum at the end of such a run: just before a hit, or the last threshold.
