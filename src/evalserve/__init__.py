@@ -12,12 +12,14 @@ is ``evalserve`` (:mod:`evalserve.cli`).
 
 from evalserve.core import (
     CATALOG,
+    OPTIONS,
     TASKS,
     BinaryStats,
     EvaluationResult,
     InvalidInputError,
     MetricInfo,
     Options,
+    OptionSpec,
     catalog_entry,
     check_baseline,
     check_coverage,
@@ -30,11 +32,13 @@ __version__ = "0.1.0"
 
 __all__ = [
     "CATALOG",
+    "OPTIONS",
     "TASKS",
     "BinaryStats",
     "EvaluationResult",
     "InvalidInputError",
     "MetricInfo",
+    "OptionSpec",
     "Options",
     "__version__",
     "catalog_entry",
