@@ -218,11 +218,11 @@ class OptionSpec:
     ``kind``: what one value is: ``"number"`` (a finite float; an int is taken), ``"integer"``
     (an int; a whole float is taken) or ``"choice"`` (one of ``choices``). ``repeated``: a
     list of at most ``max_items`` such values (a single number is a list of one), kept sorted
-    without duplicates. ``nullable``: null is a value of its own (it leaves what the option
-    tunes undefined); for the other options null means the default. ``low`` / ``high``: the
-    bounds of each value, inclusive unless ``low_open`` / ``high_open``; ``zero_means``: what
-    0 means for a count that refuses 1. ``tasks``: the tasks that use the option; the others
-    check it and ignore it, without a warning.
+    without duplicates. ``nullable``: the default is None, and what the option tunes is
+    skipped (or undefined) unless it is sent; for every option None means the default.
+    ``low`` / ``high``: the bounds of each value, inclusive unless ``low_open`` /
+    ``high_open``; ``zero_means``: what 0 means for a count that refuses 1. ``tasks``: the
+    tasks that use the option; the others check it and ignore it, without a warning.
     """
 
     name: str
@@ -286,9 +286,9 @@ class OptionSpec:
 
     def parse(self, value: Any) -> Any:
         """The option's value from what was sent, checked; raises ``InvalidInputError`` naming
-        ``options.<name>``. None is the default, or None itself for a nullable option."""
+        ``options.<name>``. None (JSON null) is the default."""
         if value is None:
-            return None if self.nullable else self.default
+            return self.default
         if not self.repeated:
             return self._one(value)
         if isinstance(value, (int, float)) and not isinstance(value, bool):
