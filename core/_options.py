@@ -248,10 +248,8 @@ class OptionSpec:
 
     @property
     def type_text(self) -> str:
-        """The type in words: "number", "list of integers", "integer or null", ..."""
-        if self.kind == "choice":
-            return " or ".join(f'"{choice}"' for choice in self.choices)
-        one = {"number": "number", "integer": "integer"}[self.kind]
+        """The type in words: "number", "list of integers", "integer or null", "string"."""
+        one = {"number": "number", "integer": "integer", "choice": "string"}[self.kind]
         text = f"list of {one}s" if self.repeated else one
         return f"{text} or null" if self.nullable else text
 
