@@ -303,7 +303,7 @@ class OptionSpec:
 
     def _one(self, value: Any) -> Any:
         if self.kind == "choice":
-            if value not in self.choices:
+            if not isinstance(value, str) or value not in self.choices:
                 raise InvalidInputError(
                     self.field, f"expected one of {list(self.choices)}, but got {value!r}"
                 )
@@ -315,7 +315,10 @@ class OptionSpec:
     def _number(self, value: Any) -> float:
         if isinstance(value, bool) or not isinstance(value, (int, float)):
             raise InvalidInputError(self.field, f"expected a number, but got {value!r}")
-        number = float(value)
+        try:
+            number = float(value)
+        except OverflowError:  # an int beyond the largest float
+            number = math.inf
         if not math.isfinite(number):
             raise InvalidInputError(self.field, f"expected a finite number, but got {value!r}")
         if not self._within(number):

@@ -255,6 +255,7 @@ def _wrong_types(spec: OptionSpec) -> Iterator[Any]:
     if spec.kind == "number":
         yield math.nan
         yield -math.inf
+        yield 10**400  # an int no float holds (float() would raise OverflowError)
     if spec.repeated:
         yield [_inside(spec, 1)[0], "1"]
 
