@@ -12,6 +12,7 @@ is ``evalserve`` (:mod:`evalserve.cli`).
 
 from evalserve.core import (
     CATALOG,
+    OPTIONS,
     TASKS,
     BinaryStats,
     EvaluationResult,
@@ -19,6 +20,7 @@ from evalserve.core import (
     MetricInfo,
     MetricRange,
     Options,
+    OptionSpec,
     catalog_entries,
     catalog_entry,
     check_baseline,
@@ -32,12 +34,14 @@ __version__ = "0.1.0"
 
 __all__ = [
     "CATALOG",
+    "OPTIONS",
     "TASKS",
     "BinaryStats",
     "EvaluationResult",
     "InvalidInputError",
     "MetricInfo",
     "MetricRange",
+    "OptionSpec",
     "Options",
     "__version__",
     "catalog_entries",
