@@ -32,7 +32,7 @@ from tests.contract.doors import (
 )
 from tests.contract.servers import Service
 from tests.core.test_options import EDGES, Edge
-from tests.core.test_seed_examples import FAWCETT_LABELS, FAWCETT_SCORES
+from tests.core.test_worked_examples import FAWCETT_LABELS, FAWCETT_SCORES
 
 DOORS = ("rest-json", "rest-protobuf", "grpc")
 

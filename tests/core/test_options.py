@@ -24,7 +24,7 @@ from hypothesis import strategies as st
 
 from evalserve.core import OPTIONS, TASKS, InvalidInputError, Options, OptionSpec, evaluate
 from evalserve.core import parse_options as parse
-from tests.core.test_seed_examples import FAWCETT_LABELS, FAWCETT_SCORES
+from tests.core.test_worked_examples import FAWCETT_LABELS, FAWCETT_SCORES
 
 SPECS = [pytest.param(spec, id=name) for name, spec in OPTIONS.items()]
 
