@@ -1,21 +1,27 @@
 """evalserve's numpy core: arrays in, numbers and arrays out. No I/O, no service imports."""
 
-from evalserve.core._catalog import CATALOG, MetricInfo, catalog_entry
+from evalserve.core._catalog import CATALOG, catalog_entries, catalog_entry
 from evalserve.core._coverage import check_coverage
 from evalserve.core._errors import InvalidInputError
-from evalserve.core._evaluate import TASKS, check_baseline, evaluate, evaluate_binary_stats
-from evalserve.core._options import Options, parse_options
+from evalserve.core._evaluate import check_baseline, evaluate, evaluate_binary_stats
+from evalserve.core._metric_info import MetricInfo, MetricRange
+from evalserve.core._options import OPTIONS, Options, OptionSpec, parse_options
 from evalserve.core._result import EvaluationResult
+from evalserve.core._tasks import TASKS
 from evalserve.core.binary._stats import BinaryStats
 
 __all__ = [
     "CATALOG",
+    "OPTIONS",
     "TASKS",
     "BinaryStats",
     "EvaluationResult",
     "InvalidInputError",
     "MetricInfo",
+    "MetricRange",
+    "OptionSpec",
     "Options",
+    "catalog_entries",
     "catalog_entry",
     "check_baseline",
     "check_coverage",

@@ -1,159 +1,105 @@
-"""The metric catalog: one registry of every metric name, its task, direction and definition.
+"""The metric catalog: every metric of every task, keyed by (task, name).
 
-``GET /v1/metrics`` serves it; tests are parametrized over it, and a metric the core emits that
-is missing here fails them. ``higher_is_better`` is None for counts and thresholds, which have
-no direction.
+It is built once, here, from the entries each task's ``_catalog`` module defines (their
+definitions, directions, ranges, aliases, conventions, references and tests), and cannot change
+afterwards. ``GET /v1/metrics`` and gRPC ``ListMetrics`` serve it, ``docs/generate_metrics.py``
+writes the metric pages from it, and ``tests/core/test_catalog.py`` fails when the core emits a
+metric without an entry or an entry names a test that does not check it.
 """
 
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
-from typing import Protocol
+from collections.abc import Mapping
+from types import MappingProxyType
 
-__all__ = ["CATALOG", "EntryBuilder", "MetricInfo", "catalog_entry", "entry_builder", "register"]
+from evalserve.core._metric_info import MetricInfo
+from evalserve.core._tasks import TASKS, check_task
+from evalserve.core.binary._catalog import CATALOG_ENTRIES as BINARY
+from evalserve.core.detection._catalog import CATALOG_ENTRIES as DETECTION
+from evalserve.core.multiclass._catalog import CATALOG_ENTRIES as MULTICLASS
+from evalserve.core.multilabel._catalog import CATALOG_ENTRIES as MULTILABEL
+from evalserve.core.regression._catalog import CATALOG_ENTRIES as REGRESSION
 
+__all__ = ["CATALOG", "catalog_entries", "catalog_entry"]
 
-@dataclass(frozen=True, slots=True)
-class MetricInfo:
-    name: str
-    tasks: tuple[str, ...]
-    higher_is_better: bool | None
-    definition: str
-    aliases: tuple[str, ...] = ()
-
-
-class EntryBuilder(Protocol):
-    def __call__(
-        self, name: str, better: bool | None, definition: str, *aliases: str
-    ) -> MetricInfo: ...
-
-
-def entry_builder(task: str) -> EntryBuilder:
-    """The catalog-entry builder of one task's package: ``m(name, better, definition,
-    *aliases)``."""
-
-    def entry(name: str, better: bool | None, definition: str, *aliases: str) -> MetricInfo:
-        return MetricInfo(name, (task,), better, definition, tuple(aliases))
-
-    return entry
+_BY_TASK: Mapping[str, tuple[MetricInfo, ...]] = MappingProxyType(
+    {
+        "binary": BINARY,
+        "multiclass": MULTICLASS,
+        "multilabel": MULTILABEL,
+        "regression": REGRESSION,
+        "detection": DETECTION,
+    }
+)
 
 
-_B = ("binary",)
+def _build(by_task: Mapping[str, tuple[MetricInfo, ...]]) -> Mapping[tuple[str, str], MetricInfo]:
+    """The read-only mapping (task, name) -> entry, tasks in ``TASKS`` order and each task's
+    entries in its own order; raises on an entry filed under another task, a name listed twice
+    in a task, or an alias that is a metric name or another metric's alias in the same task."""
+    if tuple(by_task) != TASKS:
+        raise ValueError(f"the catalog's tasks {list(by_task)} are not {list(TASKS)}")
+    catalog: dict[tuple[str, str], MetricInfo] = {}
+    for task, entries in by_task.items():
+        names = [entry.name for entry in entries]
+        aliases = [alias for entry in entries for alias in entry.aliases]
+        for entry in entries:
+            if entry.task != task:
+                raise ValueError(f"{entry.name}: an entry of task {entry.task!r} under {task!r}")
+            if (task, entry.name) in catalog:
+                raise ValueError(f"{entry.name}: listed twice in task {task!r}")
+            catalog[task, entry.name] = entry
+        repeated = {alias for alias in aliases if aliases.count(alias) > 1}
+        named = {alias for alias in aliases if alias in names or _template_of(alias, entries)}
+        if clashes := sorted(repeated | named):
+            raise ValueError(f"task {task!r}: aliases {clashes} clash with metric names")
+    return MappingProxyType(catalog)
 
 
-def _m(
-    name: str, better: bool | None, definition: str, *aliases: str, tasks: tuple[str, ...] = _B
-) -> MetricInfo:
-    return MetricInfo(name, tasks, better, definition, tuple(aliases))
+def _pattern(template: str) -> re.Pattern[str]:
+    """The concrete names of a template: ``precision_at_{k}`` matches precision_at_100 and
+    precision_at_2.5 (k as ``head_metric_names`` writes it)."""
+    return re.compile(re.escape(template).replace(r"\{k\}", r"[0-9][0-9.e+-]*"))
 
 
-_ENTRIES = (
-    # Counts at the threshold (weighted sums when sample weights are given).
-    _m("n_samples", None, "Number of rows received (weight-zero rows included)."),
-    _m("tp", None, "True positives: positives with score >= threshold."),
-    _m("fp", None, "False positives: negatives with score >= threshold."),
-    _m("tn", None, "True negatives: negatives with score < threshold."),
-    _m("fn", None, "False negatives: positives with score < threshold."),
-    _m("n_positive", None, "Actual positives P = TP + FN."),
-    _m("n_negative", None, "Actual negatives N = TN + FP."),
-    _m("n_predicted_positive", None, "Predicted positives P' = TP + FP."),
-    _m("n_predicted_negative", None, "Predicted negatives N' = TN + FN."),
-    # Rates at the threshold.
-    _m("accuracy", True, "(TP + TN) / (P + N)."),
-    _m("error_rate", False, "(FP + FN) / (P + N) = 1 - accuracy."),
-    _m("precision", True, "TP / (TP + FP).", "ppv"),
-    _m("recall", True, "TP / (TP + FN) = TP / P.", "sensitivity", "tpr", "hit_rate"),
-    _m("specificity", True, "TN / (TN + FP) = TN / N.", "tnr", "selectivity"),
-    _m("fpr", False, "FP / (FP + TN) = 1 - specificity.", "fall_out"),
-    _m("fnr", False, "FN / (FN + TP) = 1 - recall.", "miss_rate"),
-    _m("npv", True, "TN / (TN + FN)."),
-    _m("f1", True, "2 TP / (2 TP + FP + FN): harmonic mean of precision and recall."),
-    _m("f_beta", True, "(1 + b^2) TP / ((1 + b^2) TP + b^2 FN + FP), b = options.beta."),
-    _m("balanced_accuracy", True, "(recall + specificity) / 2."),
-    _m("mcc", True, "Matthews: (TP TN - FP FN) / sqrt((TP+FP)(TP+FN)(TN+FP)(TN+FN))."),
-    _m("cohen_kappa", True, "(p_o - p_e) / (1 - p_e); p_e from the marginals."),
-    _m("youden_j", True, "recall + specificity - 1.", "informedness"),
-    _m("prevalence", None, "P / (P + N)."),
-    # Over all thresholds.
-    _m(
-        "roc_auc", True,
-        "Area under the tie-grouped ROC curve = Mann-Whitney U / (P N) with averaged ranks.",
-        "auc", "auroc",
-    ),
-    _m(
-        "roc_auc_partial", True,
-        "McClish-standardized area under the ROC curve for FPR <= options.max_fpr.",
-    ),
-    _m(
-        "average_precision", True,
-        "Step-wise AP = sum_n (R_n - R_{n-1}) P_n over thresholds (scikit-learn).", "ap",
-    ),
-    _m("pr_auc_trapezoid", True, "Trapezoidal area under the PR curve from (0, 1)."),
-    _m("ap_11_point", True, "VOC 2007: mean of max precision at recall >= r, r = 0, .1, ..., 1."),
-    _m("ap_all_point", True, "VOC 2010+: area under the monotone precision envelope."),
-    _m(
-        "break_even_point", True,
-        "Precision = recall point, as R-precision (precision at k = P; ties pro rata).",
-        "bep", "r_precision",
-    ),
-    _m("ks_statistic", True, "Kolmogorov-Smirnov: max |TPR - FPR| over thresholds.", "ks"),
-    _m("ks_threshold", None, "The highest threshold where the KS statistic is reached."),
-    _m("optimal_threshold_youden", None, "Threshold maximizing Youden's J = TPR - FPR."),
-    _m("optimal_threshold_f1", None, "Threshold maximizing F1."),
-    _m(
-        "precision_at_{k}", True,
-        "Positive share of the top k (by score, in sample weight); ties at the cut pro rata.",
-    ),
-    _m("recall_at_{k}", True, "Share of all positives found in the top k; ties pro rata."),
-    # Calibration.
-    _m("log_loss", False, "-mean(y log p + (1 - y) log(1 - p)), p clipped to [eps, 1 - eps]."),
-    _m("brier_score", False, "mean((p - y)^2)."),
-    _m(
-        "expected_calibration_error", False,
-        "sum over equal-width bins of |sum(y) - sum(p)| / total weight "
-        "(options.calibration_bins bins).",
-        "ece",
-    ),
-)  # fmt: skip
-
-CATALOG: dict[str, MetricInfo] = {}
-_PATTERNS: list[tuple[re.Pattern[str], str]] = []
+def _template_of(name: str, entries: tuple[MetricInfo, ...]) -> MetricInfo | None:
+    return next(
+        (entry for entry in entries if entry.is_template and _pattern(entry.name).fullmatch(name)),
+        None,
+    )
 
 
-def register(entries: tuple[MetricInfo, ...]) -> None:
-    """Add a task's metrics. A name another task has already registered keeps one entry: the
-    tasks are joined, and a different definition is appended after the task's name."""
-    for entry in entries:
-        known = CATALOG.get(entry.name)
-        if known is None:
-            CATALOG[entry.name] = entry
-            if "{k}" in entry.name:
-                pattern = re.escape(entry.name).replace(r"\{k\}", r"[0-9.e+-]+")
-                _PATTERNS.append((re.compile(f"^{pattern}$"), entry.name))
-            continue
-        definition = known.definition
-        if entry.definition != known.definition:
-            definition += f" {'/'.join(entry.tasks).capitalize()}: {entry.definition}"
-        if known.higher_is_better != entry.higher_is_better:
-            raise ValueError(f"metric {entry.name}: the tasks disagree on its direction")
-        CATALOG[entry.name] = MetricInfo(
-            entry.name,
-            tuple(dict.fromkeys(known.tasks + entry.tasks)),
-            known.higher_is_better,
-            definition,
-            tuple(dict.fromkeys(known.aliases + entry.aliases)),
-        )
+CATALOG: Mapping[tuple[str, str], MetricInfo] = _build(_BY_TASK)
+# Each task's templates, compiled once: catalog_entry runs for every metric of every result.
+_TEMPLATES = {
+    task: tuple((_pattern(entry.name), entry) for entry in entries if entry.is_template)
+    for task, entries in _BY_TASK.items()
+}
 
 
-register(_ENTRIES)
+def catalog_entry(name: str, task: str | None = None) -> MetricInfo | None:
+    """The entry of metric ``name`` of ``task``, or None when the task has no such metric.
 
-
-def catalog_entry(name: str) -> MetricInfo | None:
-    """The catalog entry of a metric name, resolving ``{k}`` patterns such as precision_at_100."""
-    if name in CATALOG:
-        return CATALOG[name]
-    for pattern, key in _PATTERNS:
-        if pattern.match(name):
-            return CATALOG[key]
+    Concrete names of a template resolve to it (``precision_at_100`` to ``precision_at_{k}``);
+    aliases do not (they are never keys of a result). Without ``task`` the first task in
+    ``TASKS`` order that has the name answers: ``accuracy`` is then binary's. An unknown task
+    raises ``InvalidInputError`` naming the field ``task``.
+    """
+    tasks = TASKS if task is None else (check_task(task),)
+    for each in tasks:
+        entry = CATALOG.get((each, name))
+        if entry is not None:
+            return entry
+        for pattern, template in _TEMPLATES[each]:
+            if pattern.fullmatch(name):
+                return template
     return None
+
+
+def catalog_entries(task: str | None = None) -> tuple[MetricInfo, ...]:
+    """Every entry (tasks in ``TASKS`` order), or the entries of ``task``; an unknown task
+    raises ``InvalidInputError`` naming the field ``task``."""
+    if task is None:
+        return tuple(CATALOG.values())
+    return _BY_TASK[check_task(task)]

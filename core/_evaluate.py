@@ -5,52 +5,28 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from evalserve.core._catalog import register
 from evalserve.core._coverage import check_coverage, coverage_report
 from evalserve.core._errors import InvalidInputError
 from evalserve.core._options import Options, parse_options
 from evalserve.core._result import EvaluationResult
+from evalserve.core._tasks import TASKS, check_task
 from evalserve.core._validation import binary_inputs
+from evalserve.core.binary._catalog import CONVENTIONS as BINARY_CONVENTIONS
 from evalserve.core.binary._compare import comparison_test, drift_test
 from evalserve.core.binary._delong import Placements, placements
 from evalserve.core.binary._stats import BinaryStats
 from evalserve.core.binary._suite import compute
 from evalserve.core.binary._sweep import Sweep, sweep_of, sweep_of_rows
-from evalserve.core.detection import CATALOG_ENTRIES as DETECTION_CATALOG
 from evalserve.core.detection import CONVENTIONS as DETECTION_CONVENTIONS
 from evalserve.core.detection import compute_detection
-from evalserve.core.multiclass import CATALOG_ENTRIES as MULTICLASS_CATALOG
 from evalserve.core.multiclass import CONVENTIONS as MULTICLASS_CONVENTIONS
 from evalserve.core.multiclass import compute_multiclass
-from evalserve.core.multilabel import CATALOG_ENTRIES as MULTILABEL_CATALOG
 from evalserve.core.multilabel import CONVENTIONS as MULTILABEL_CONVENTIONS
 from evalserve.core.multilabel import compute_multilabel
-from evalserve.core.regression import CATALOG_ENTRIES as REGRESSION_CATALOG
 from evalserve.core.regression import CONVENTIONS as REGRESSION_CONVENTIONS
 from evalserve.core.regression import compute_regression
 
-__all__ = [
-    "BINARY_CONVENTIONS",
-    "TASKS",
-    "check_baseline",
-    "evaluate",
-    "evaluate_binary_stats",
-]
-
-TASKS = ("binary", "multiclass", "multilabel", "regression", "detection")
-
-BINARY_CONVENTIONS = {
-    "threshold_rule": "score >= threshold is positive",
-    "ties": "averaged: tied scores form one ROC/PR point (a diagonal ROC step)",
-    "average_precision": "step-wise, as scikit-learn",
-    "head_k": "k counts sample weight (rows when unweighted); ties at the cut pro rata",
-    "break_even_point": "R-precision: precision at k = number of positives",
-    "undefined": "null with a reason in `undefined`, never 0 or NaN",
-    "intervals": "roc_auc: DeLong (logit scale unless auc_interval is wald); accuracy, "
-    "precision, recall, specificity: Wilson; average_precision, f1, ks_statistic, "
-    "break_even_point: stratified bootstrap when bootstrap_replicates > 0",
-    "weights": "frequency weights: weight 2 is the row given twice, in intervals and tests too",
-}
+__all__ = ["TASKS", "check_baseline", "evaluate", "evaluate_binary_stats"]
 
 
 def evaluate(
@@ -78,8 +54,7 @@ def evaluate(
 
     Raises ``InvalidInputError`` (naming the field) for input that cannot be evaluated.
     """
-    if task not in TASKS:
-        raise InvalidInputError("task", f"expected one of {list(TASKS)}, but got {task!r}")
+    check_task(task)
     parsed = parse_options(options)
     if coverage is not None:
         check_coverage(coverage)  # before the work; n_predictions >= rows once they are counted
@@ -156,10 +131,6 @@ def _binary_result(
         warnings=sink.warnings,
     )
     return _with_coverage(result, coverage)
-
-
-for _entries in (MULTICLASS_CATALOG, MULTILABEL_CATALOG, REGRESSION_CATALOG, DETECTION_CATALOG):
-    register(_entries)
 
 
 def _other_task(

@@ -1,101 +1,406 @@
-"""Evaluation options: parsed and range-checked once, then passed around as a frozen value."""
+"""Evaluation options: one declarative table, read by one generic parser.
+
+The fields of ``Options`` are the table: each is declared with ``_option`` (its default, bounds,
+the tasks that use it and its doc string) and typed by its annotation (``float``, ``int``,
+``float | None``, ``tuple[int, ...]``, ``Literal[...]``). ``OPTIONS`` reads them into one
+``OptionSpec`` per option, and everything else derives from it: ``parse_options`` (one
+validation path, the same messages for every option of a kind), the REST model of
+``service.rest_models``, the proto check in the tests, and ``docs/reference/options.md``
+(``docs/generate_options.py``).
+
+Every option is checked on every task, and a task that does not use an option ignores it
+without a warning: a caller can send one set of options for all its tasks, and a value out of
+range is refused wherever it is sent.
+"""
 
 from __future__ import annotations
 
+import json
 import math
+import types
 from collections.abc import Mapping
-from dataclasses import dataclass, fields
-from typing import Any
+from dataclasses import dataclass, field, fields
+from typing import Any, Literal, Union, get_args, get_origin, get_type_hints
 
 from evalserve.core._errors import InvalidInputError
 
-__all__ = ["Options", "parse_options"]
+__all__ = ["OPTIONS", "OptionSpec", "Options", "parse_options"]
 
-MAX_CURVE_POINTS_LIMIT = 1_000_000
-MAX_LIST_OPTION = 64
+MAX_LIST_OPTION = 64  # values of one list option
 MAX_BETA = 1e4  # beta^2 must stay far from overflow
-MAX_BOOTSTRAP_REPLICATES = 100_000
-AUC_INTERVALS = ("wald", "logit")
+MAX_COUNT = 1_000_000  # curve points, top-k, detections per image
+
+Kind = Literal["number", "integer", "choice"]
+
+
+@dataclass(frozen=True, slots=True)
+class _Declared:
+    """What a field of ``Options`` declares besides its type and default."""
+
+    doc: str
+    tasks: tuple[str, ...]
+    low: float | None
+    high: float | None
+    low_open: bool
+    high_open: bool
+    zero_means: str | None
+    noun: str | None
+
+
+def _option(
+    default: Any,
+    doc: str,
+    *,
+    tasks: tuple[str, ...],
+    low: float | None = None,
+    high: float | None = None,
+    low_open: bool = False,
+    high_open: bool = False,
+    zero_means: str | None = None,
+    noun: str | None = None,
+) -> Any:
+    """A field of ``Options``: its row of the table.
+
+    ``low`` / ``high``: the bounds of a value (of each value of a list), inclusive unless
+    ``*_open``. ``zero_means``: for a count whose 0 switches something off (what it means);
+    1 is then refused (a curve needs two points, a bootstrap two replicates). ``noun``: how
+    error messages name a value, when not "a number" / "an integer".
+    """
+    declared = _Declared(doc, tasks, low, high, low_open, high_open, zero_means, noun)
+    return field(default=default, metadata={"option": declared})
 
 
 @dataclass(frozen=True, slots=True)
 class Options:
-    """Every knob of an evaluation, with its default.
+    """Every knob of an evaluation, with its default; ``OPTIONS`` has each one's row (type,
+    bounds, tasks, doc), and ``parse_options`` builds this value from a mapping."""
 
-    ``threshold``: a score ``>= threshold`` is predicted positive.
-    ``beta``: the F-beta weight of recall (beta > 0).
-    ``top_k``: the k of multiclass top-k accuracy.
-    ``head_k``: the k of binary precision@k / recall@k, in units of sample weight (rows when
-    unweighted).
-    ``max_fpr``: the FPR bound of the McClish-standardized partial AUC; None skips it.
-    ``max_curve_points``: curves are thinned to at most this many points (0 omits curves).
-    ``confidence_level``: the level of every interval.
-    ``n_params``: model parameters, for adjusted R2, AIC, BIC and Mallows' Cp.
-    ``calibration_bins``: equal-width bins of the expected calibration error.
-    ``auc_interval``: ``"logit"`` (the default: DeLong on the logit scale, inside (0, 1); it
-    covers better than Wald at small samples and near 1, bench/RESULTS.md) or ``"wald"``
-    (pROC's DeLong interval, clipped to [0, 1]).
-    ``alpha``: the significance level of the drift test and the challenger comparison.
-    ``drift_min_samples``: the fewest positives and negatives (each, in units of weight) the
-    current data and a baseline payload need for a drift verdict; below it the drift result
-    says "insufficient data".
-    ``bootstrap_replicates``: replicates of the bootstrap intervals; 0 (the default) skips
-    them: at small requests they cost several times the rest of the evaluation.
-    ``bootstrap_seed``: the seed of the bootstrap: the same request gives the same intervals.
-    ``full_model_variance``: the residual variance (sigma^2) of the full regression model, for
-    Mallows' Cp; None leaves Cp undefined.
-    ``max_detections``: detection: the highest-scoring predictions kept per image (COCO: 100).
+    threshold: float = _option(
+        0.5,
+        "A score >= threshold is predicted positive (multilabel: per label cell).",
+        tasks=("binary", "multilabel"),
+    )
+    beta: float = _option(
+        1.0,
+        "The F-beta weight of recall (f_beta).",
+        tasks=("binary", "multiclass"),
+        low=0.0,
+        low_open=True,
+        high=MAX_BETA,
+    )
+    top_k: tuple[int, ...] = _option(
+        (1, 5),
+        "The k of multiclass top-k accuracy (top_k_accuracy_{k}).",
+        tasks=("multiclass",),
+        low=1,
+        high=MAX_COUNT,
+    )
+    head_k: tuple[float, ...] = _option(
+        (),
+        "The k of precision_at_{k} and recall_at_{k}, in units of sample weight (rows when "
+        "unweighted).",
+        tasks=("binary",),
+        low=0.0,
+        low_open=True,
+        noun="k",
+    )
+    max_fpr: float | None = _option(
+        None,
+        "The FPR bound of the McClish-standardized partial AUC (roc_auc_partial); null skips it.",
+        tasks=("binary",),
+        low=0.0,
+        low_open=True,
+        high=1.0,
+    )
+    max_curve_points: int = _option(
+        1000,
+        "Curves are thinned to at most this many points (every one on the exact curve); the "
+        "metrics always use the exact curve.",
+        tasks=("binary", "multiclass"),
+        low=0,
+        high=MAX_COUNT,
+        zero_means="no curves",
+    )
+    confidence_level: float = _option(
+        0.95,
+        "The level of every interval.",
+        tasks=("binary", "multiclass"),
+        low=0.0,
+        low_open=True,
+        high=1.0,
+        high_open=True,
+    )
+    n_params: int | None = _option(
+        None,
+        "Parameters of the regression model, for adjusted_r2, aic, bic and mallows_cp; null "
+        "leaves them undefined.",
+        tasks=("regression",),
+        low=0,
+        high=1_000_000_000,
+    )
+    calibration_bins: int = _option(
+        10,
+        "Equal-width bins of expected_calibration_error.",
+        tasks=("binary", "multiclass"),
+        low=1,
+        high=10_000,
+    )
+    auc_interval: Literal["wald", "logit"] = _option(
+        "logit",
+        'The DeLong interval of the ROC AUC: "logit" (on the logit scale, inside (0, 1); it '
+        "covers better than Wald at small samples and near 1, bench/RESULTS.md) or "
+        '"wald" (as pROC, clipped to [0, 1]).',
+        tasks=("binary", "multiclass"),
+    )
+    alpha: float = _option(
+        0.05,
+        "The significance level of the drift test and of the challenger comparison.",
+        tasks=("binary",),
+        low=0.0,
+        low_open=True,
+        high=1.0,
+        high_open=True,
+    )
+    drift_min_samples: float = _option(
+        20.0,
+        "The fewest positives and negatives (each, in units of weight) the current data and a "
+        'baseline payload need for a drift or comparison verdict; below it the status is "'
+        'insufficient_data".',
+        tasks=("binary",),
+        low=2.0,
+        high=1e12,
+    )
+    bootstrap_replicates: int = _option(
+        0,
+        "Replicates of the stratified bootstrap intervals of average_precision, f1, "
+        "ks_statistic and break_even_point (1000 for a smooth 95% interval); 0 skips them: "
+        "at small requests they cost several times the rest of the evaluation.",
+        tasks=("binary",),
+        low=0,
+        high=100_000,
+        zero_means="no bootstrap",
+    )
+    bootstrap_seed: int = _option(
+        0,
+        "The seed of the bootstrap: the same request gives the same intervals.",
+        tasks=("binary",),
+        low=0,
+        high=2**63 - 1,
+    )
+    full_model_variance: float | None = _option(
+        None,
+        "The residual variance (sigma^2) of the full regression model, for mallows_cp; null "
+        "leaves it undefined.",
+        tasks=("regression",),
+        low=0.0,
+        low_open=True,
+    )
+    max_detections: int = _option(
+        100,
+        "The highest-scoring predictions kept per image, over all classes (COCO's maxDets).",
+        tasks=("detection",),
+        low=1,
+        high=MAX_COUNT,
+    )
+
+
+def _bound(value: float) -> str:
+    """A bound as messages show it: integers in full, floats short (1e4 as 10000, 1e12)."""
+    if isinstance(value, int):
+        return str(value)
+    return f"{value:g}".replace("e+", "e")
+
+
+@dataclass(frozen=True, slots=True)
+class OptionSpec:
+    """One option of ``evaluate``: its row of the options table.
+
+    ``kind``: what one value is: ``"number"`` (a finite float; an int is taken), ``"integer"``
+    (an int; a whole float is taken) or ``"choice"`` (one of ``choices``). ``repeated``: a
+    list of at most ``max_items`` such values (a single number is a list of one), kept sorted
+    without duplicates. ``nullable``: the default is None, and what the option tunes is
+    skipped (or undefined) unless it is sent; for every option None means the default.
+    ``low`` / ``high``: the bounds of each value, inclusive unless ``low_open`` /
+    ``high_open``; ``zero_means``: what 0 means for a count that refuses 1. ``tasks``: the
+    tasks that use the option; the others check it and ignore it, without a warning.
     """
 
-    threshold: float = 0.5
-    beta: float = 1.0
-    top_k: tuple[int, ...] = (1, 5)
-    head_k: tuple[float, ...] = ()
-    max_fpr: float | None = None
-    max_curve_points: int = 1000
-    confidence_level: float = 0.95
-    n_params: int | None = None
-    calibration_bins: int = 10
-    auc_interval: str = "logit"
-    alpha: float = 0.05
-    drift_min_samples: float = 20.0
-    bootstrap_replicates: int = 0
-    bootstrap_seed: int = 0
-    full_model_variance: float | None = None
-    max_detections: int = 100
+    name: str
+    kind: Kind
+    default: Any
+    doc: str
+    tasks: tuple[str, ...]
+    repeated: bool = False
+    nullable: bool = False
+    low: float | None = None
+    high: float | None = None
+    low_open: bool = False
+    high_open: bool = False
+    choices: tuple[str, ...] = ()
+    zero_means: str | None = None
+    noun: str | None = None
+    max_items: int | None = None
+
+    @property
+    def field(self) -> str:
+        """The name errors give: ``options.<name>``."""
+        return f"options.{self.name}"
+
+    @property
+    def type_text(self) -> str:
+        """The type in words: "number", "list of integers", "integer or null", "string"."""
+        one = {"number": "number", "integer": "integer", "choice": "string"}[self.kind]
+        text = f"list of {one}s" if self.repeated else one
+        return f"{text} or null" if self.nullable else text
+
+    @property
+    def default_text(self) -> str:
+        """The default as JSON."""
+        default = list(self.default) if isinstance(self.default, tuple) else self.default
+        return json.dumps(default)
+
+    @property
+    def range_text(self) -> str:
+        """The allowed values: "(0, 1]", "> 0", "0 (no bootstrap) or [2, 100000]", ..."""
+        if self.kind == "choice":
+            text = ", ".join(f'"{choice}"' for choice in self.choices)
+        elif self.zero_means is not None:
+            text = f"0 ({self.zero_means}) or [2, {_bound(self.high or 0)}]"
+        else:
+            text = self._interval() or ("any finite number" if self.kind == "number" else "any")
+        return f"each {text}; at most {self.max_items} values" if self.repeated else text
+
+    def _interval(self) -> str:
+        low, high = self.low, self.high
+        if low is not None and high is not None:
+            left = "(" if self.low_open else "["
+            right = ")" if self.high_open else "]"
+            return f"{left}{_bound(low)}, {_bound(high)}{right}"
+        if low is not None:
+            return f"{'>' if self.low_open else '>='} {_bound(low)}"
+        if high is not None:
+            return f"{'<' if self.high_open else '<='} {_bound(high)}"
+        return ""
+
+    def parse(self, value: Any) -> Any:
+        """The option's value from what was sent, checked; raises ``InvalidInputError`` naming
+        ``options.<name>``. None (JSON null) is the default."""
+        if value is None:
+            return self.default
+        if not self.repeated:
+            return self._one(value)
+        if isinstance(value, (int, float)) and not isinstance(value, bool):
+            value = [value]
+        if not isinstance(value, (list, tuple)):
+            raise InvalidInputError(
+                self.field, f"expected a list of {self.kind}s, but got {value!r}"
+            )
+        if self.max_items is not None and len(value) > self.max_items:
+            raise InvalidInputError(
+                self.field, f"expected at most {self.max_items} values, but got {len(value)}"
+            )
+        return tuple(sorted({self._one(item) for item in value}))
+
+    def _one(self, value: Any) -> Any:
+        if self.kind == "choice":
+            if not isinstance(value, str) or value not in self.choices:
+                raise InvalidInputError(
+                    self.field, f"expected one of {list(self.choices)}, but got {value!r}"
+                )
+            return value
+        if self.kind == "integer":
+            return self._integer(value)
+        return self._number(value)
+
+    def _number(self, value: Any) -> float:
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            raise InvalidInputError(self.field, f"expected a number, but got {value!r}")
+        try:
+            number = float(value)
+        except OverflowError:  # an int beyond the largest float
+            number = math.inf
+        if not math.isfinite(number):
+            raise InvalidInputError(self.field, f"expected a finite number, but got {value!r}")
+        if not self._within(number):
+            noun = self.noun or "a number"
+            raise InvalidInputError(
+                self.field, f"expected {noun} {self._phrase()}, but got {number}"
+            )
+        return number
+
+    def _integer(self, value: Any) -> int:
+        whole = isinstance(value, int) or (isinstance(value, float) and value.is_integer())
+        if isinstance(value, bool) or not whole:
+            raise InvalidInputError(self.field, f"expected an integer, but got {value!r}")
+        number = int(value)
+        if not self._within(number):
+            noun = self.noun or "an integer"
+            raise InvalidInputError(
+                self.field, f"expected {noun} {self._phrase()}, but got {number}"
+            )
+        if self.zero_means is not None and 0 < number < 2:
+            raise InvalidInputError(
+                self.field, f"expected 0 ({self.zero_means}) or at least 2, but got {number}"
+            )
+        return number
+
+    def _phrase(self) -> str:
+        interval = self._interval()
+        return f"in {interval}" if interval[0] in "([" else interval
+
+    def _within(self, number: float) -> bool:
+        low, high = self.low, self.high
+        above = low is None or (number > low if self.low_open else number >= low)
+        below = high is None or (number < high if self.high_open else number <= high)
+        return above and below
 
 
-def _number(name: str, value: Any) -> float:
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        raise InvalidInputError(f"options.{name}", f"expected a number, but got {value!r}")
-    number = float(value)
-    if not math.isfinite(number):
-        raise InvalidInputError(f"options.{name}", f"expected a finite number, but got {value!r}")
-    return number
+def _shape(annotation: Any) -> tuple[Kind, bool, bool, tuple[str, ...]]:
+    """(kind, repeated, nullable, choices) of a field's annotation."""
+    nullable = False
+    if get_origin(annotation) in (Union, types.UnionType):
+        inner = [arg for arg in get_args(annotation) if arg is not type(None)]
+        nullable, annotation = True, inner[0]
+        assert len(inner) == 1, annotation
+    repeated = get_origin(annotation) is tuple
+    if repeated:
+        annotation = get_args(annotation)[0]
+    if get_origin(annotation) is Literal:
+        return "choice", repeated, nullable, get_args(annotation)
+    kinds: dict[Any, Kind] = {float: "number", int: "integer"}
+    if annotation not in kinds:
+        raise TypeError(f"an option cannot have type {annotation!r}")
+    return kinds[annotation], repeated, nullable, ()
 
 
-def _integer(name: str, value: Any, *, low: int, high: int) -> int:
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or value != int(value):
-        raise InvalidInputError(f"options.{name}", f"expected an integer, but got {value!r}")
-    if not low <= int(value) <= high:
-        raise InvalidInputError(
-            f"options.{name}", f"expected an integer in [{low}, {high}], but got {int(value)}"
+def _table() -> Mapping[str, OptionSpec]:
+    hints = get_type_hints(Options)
+    specs: dict[str, OptionSpec] = {}
+    for declared_field in fields(Options):
+        declared: _Declared = declared_field.metadata["option"]
+        kind, repeated, nullable, choices = _shape(hints[declared_field.name])
+        specs[declared_field.name] = OptionSpec(
+            name=declared_field.name,
+            kind=kind,
+            default=declared_field.default,
+            doc=declared.doc,
+            tasks=declared.tasks,
+            repeated=repeated,
+            nullable=nullable,
+            low=declared.low,
+            high=declared.high,
+            low_open=declared.low_open,
+            high_open=declared.high_open,
+            choices=choices,
+            zero_means=declared.zero_means,
+            noun=declared.noun,
+            max_items=MAX_LIST_OPTION if repeated else None,
         )
-    return int(value)
+    return types.MappingProxyType(specs)
 
 
-def _number_list(name: str, value: Any) -> list[Any]:
-    if isinstance(value, (int, float)) and not isinstance(value, bool):
-        value = [value]
-    if not isinstance(value, (list, tuple)):
-        raise InvalidInputError(
-            f"options.{name}", f"expected a list of integers, but got {value!r}"
-        )
-    if len(value) > MAX_LIST_OPTION:
-        raise InvalidInputError(
-            f"options.{name}", f"expected at most {MAX_LIST_OPTION} values, but got {len(value)}"
-        )
-    return list(value)
+OPTIONS: Mapping[str, OptionSpec] = _table()
+"""Every option of ``evaluate``, by name, in declaration order."""
 
 
 def parse_options(options: Mapping[str, Any] | Options | None) -> Options:
@@ -106,99 +411,10 @@ def parse_options(options: Mapping[str, Any] | Options | None) -> Options:
         return options
     if not isinstance(options, Mapping):
         raise InvalidInputError("options", f"expected an object, but got {type(options).__name__}")
-    known = {f.name for f in fields(Options)}
-    unknown = sorted(set(options) - known)
+    unknown = sorted(set(options) - set(OPTIONS))
     if unknown:
         raise InvalidInputError(
-            f"options.{unknown[0]}", f"unknown option; expected one of {sorted(known)}"
+            f"options.{unknown[0]}", f"unknown option; expected one of {sorted(OPTIONS)}"
         )
-    parsed: dict[str, Any] = {}
-    for name, value in options.items():
-        if value is None and name in ("max_fpr", "n_params", "full_model_variance"):
-            parsed[name] = None
-        elif value is None:
-            continue  # null means "the default"
-        elif name == "threshold":
-            parsed[name] = _number(name, value)
-        elif name == "beta":
-            beta = _number(name, value)
-            if not 0 < beta <= MAX_BETA:
-                raise InvalidInputError(
-                    "options.beta", f"expected a number in (0, {MAX_BETA:g}], but got {beta}"
-                )
-            parsed[name] = beta
-        elif name == "max_fpr":
-            max_fpr = _number(name, value)
-            if not 0 < max_fpr <= 1:
-                raise InvalidInputError(
-                    "options.max_fpr", f"expected a number in (0, 1], but got {max_fpr}"
-                )
-            parsed[name] = max_fpr
-        elif name == "confidence_level":
-            level = _number(name, value)
-            if not 0 < level < 1:
-                raise InvalidInputError(
-                    "options.confidence_level", f"expected a number in (0, 1), but got {level}"
-                )
-            parsed[name] = level
-        elif name == "top_k":
-            ks = [_integer(name, k, low=1, high=1_000_000) for k in _number_list(name, value)]
-            parsed[name] = tuple(sorted(set(ks)))
-        elif name == "head_k":
-            heads = [_number(name, k) for k in _number_list(name, value)]
-            for k in heads:
-                if k <= 0:
-                    raise InvalidInputError("options.head_k", f"expected k > 0, but got {k}")
-            parsed[name] = tuple(sorted(set(heads)))
-        elif name == "max_curve_points":
-            points = _integer(name, value, low=0, high=MAX_CURVE_POINTS_LIMIT)
-            if points == 1:
-                raise InvalidInputError(
-                    "options.max_curve_points", "expected 0 (no curves) or at least 2, but got 1"
-                )
-            parsed[name] = points
-        elif name == "n_params":
-            parsed[name] = _integer(name, value, low=0, high=1_000_000_000)
-        elif name == "calibration_bins":
-            parsed[name] = _integer(name, value, low=1, high=10_000)
-        elif name == "auc_interval":
-            if value not in AUC_INTERVALS:
-                raise InvalidInputError(
-                    "options.auc_interval",
-                    f"expected one of {list(AUC_INTERVALS)}, but got {value!r}",
-                )
-            parsed[name] = value
-        elif name == "alpha":
-            alpha = _number(name, value)
-            if not 0 < alpha < 1:
-                raise InvalidInputError(
-                    "options.alpha", f"expected a number in (0, 1), but got {alpha}"
-                )
-            parsed[name] = alpha
-        elif name == "drift_min_samples":
-            least = _number(name, value)
-            if not 2 <= least <= 1e12:
-                raise InvalidInputError(
-                    "options.drift_min_samples", f"expected a number in [2, 1e12], but got {least}"
-                )
-            parsed[name] = least
-        elif name == "bootstrap_replicates":
-            count = _integer(name, value, low=0, high=MAX_BOOTSTRAP_REPLICATES)
-            if count == 1:
-                raise InvalidInputError(
-                    "options.bootstrap_replicates",
-                    "expected 0 (no bootstrap) or at least 2, but got 1",
-                )
-            parsed[name] = count
-        elif name == "full_model_variance":
-            variance = _number(name, value)
-            if not variance > 0:
-                raise InvalidInputError(
-                    "options.full_model_variance", f"expected a number > 0, but got {variance}"
-                )
-            parsed[name] = variance
-        elif name == "max_detections":
-            parsed[name] = _integer(name, value, low=1, high=1_000_000)
-        elif name == "bootstrap_seed":
-            parsed[name] = _integer(name, value, low=0, high=2**63 - 1)
+    parsed = {name: OPTIONS[name].parse(value) for name, value in options.items()}
     return Options(**parsed)

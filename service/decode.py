@@ -12,7 +12,7 @@ import base64
 import binascii
 import re
 import threading
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -34,6 +34,8 @@ __all__ = [
     "Request",
     "batch_from_json",
     "batch_from_proto",
+    "catalog_task_from_proto",
+    "catalog_task_from_query",
     "header_from_json",
     "header_from_proto",
     "json_kind",
@@ -664,3 +666,37 @@ def _images_from_proto(messages: Any, settings: Settings) -> Any:
         targets.append(_target(columns))
         predictions.append(_prediction(columns))
     return tuple(targets), tuple(predictions)
+
+
+# --- the metric catalog's request ------------------------------------------------------------
+
+CATALOG_PARAMETERS = ("task",)
+
+
+def catalog_task_from_query(parameters: Iterable[tuple[str, str]]) -> str | None:
+    """The task of ``GET /v1/metrics?task=...``: None (every task) when absent. Another query
+    parameter is malformed and a repeated ``task`` invalid; the name itself is checked by the
+    core (``catalog_entries``), as a request's task is."""
+    tasks = []
+    for name, value in parameters:
+        if name not in CATALOG_PARAMETERS:
+            raise MalformedRequestError(
+                name, f"unknown query parameter; expected one of {list(CATALOG_PARAMETERS)}"
+            )
+        tasks.append(value)
+    if len(tasks) > 1:
+        raise InvalidInputError("task", f"expected one task, but got {len(tasks)}: {tasks}")
+    return tasks[0] if tasks else None
+
+
+def catalog_task_from_proto(message: pb.ListMetricsRequest) -> str | None:
+    """The task of a ``ListMetricsRequest``: None (every task) for TASK_UNSPECIFIED."""
+    if message.task == pb.TASK_UNSPECIFIED:
+        return None
+    task = TASK_NAMES.get(message.task)
+    if task is None:
+        # proto3 enums are open: a newer client may send a value this server does not know.
+        raise InvalidInputError(
+            "task", f"expected one of {list(TASKS)}, but got unknown enum value {message.task}"
+        )
+    return task

@@ -8,7 +8,7 @@ from typing import Any
 import numpy as np
 from google.protobuf.message import Message
 
-from evalserve.core import CATALOG, EvaluationResult, MetricInfo
+from evalserve.core import EvaluationResult, MetricInfo, catalog_entries
 from evalserve.v1 import evaluation_pb2 as pb
 
 __all__ = ["catalog_to_json", "catalog_to_proto", "proto_to_json", "result_to_proto"]
@@ -111,30 +111,57 @@ def _interval_to_json(interval: pb.Interval) -> dict[str, Any]:
 
 
 def _catalog_entry(info: MetricInfo) -> dict[str, Any]:
+    """An entry in the JSON shape of ``evalserve.v1.MetricInfo``; ``tasks`` is kept for
+    v0.1 clients and holds the entry's one task."""
     return {
         "name": info.name,
-        "tasks": list(info.tasks),
+        "tasks": [info.task],
         "higher_is_better": info.higher_is_better,
         "definition": info.definition,
         "aliases": list(info.aliases),
+        "task": info.task,
+        "range": {"lower": _bound(info.range.lower), "upper": _bound(info.range.upper)},
+        "convention": info.convention,
+        "reference": info.reference,
+        "test": info.test,
     }
 
 
-def catalog_to_json() -> dict[str, Any]:
-    return {"metrics": [_catalog_entry(info) for info in CATALOG.values()]}
+def _bound(value: float | None) -> float | None:
+    return None if value is None else float(value)
 
 
-def catalog_to_proto() -> pb.ListMetricsResponse:
+def catalog_to_json(task: str | None = None) -> dict[str, Any]:
+    """``GET /v1/metrics``: every entry, or those of ``task`` (an unknown task raises
+    ``InvalidInputError`` naming the field ``task``)."""
+    return {"metrics": [_catalog_entry(info) for info in catalog_entries(task)]}
+
+
+def _task(task: str) -> pb.Task.ValueType:
+    return pb.Task.Value(f"TASK_{task.upper()}")
+
+
+def catalog_to_proto(task: str | None = None) -> pb.ListMetricsResponse:
+    """``ListMetrics``: the entries of ``catalog_to_json``, field for field."""
     response = pb.ListMetricsResponse()
-    for info in CATALOG.values():
+    for info in catalog_entries(task):
         entry = response.metrics.add(
             name=info.name,
-            tasks=[pb.Task.Value(f"TASK_{task.upper()}") for task in info.tasks],
+            tasks=[_task(info.task)],
             definition=info.definition,
             aliases=info.aliases,
+            task=_task(info.task),
+            convention=info.convention,
+            reference=info.reference,
+            test=info.test,
         )
         if info.higher_is_better is not None:
             entry.higher_is_better = info.higher_is_better
+        entry.range.SetInParent()  # present even when both ends are unbounded
+        if info.range.lower is not None:
+            entry.range.lower = info.range.lower
+        if info.range.upper is not None:
+            entry.range.upper = info.range.upper
     return response
 
 

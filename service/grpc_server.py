@@ -33,6 +33,7 @@ from grpc_health.v1.health import aio as health_aio
 from grpc_reflection.v1alpha import reflection
 from grpc_status import rpc_status
 
+from evalserve.core import TASKS
 from evalserve.service import decode, encode
 from evalserve.service.config import Settings
 from evalserve.service.errors import (
@@ -239,6 +240,8 @@ class EvaluationServicer(pb_grpc.EvaluationServiceServicer):
         self.metrics = metrics
         self._evaluate_observer = metrics.observer("grpc", "evaluate")
         self._stream_observer = metrics.observer("grpc", "evaluate_stream")
+        # The catalog never changes: each answer is built once (None: every task).
+        self._catalogs = {task: encode.catalog_to_proto(task) for task in (None, *TASKS)}
 
     @_reported("evaluate")
     async def Evaluate(  # noqa: N802 (the proto's name)
@@ -293,7 +296,8 @@ class EvaluationServicer(pb_grpc.EvaluationServiceServicer):
     async def ListMetrics(  # noqa: N802 (the proto's name)
         self, request: pb.ListMetricsRequest, context: Context
     ) -> pb.ListMetricsResponse:
-        return encode.catalog_to_proto()
+        task = decode.catalog_task_from_proto(_decoded(request, "the request"))
+        return self._catalogs[task]
 
 
 async def create_grpc_server(

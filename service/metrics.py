@@ -125,7 +125,7 @@ def scalar_metrics(result: EvaluationResult) -> dict[str, float]:
     values = {
         name: value
         for name, value in _defined(result.metrics).items()
-        if catalog_entry(name) is not None
+        if catalog_entry(name, result.task) is not None
     }
     values.update(_defined({k: v for k, v in result.coverage.items() if k in COVERAGE_METRICS}))
     return values

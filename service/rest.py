@@ -30,11 +30,12 @@ from starlette.requests import ClientDisconnect, Request
 from starlette.responses import Response
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from evalserve.core import EvaluationResult, InvalidInputError
+from evalserve.core import TASKS, EvaluationResult, InvalidInputError
 from evalserve.service import encode, rest_models
 from evalserve.service.config import Settings
 from evalserve.service.decode import Request as EvaluationRequest
 from evalserve.service.decode import (
+    catalog_task_from_query,
     json_kind,
     parse_json,
     request_from_json,
@@ -431,7 +432,10 @@ class _Routes:
         self.evaluate_observer = metrics.observer("rest", "evaluate")
         self.stream_observer = metrics.observer("rest", "evaluate_stream")
         self.readiness = readiness
-        self.catalog = orjson.dumps(encode.catalog_to_json())
+        # The catalog never changes: every answer is serialized once (None: every task).
+        self.catalogs = {
+            task: orjson.dumps(encode.catalog_to_json(task)) for task in (None, *TASKS)
+        }
 
     async def evaluate(self, request: Request) -> Response:
         media_type = _media_type(request.headers, "content-type")
@@ -466,8 +470,12 @@ class _Routes:
             content = await self.evaluator.run(stream.finish, protobuf)
         return Response(content, media_type=PROTOBUF if protobuf else JSON)
 
-    async def metric_catalog(self) -> Response:
-        return Response(self.catalog, media_type=JSON)
+    async def metric_catalog(self, request: Request) -> Response:
+        task = catalog_task_from_query(request.query_params.multi_items())
+        body = self.catalogs.get(task)
+        if body is None:  # not a task: the core refuses it, naming the field
+            body = orjson.dumps(encode.catalog_to_json(task))
+        return Response(body, media_type=JSON)
 
     async def healthz(self) -> Response:
         return _json_response({"status": "ok"})
@@ -496,6 +504,28 @@ _ERRORS: dict[int | str, dict[str, Any]] = {
     )
 }
 _PROTOBUF_BODY = {"schema": {"type": "string", "format": "binary"}}
+_CATALOG_DOC: dict[str, Any] = {
+    "response_model": rest_models.MetricCatalog,
+    "responses": {
+        status: {"model": rest_models.ErrorBody, "description": description}
+        for status, description in (
+            (400, "a query parameter other than `task`"),
+            (422, "a task that is not one of the enum, or `task` given twice"),
+        )
+    },
+    "openapi_extra": {
+        "parameters": [
+            {
+                "name": "task",
+                "in": "query",
+                "required": False,
+                "description": "only the metrics of this task (default: every task's); "
+                "another value is refused with 422, field `task`",
+                "schema": {"type": "string", "enum": list(TASKS)},
+            }
+        ]
+    },
+}
 
 
 def _ref(model: type[Any]) -> dict[str, str]:
@@ -582,12 +612,7 @@ def create_app(
     app.add_api_route(
         "/v1/evaluate/stream", routes.evaluate_stream, methods=["POST"], **_STREAM_DOC
     )
-    app.add_api_route(
-        "/v1/metrics",
-        routes.metric_catalog,
-        methods=["GET"],
-        response_model=rest_models.MetricCatalog,
-    )
+    app.add_api_route("/v1/metrics", routes.metric_catalog, methods=["GET"], **_CATALOG_DOC)
     app.add_api_route(
         "/healthz", routes.healthz, methods=["GET"], response_model=rest_models.Status
     )

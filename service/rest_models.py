@@ -8,11 +8,12 @@ have different field names.
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, confloat, conint, conlist, create_model
 from pydantic.json_schema import models_json_schema
 
+from evalserve.core import OPTIONS, OptionSpec
 from evalserve.service.decode import MAX_MODEL_LABEL, MODEL_LABEL_CHARS
 
 __all__ = [
@@ -29,6 +30,7 @@ __all__ = [
     "Interval",
     "MetricCatalog",
     "MetricEntry",
+    "MetricRange",
     "Model",
     "Options",
     "PrCurve",
@@ -57,42 +59,48 @@ class _Strict(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
 
-class Options(_Strict):
-    """Tuning of the evaluation; an absent or null option takes its default."""
+def _option_field(spec: OptionSpec) -> tuple[Any, Any]:
+    """An option's REST field, from its row of the core's table: the type of one value with
+    its bounds, a list of them for a list option, null allowed; the table's default and doc."""
+    bounds: dict[str, Any] = {}
+    if spec.low is not None:
+        bounds["gt" if spec.low_open else "ge"] = spec.low
+    if spec.high is not None:
+        bounds["lt" if spec.high_open else "le"] = spec.high
+    value: Any
+    if spec.kind == "choice":
+        value = Literal.__getitem__(spec.choices)
+    elif spec.kind == "integer":
+        value = conint(**bounds)
+    else:
+        value = confloat(**bounds, allow_inf_nan=False)
+    if spec.repeated:
+        value = conlist(value, max_length=spec.max_items)
+    default = list(spec.default) if isinstance(spec.default, tuple) else spec.default
+    description = (
+        f"{spec.doc} Allowed: {spec.range_text}. Tasks: {', '.join(spec.tasks)} (the others "
+        "check it and ignore it)."
+    )
+    return value | None, Field(default, description=description)
 
-    threshold: float | None = Field(None, description="score >= threshold is positive (0.5)")
-    beta: float | None = Field(None, description="F-beta weight of recall, > 0 (1)", gt=0)
-    top_k: list[int] | None = Field(None, description="k of top-k accuracy ([1, 5])")
-    head_k: list[float] | None = Field(
-        None, description="k of precision_at_{k} / recall_at_{k}, in units of sample weight"
-    )
-    max_fpr: float | None = Field(None, description="FPR bound of the partial AUC, in (0, 1]")
-    max_curve_points: int | None = Field(
-        None, description="curves thinned to at most this many points; 0 omits them (1000)"
-    )
-    confidence_level: float | None = Field(None, description="level of every interval (0.95)")
-    n_params: int | None = Field(None, description="parameters of a regression model")
-    calibration_bins: int | None = Field(
-        None, description="equal-width bins of the expected calibration error (10)"
-    )
-    auc_interval: Literal["wald", "logit"] | None = Field(
-        None, description='DeLong interval of the ROC AUC: "logit" (default) or "wald" (as pROC)'
-    )
-    alpha: float | None = Field(
-        None, description="significance level of the drift and challenger tests (0.05)"
-    )
-    drift_min_samples: float | None = Field(
-        None, description="fewest positives and negatives (each) for a test verdict (20)"
-    )
-    bootstrap_replicates: int | None = Field(
-        None, description="replicates of the bootstrap intervals; 0 (default) skips them"
-    )
-    bootstrap_seed: int | None = Field(None, description="seed of the bootstrap (0)")
-    full_model_variance: float | None = Field(
-        None, description="regression: residual variance of the full model, for Mallows' Cp"
-    )
-    max_detections: int | None = Field(
-        None, description="detection: highest-scoring predictions kept per image (100)"
+
+OPTIONS_DOC = (
+    "Tuning of the evaluation; an absent or null option takes its default. Built from the "
+    "core's options table (`evalserve.core.OPTIONS`)."
+)
+
+if TYPE_CHECKING:
+
+    class Options(_Strict):
+        """The options; the fields come from ``evalserve.core.OPTIONS`` at run time."""
+
+else:
+    Options = create_model(
+        "Options",
+        __base__=_Strict,
+        __module__=__name__,
+        __doc__=OPTIONS_DOC,
+        **{name: _option_field(spec) for name, spec in OPTIONS.items()},
     )
 
 
@@ -321,16 +329,33 @@ class EvaluateResponse(BaseModel):
     coverage: CoverageReport = Field(description="{} unless the request had coverage")
 
 
+class MetricRange(BaseModel):
+    """The closed interval every defined value of a metric lies in."""
+
+    lower: float | None = Field(description="null: unbounded below")
+    upper: float | None = Field(description="null: unbounded above")
+
+
 class MetricEntry(BaseModel):
-    name: str
-    tasks: list[Task]
+    """One metric of one task (evalserve.v1.MetricInfo); (task, name) is unique."""
+
+    name: str = Field(description="a template such as precision_at_{k} stands for each k")
+    tasks: list[Task] = Field(description="kept for v0.1 clients: [task]")
     higher_is_better: bool | None = Field(description="null for counts and thresholds")
     definition: str
     aliases: list[str]
+    task: Task
+    range: MetricRange
+    convention: str = Field(
+        description='where references disagree, the choice made: "key: text; ..." (keys of '
+        "a result's `conventions`)"
+    )
+    reference: str = Field(description="what the value is checked against")
+    test: str = Field(description="the pytest node id of the test that checks it")
 
 
 class MetricCatalog(BaseModel):
-    """``GET /v1/metrics``: every metric name the service can return."""
+    """``GET /v1/metrics``: every metric the service can return, or those of ``?task=``."""
 
     metrics: list[MetricEntry]
 

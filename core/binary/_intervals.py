@@ -20,7 +20,9 @@ Interval = dict[str, Any]
 
 
 def _z(level: float) -> float:
-    return normal_quantile(0.5 + level / 2.0)
+    # From the lower tail: 0.5 + level / 2 rounds to 1 for the largest levels below 1 (and the
+    # quantile of 1 is infinite), while (1 - level) / 2 stays positive.
+    return -normal_quantile((1.0 - level) / 2.0)
 
 
 def auc_interval(placed: Placements, level: float, method: str) -> Interval | str:

@@ -5,8 +5,9 @@ and head precision/recall.
 * ``pr_auc_trapezoid``: trapezoids under the PR curve that starts at (R=0, P=1)
   (scikit-learn's ``auc(recall, precision)`` of ``precision_recall_curve``).
 * ``ap_11_point``: VOC 2007, mean over r = 0, 0.1, ..., 1 of the highest precision at recall >= r
-  (0 where recall never reaches r), as the PASCAL VOC development kit (Everingham et al. 2010)
-  compares: recall >= r, so that the point r = 1 can be met.
+  (0 where recall never reaches r). Some write-ups of the 11-point AP say "R > r"; with ">" the
+  point r = 1 could never be met, so the standard ">=" of the VOC devkit is used (Everingham et
+  al. 2010, "The PASCAL Visual Object Classes (VOC) Challenge", IJCV 88).
 * ``ap_all_point``: VOC 2010+, the area under the monotone envelope p(r) = max precision at
   recall >= r.
 

@@ -4,8 +4,9 @@ Naming contract (as scikit-learn's ``_ranking.py``): ``*_auc`` and ``*_statistic
 higher-is-better; ``*_threshold`` values are the thresholds where a maximum is reached.
 
 Ties: tied scores form one threshold, so the ROC curve takes one diagonal step through them
-(Fawcett 2006, "An introduction to ROC analysis"); the area under that curve equals the
-Mann-Whitney statistic with averaged ranks, which is how it is computed here.
+(Fawcett 2006, "An introduction to ROC analysis", Pattern Recognition Letters 27(8)); the area
+under that curve equals the Mann-Whitney statistic with averaged ranks (the rank formula of the
+AUC, as in Zhou, "Machine Learning", 2016, ch. 2), which is how it is computed here.
 """
 
 from __future__ import annotations

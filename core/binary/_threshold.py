@@ -1,9 +1,10 @@
 """Confusion counts at one threshold and every rate made from them.
 
-Definitions follow seed 000 (confusion matrix, accuracy, error rate, sensitivity, specificity,
-precision, recall, F1, F-beta) and scikit-learn's names. Seed 002 writes accuracy as
-(TP + TN) / (FP + FN): a typo; the standard (TP + TN) / (P + N) is used here. Seed 003 writes
-F = (a^2 + 1) P R / a^2 (P + R): also a typo for the standard (1 + b^2) P R / (b^2 P + R).
+Definitions follow the textbook ones (confusion matrix, accuracy, error rate, sensitivity,
+specificity, precision, recall, F1, F-beta: Zhou, "Machine Learning", 2016, ch. 2; Manning,
+Raghavan & Schütze, "Introduction to Information Retrieval", 2008, ch. 8) and scikit-learn's
+names. Accuracy is (TP + TN) / (P + N) and F-beta (1 + b^2) P R / (b^2 P + R); notes that print
+(TP + TN) / (FP + FN) or (a^2 + 1) P R / a^2 (P + R) have typos.
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ NO_NEGATIVES = "no actual negatives (TN + FP = 0)"
 def confusion_metrics(
     sink: MetricSink, tp: float, fp: float, tn: float, fn: float, *, beta: float
 ) -> None:
-    """Write the counts and every threshold metric of API.md into ``sink``."""
+    """Write the counts and every threshold metric of the catalog into ``sink``."""
     positives, negatives = tp + fn, tn + fp
     predicted_pos, predicted_neg = tp + fp, tn + fn
     total = positives + negatives

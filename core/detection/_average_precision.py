@@ -11,8 +11,8 @@ recall is TP_n / G, G the ground truth boxes of the class.
   pycocotools does), 0 where recall never reaches r; AP is their mean.
 * VOC 2007 11-point: the mean over r = 0, 0.1, ..., 1 of the highest precision at recall >= r
   (0 where recall never reaches r). Recall is compared exactly (10 TP >= i G), as the binary
-  task's ``ap_11_point``; seed 003 writes "R > r", but with ">" the point r = 1 could never be
-  met, so the devkit's ">=" is used.
+  task's ``ap_11_point``; some write-ups say "R > r", but with ">" the point r = 1 could never
+  be met, so the devkit's ">=" is used (Everingham et al. 2010).
 * VOC 2010+ all-point: the area under the envelope, sum over true positives of envelope / G.
 """
 

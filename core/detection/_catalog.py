@@ -1,12 +1,14 @@
-"""The detection metrics' catalog entries and the conventions every response states."""
+"""The detection metrics' catalog entries and the conventions every detection result states.
+
+Each entry names its reference (what the value is checked against) and the test that checks
+it; ``tests/core/test_catalog.py`` fails when the test is missing or does not name the metric.
+"""
 
 from __future__ import annotations
 
-from evalserve.core._catalog import entry_builder
+from evalserve.core._metric_info import COUNT, UNIT, MetricInfo, entry_builder
 
-__all__ = ["CATALOG_ENTRIES", "CLASS_METRICS", "CONVENTIONS", "MEAN_METRICS"]
-
-_m = entry_builder("detection")
+__all__ = ["CATALOG_ENTRIES", "CLASS_METRICS", "CONVENTIONS", "MEAN_METRICS", "METRIC_NAMES"]
 
 
 # Top-level mean -> the per-class metric it averages (macro over classes with ground truth).
@@ -21,43 +23,12 @@ MEAN_METRICS = {
 # The per-class metrics that are null for a class without ground truth.
 CLASS_METRICS = tuple(MEAN_METRICS.values())
 
-CATALOG_ENTRIES = (
-    _m("n_images", None, "Number of images received."),
-    _m("n_ground_truth", None, "Ground truth boxes received, all images and classes."),
-    _m(
-        "n_predictions", None,
-        "Predicted boxes received, before the options.max_detections cut per image.",
-    ),
-    _m(
-        "map", True,
-        "COCO mAP: mean over IoU 0.50:0.05:0.95 and over classes with ground truth of the AP "
-        "interpolated at 101 recall points (pycocotools, area all, maxDets = "
-        "options.max_detections per image).",
-        "map_50_95",
-    ),
-    _m("map_50", True, "COCO AP at IoU 0.5 (101-point), mean over classes with ground truth."),
-    _m("map_75", True, "COCO AP at IoU 0.75 (101-point), mean over classes with ground truth."),
-    _m(
-        "ap_50_voc11", True,
-        "VOC 2007 11-point AP at IoU 0.5: mean of max precision at recall >= r, "
-        "r = 0, .1, ..., 1; VOC matching; mean over classes with ground truth.",
-    ),
-    _m(
-        "ap_50_voc_all", True,
-        "VOC 2010+ all-point AP at IoU 0.5: area under the monotone precision envelope; "
-        "VOC matching; mean over classes with ground truth.",
-    ),
-    _m(
-        "recall_50", True,
-        "Share of ground truth boxes matched at IoU 0.5 by the kept predictions (COCO matching; "
-        "COCO AR at one threshold), mean over classes with ground truth.",
-    ),
-)  # fmt: skip
-
-CONVENTIONS = {
+CONVENTIONS: dict[str, str] = {
     "box_format": "[x1, y1, x2, y2] (COCO's [x, y, w, h] converted by the caller)",
     "iou": "box IoU, area = (x2 - x1)(y2 - y1), no +1 pixel (COCO; the VOC devkit adds 1)",
-    "iou_threshold": "IoU >= threshold is a hit (seed 003; pycocotools; the VOC devkit uses >)",
+    "iou_threshold": (
+        "IoU >= threshold is a hit, as pycocotools (the VOC paper and its Python devkit use >)"
+    ),
     "matching": (
         "greedy by score, highest first; one prediction per ground truth box. COCO metrics: the "
         "free ground truth of highest IoU (the later box on equal IoU, as pycocotools). VOC "
@@ -89,3 +60,87 @@ CONVENTIONS = {
     "area_ranges": "not computed: COCO's small/medium/large AP and AR are not reported",
     "undefined": "null with a reason in `undefined`, never 0 or NaN",
 }
+
+_m = entry_builder("detection", CONVENTIONS)
+
+# The tests that check the entries (pytest node ids are paths from the repository root).
+_DT = "tests/core/test_detection.py::"
+_COUNTS = _DT + "test_no_ground_truth_anywhere_leaves_the_means_undefined"
+_COCO = _DT + "test_coco_metrics_match_pycocotools"
+_VOC = _DT + "test_voc_eleven_point_and_all_point_by_hand"
+_COCOEVAL = (
+    "pycocotools' COCOeval (iouType bbox, area range all, maxDets = options.max_detections) "
+    "on random scenes with overlapping boxes, duplicates and classes without ground truth"
+)
+_COCO_CONVENTIONS = (
+    "matching", "iou_threshold", "score_ties", "max_detections", "classes", "undefined",
+)  # fmt: skip
+
+CATALOG_ENTRIES: tuple[MetricInfo, ...] = (
+    _m(
+        "n_images", None, COUNT, "Number of images received.",
+        reference="the number of images of the request", test=_COUNTS,
+    ),
+    _m(
+        "n_ground_truth", None, COUNT, "Ground truth boxes received, all images and classes.",
+        conventions=("crowd_difficult",),
+        reference="the number of ground truth boxes of the request", test=_COUNTS,
+    ),
+    _m(
+        "n_predictions", None, COUNT,
+        "Predicted boxes received, before the options.max_detections cut per image.",
+        conventions=("max_detections",),
+        reference="the number of predicted boxes of the request, counted before the cut",
+        test=_DT + "test_max_detections_keeps_the_top_of_each_image_over_all_classes",
+    ),
+    _m(
+        "map", True, UNIT,
+        "COCO mAP: mean over IoU 0.50:0.05:0.95 and over classes with ground truth of the AP "
+        "interpolated at 101 recall points (pycocotools, area all, maxDets = "
+        "options.max_detections per image).",
+        aliases=("map_50_95",), conventions=("map", *_COCO_CONVENTIONS),
+        reference=_COCOEVAL + ": stats[0]", test=_COCO,
+    ),
+    _m(
+        "map_50", True, UNIT,
+        "COCO AP at IoU 0.5 (101-point), mean over classes with ground truth.",
+        conventions=("map", *_COCO_CONVENTIONS),
+        reference=_COCOEVAL + ": stats[1]", test=_COCO,
+    ),
+    _m(
+        "map_75", True, UNIT,
+        "COCO AP at IoU 0.75 (101-point), mean over classes with ground truth.",
+        conventions=("map", *_COCO_CONVENTIONS),
+        reference=_COCOEVAL + ": stats[2]", test=_COCO,
+    ),
+    _m(
+        "ap_50_voc11", True, UNIT,
+        "VOC 2007 11-point AP at IoU 0.5: mean of max precision at recall >= r, "
+        "r = 0, .1, ..., 1; VOC matching; mean over classes with ground truth.",
+        conventions=("ap_50_voc11", "matching", "iou_threshold", "score_ties", "classes",
+                     "undefined"),
+        reference="PASCAL VOC 2007's 11-point AP (Everingham et al. 2010) by hand on a "
+        "five-box ranking, 83/165; the 15-image precision-recall worked example, 31/33",
+        test=_VOC,
+    ),
+    _m(
+        "ap_50_voc_all", True, UNIT,
+        "VOC 2010+ all-point AP at IoU 0.5: area under the monotone precision envelope; "
+        "VOC matching; mean over classes with ground truth.",
+        conventions=("ap_50_voc_all", "matching", "iou_threshold", "score_ties", "classes",
+                     "undefined"),
+        reference="PASCAL VOC 2010's all-point AP (Everingham et al. 2010) by hand on a "
+        "five-box ranking, 34/75; the 15-image precision-recall worked example, 59/63",
+        test=_VOC,
+    ),
+    _m(
+        "recall_50", True, UNIT,
+        "Share of ground truth boxes matched at IoU 0.5 by the kept predictions (COCO matching; "
+        "COCO AR at one threshold), mean over classes with ground truth.",
+        conventions=("recall_50", *_COCO_CONVENTIONS),
+        reference=_COCOEVAL + ": eval['recall'] at IoU 0.5, averaged over the classes",
+        test=_COCO,
+    ),
+)  # fmt: skip
+
+METRIC_NAMES = tuple(entry.name for entry in CATALOG_ENTRIES)

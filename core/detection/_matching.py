@@ -2,7 +2,9 @@
 
 Predictions arrive sorted by score, highest first (ties in input order); each takes at most one
 ground truth box and each ground truth box is taken at most once. An IoU equal to the threshold
-is a hit (seed 003: "IoU >= 0.5"; pycocotools compares the same way).
+is a hit, as pycocotools compares (``>=``) and as detection write-ups state the rule ("IoU >=
+0.5 counts as found"); the VOC paper's "must exceed 50%" and the Python VOC devkit use ">", which
+differs only at an IoU of exactly the threshold.
 
 Two rules, each as its reference implements it:
 

@@ -1,7 +1,7 @@
 """The multiclass task: n rows, one true class each, an n x k score matrix and, optionally, hard
 predictions.
 
-``compute_multiclass`` returns a ``TaskOutput`` with every metric of API.md for task
+``compute_multiclass`` returns a ``TaskOutput`` with every metric of the catalog for task
 multiclass, one ``per_class`` row per class (one-vs-rest, with DeLong's interval of its AUC),
 the confusion matrix and the macro-average ROC curve in ``curves``, warnings naming the
 classes the averages left out, and ``CONVENTIONS`` (where scikit-learn's defaults differ, they

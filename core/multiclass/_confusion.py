@@ -3,8 +3,9 @@
 Rows are true classes, columns predicted classes; entries are weights (counts when
 unweighted). Per class c: TP = C[c, c], support = row sum, predicted = column sum. Micro
 averages pool the counts of all classes (each equals accuracy); macro and weighted averages
-run over the classes present in labels and leave out per-class 0/0 values (seeds 000 and 004
-give the three averages; scikit-learn's ``precision_recall_fscore_support``).
+run over the classes present in labels and leave out per-class 0/0 values (the three averages
+of Zhou, "Machine Learning", 2016, ch. 2, and of scikit-learn's user guide; scikit-learn's
+``precision_recall_fscore_support``).
 """
 
 from __future__ import annotations

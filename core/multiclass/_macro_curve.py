@@ -8,10 +8,10 @@ consecutive values of the union of every class's FPR values each class's curve i
 segment, so the average is one as well. The averaged curve built that way is exact, and since
 area is linear its area equals the mean of the per-class areas, ``roc_auc_ovr_macro``.
 
-scikit-learn's ``plot_roc`` example (quoted in seed 001) averages ``np.interp(all_fpr, fpr_i,
-tpr_i)``: np.interp returns a single value where ``fpr_i`` repeats, one end of the vertical
-segment, so the averaged curve cuts the corner of every step that other classes do not share
-and its area is not the mean AUC (scikit-learn issue #13546).
+scikit-learn's ``plot_roc`` example (its gallery's multiclass ROC) averages
+``np.interp(all_fpr, fpr_i, tpr_i)``: np.interp returns a single value where ``fpr_i`` repeats,
+one end of the vertical segment, so the averaged curve cuts the corner of every step that other
+classes do not share and its area is not the mean AUC (scikit-learn issue #13546).
 
 Large curves are not averaged at every point of the union: each class contributes its points
 sampled along its own curve, and the average is evaluated exactly (both ends) at the union of

@@ -1,13 +1,15 @@
 """Micro averages of the ranking metrics: the flattened one-vs-rest problem.
 
-Flattening the n x k one-hot labels and scores (seed 001: ``roc_curve(y.ravel(),
-s.ravel())``) gives n positives, the true-class scores T, and n (k - 1) negatives, every
+Flattening the n x k one-hot labels and scores (scikit-learn's ``plot_roc`` example:
+``label_binarize``, then ``roc_curve(y.ravel(), s.ravel())``) gives n positives, the true-class
+scores T, and n (k - 1) negatives, every
 other score. ``_ranking`` counts the negatives by where they sit among the distinct values of
 T: strictly between T[p-1] and T[p] (``gap[p]``), or equal to T[p] (``tie[p]``). That is
 enough for both metrics, with T's own weights ``mass``:
 
 * ROC AUC = sum_p mass[p] (negatives below T[p] + half those equal) / (P N), the
-  Mann-Whitney form with ties counting half (seed 000), as scikit-learn's ``roc_auc_score``;
+  Mann-Whitney form with ties counting half (the rank formula of the AUC), as scikit-learn's
+  ``roc_auc_score``;
 * average precision = sum_p (mass[p] / P) TP_p / (TP_p + FP_p), TP_p and FP_p the weights
   scored >= T[p]: scikit-learn's step-wise AP, whose thresholds that add positives are
   exactly the values of T.

@@ -1,6 +1,6 @@
 """The multilabel task: n rows x k labels, each a 0/1 truth, a score and a 0/1 prediction.
 
-``compute_multilabel`` returns a ``TaskOutput`` with every metric of API.md for task
+``compute_multilabel`` returns a ``TaskOutput`` with every metric of the catalog for task
 multilabel, one ``per_class`` row per label, warnings naming what the averages left out, and
 ``CONVENTIONS`` (where scikit-learn's defaults differ, they say how). ``CATALOG_ENTRIES``
 classifies every metric name it emits.

@@ -1,101 +1,22 @@
-"""The multilabel metric names (API.md "Canonical metric names"), their direction and
-definition, and the conventions a multilabel result carries."""
+"""The multilabel metrics' catalog entries, and the conventions a multilabel result carries.
+
+Each entry names its reference (what the value is checked against) and the test that checks
+it; ``tests/core/test_catalog.py`` fails when the test is missing or does not name the metric.
+"""
 
 from __future__ import annotations
 
-from evalserve.core._catalog import MetricInfo, entry_builder
+from evalserve.core._metric_info import (
+    COUNT,
+    UNIT,
+    MetricInfo,
+    MetricRange,
+    entry_builder,
+)
 
-__all__ = ["CATALOG_ENTRIES", "CONVENTIONS", "METRIC_NAMES"]
+__all__ = ["AVERAGES", "CATALOG_ENTRIES", "CONVENTIONS", "METRIC_NAMES"]
 
 AVERAGES = ("micro", "macro", "weighted", "samples")
-
-_m = entry_builder("multilabel")
-
-
-_PER_LABEL = {
-    "precision": ("TP / (TP + FP)", "|Y_i & P_i| / |P_i|", "rows predicting no label"),
-    "recall": ("TP / (TP + FN)", "|Y_i & P_i| / |Y_i|", "rows with no true label"),
-    "f1": (
-        "2 TP / (2 TP + FP + FN)",
-        "2 |Y_i & P_i| / (|Y_i| + |P_i|)",
-        "rows with neither a true nor a predicted label",
-    ),
-    "jaccard": (
-        "TP / (TP + FP + FN) (IoU)",
-        "|Y_i & P_i| / |Y_i | P_i| (IoU of the label sets)",
-        "rows with neither a true nor a predicted label",
-    ),
-}
-
-
-def _label_entries() -> tuple[MetricInfo, ...]:
-    entries = []
-    for name, (formula, per_row, left_out) in _PER_LABEL.items():
-        alias = "iou" if name == "jaccard" else None
-        definitions = {
-            "micro": f"{formula}, counts pooled over all label cells.",
-            "macro": (
-                f"Mean of per-label {formula} over labels with positives where it is defined."
-            ),
-            "weighted": (
-                f"Support-weighted mean of per-label {formula} over labels with positives where "
-                "it is defined."
-            ),
-            "samples": f"Weighted mean over rows of {per_row}; {left_out} are left out.",
-        }
-        for average in AVERAGES:
-            aliases = (f"{alias}_{average}",) if alias else ()
-            entries.append(_m(f"{name}_{average}", True, definitions[average], *aliases))
-    return tuple(entries)
-
-
-CATALOG_ENTRIES: tuple[MetricInfo, ...] = (
-    _m("n_samples", None, "Number of rows received (weight-zero rows included)."),
-    _m(
-        "subset_accuracy", True,
-        "Share of rows (by weight) whose predicted label set equals the true set exactly.",
-        "exact_match_ratio",
-    ),
-    _m(
-        "hamming_loss", False,
-        "Share of wrong label cells: sum_i w_i |Y_i xor P_i| / (k sum_i w_i).",
-    ),
-    *_label_entries(),
-    _m(
-        "roc_auc_micro", True,
-        "ROC AUC of all n x k (label, score) cells pooled, each cell with its row's weight.",
-    ),
-    _m("roc_auc_macro", True, "Mean of per-label ROC AUC over labels with both classes."),
-    _m(
-        "roc_auc_weighted", True,
-        "Support-weighted mean of per-label ROC AUC over labels with both classes.",
-    ),
-    _m(
-        "average_precision_micro", True,
-        "Step-wise average precision of all n x k (label, score) cells pooled.",
-    ),
-    _m(
-        "average_precision_macro", True,
-        "Mean of per-label step-wise average precision over labels with positives (mAP).",
-    ),
-    _m(
-        "average_precision_weighted", True,
-        "Support-weighted mean of per-label step-wise average precision.",
-    ),
-    _m(
-        "label_ranking_average_precision", True,
-        "Weighted mean over rows with a true label of: the mean over its true labels l of "
-        "|true labels scored >= s_l| / |labels scored >= s_l| (scikit-learn LRAP).",
-        "lrap",
-    ),
-    _m(
-        "coverage_error", False,
-        "Weighted mean over rows with a true label of the number of labels scored >= its "
-        "lowest-scored true label (ties take the highest rank, as scikit-learn).",
-    ),
-)  # fmt: skip
-
-METRIC_NAMES = tuple(entry.name for entry in CATALOG_ENTRIES)
 
 CONVENTIONS: dict[str, str] = {
     "threshold_rule": (
@@ -150,3 +71,163 @@ CONVENTIONS: dict[str, str] = {
     ),
     "support": "per-label support is the weight of its positives (their count when unweighted)",
 }
+
+_m = entry_builder("multilabel", CONVENTIONS)
+
+# The tests that check the entries (pytest node ids are paths from the repository root).
+_ML = "tests/core/test_multilabel.py::"
+_PRF_TESTS = {
+    "micro": _ML + "test_precision_recall_f1_micro_and_samples_match_sklearn_nan",
+    "macro": _ML + "test_precision_recall_f1_macro_match_sklearn_on_labels_with_positives",
+    "weighted": _ML + "test_precision_recall_f1_weighted_match_sklearn_nan",
+    "samples": _ML + "test_precision_recall_f1_micro_and_samples_match_sklearn_nan",
+}
+# Where each average is defined, as its reference is called.
+_KEPT = {
+    "micro": "",
+    "macro": " on the labels with positives",
+    "weighted": "",
+    "samples": "",
+}
+
+_PER_LABEL = {
+    "precision": ("TP / (TP + FP)", "|Y_i & P_i| / |P_i|", "rows predicting no label"),
+    "recall": ("TP / (TP + FN)", "|Y_i & P_i| / |Y_i|", "rows with no true label"),
+    "f1": (
+        "2 TP / (2 TP + FP + FN)",
+        "2 |Y_i & P_i| / (|Y_i| + |P_i|)",
+        "rows with neither a true nor a predicted label",
+    ),
+    "jaccard": (
+        "TP / (TP + FP + FN) (IoU)",
+        "|Y_i & P_i| / |Y_i | P_i| (IoU of the label sets)",
+        "rows with neither a true nor a predicted label",
+    ),
+}
+
+
+def _reference(name: str, average: str) -> tuple[str, str]:
+    """The scikit-learn call a label metric is checked against, and the test that does."""
+    if name == "jaccard":
+        where = {
+            "micro": " when some cell is true or predicted",
+            "macro": " on the labels with positives",
+            "weighted": " on the labels with positives",
+            "samples": " on the rows with a true or predicted label",
+        }[average]
+        call = f"sklearn.metrics.jaccard_score(average='{average}'){where}"
+        return call, _ML + "test_jaccard_matches_sklearn_on_defined_labels_and_rows"
+    call = (
+        f"sklearn.metrics.precision_recall_fscore_support(average='{average}', "
+        f"zero_division=np.nan){_KEPT[average]}"
+    )
+    return call, _PRF_TESTS[average]
+
+
+def _label_entries() -> tuple[MetricInfo, ...]:
+    entries = []
+    for name, (formula, per_row, left_out) in _PER_LABEL.items():
+        alias = "iou" if name == "jaccard" else None
+        definitions = {
+            "micro": f"{formula}, counts pooled over all label cells.",
+            "macro": (
+                f"Mean of per-label {formula} over labels with positives where it is defined."
+            ),
+            "weighted": (
+                f"Support-weighted mean of per-label {formula} over labels with positives where "
+                "it is defined."
+            ),
+            "samples": f"Weighted mean over rows of {per_row}; {left_out} are left out.",
+        }
+        for average in AVERAGES:
+            reference, test = _reference(name, average)
+            entry = _m(
+                f"{name}_{average}", True, UNIT, definitions[average],
+                aliases=(f"{alias}_{average}",) if alias else (),
+                conventions=(average, "threshold_rule", "zero_division", "undefined"),
+                reference=reference, test=test,
+            )  # fmt: skip
+            entries.append(entry)
+    return tuple(entries)
+
+
+def _score_entry(name: str, average: str, definition: str, where: str) -> MetricInfo:
+    function = "roc_auc_score" if name == "roc_auc" else "average_precision_score"
+    return _m(
+        f"{name}_{average}", True, UNIT, definition,
+        conventions=(name, average, "scores", "undefined"),
+        reference=f"sklearn.metrics.{function}(average='{average}'){where}",
+        test=_ML + f"test_{name}_matches_sklearn",
+    )  # fmt: skip
+
+
+CATALOG_ENTRIES: tuple[MetricInfo, ...] = (
+    _m(
+        "n_samples", None, COUNT, "Number of rows received (weight-zero rows included).",
+        reference="the number of rows of the request",
+        test=_ML + "test_every_metric_is_emitted_and_every_null_has_a_reason",
+    ),
+    _m(
+        "subset_accuracy", True, UNIT,
+        "Share of rows (by weight) whose predicted label set equals the true set exactly.",
+        aliases=("exact_match_ratio",), conventions=("threshold_rule",),
+        reference="sklearn.metrics.accuracy_score of the label indicator matrices",
+        test=_ML + "test_subset_accuracy_and_hamming_loss_match_sklearn",
+    ),
+    _m(
+        "hamming_loss", False, UNIT,
+        "Share of wrong label cells: sum_i w_i |Y_i xor P_i| / (k sum_i w_i).",
+        conventions=("threshold_rule",),
+        reference="sklearn.metrics.hamming_loss",
+        test=_ML + "test_subset_accuracy_and_hamming_loss_match_sklearn",
+    ),
+    *_label_entries(),
+    _score_entry(
+        "roc_auc", "micro",
+        "ROC AUC of all n x k (label, score) cells pooled, each cell with its row's weight.",
+        " when the pooled cells hold both classes",
+    ),
+    _score_entry(
+        "roc_auc", "macro", "Mean of per-label ROC AUC over labels with both classes.",
+        " on the labels with both classes",
+    ),
+    _score_entry(
+        "roc_auc", "weighted",
+        "Support-weighted mean of per-label ROC AUC over labels with both classes.",
+        " on the labels with both classes",
+    ),
+    _score_entry(
+        "average_precision", "micro",
+        "Step-wise average precision of all n x k (label, score) cells pooled.",
+        " when some cell is positive",
+    ),
+    _score_entry(
+        "average_precision", "macro",
+        "Mean of per-label step-wise average precision over labels with positives (mAP).",
+        " on the labels with positives",
+    ),
+    _score_entry(
+        "average_precision", "weighted",
+        "Support-weighted mean of per-label step-wise average precision.",
+        " on the labels with positives",
+    ),
+    _m(
+        "label_ranking_average_precision", True, UNIT,
+        "Weighted mean over rows with a true label of: the mean over its true labels l of "
+        "|true labels scored >= s_l| / |labels scored >= s_l| (scikit-learn LRAP).",
+        aliases=("lrap",), conventions=("label_ranking_average_precision", "undefined"),
+        reference="sklearn.metrics.label_ranking_average_precision_score on the rows with a "
+        "true label",
+        test=_ML + "test_ranking_metrics_match_sklearn_on_rows_with_a_true_label",
+    ),
+    _m(
+        "coverage_error", False, MetricRange(1, None),
+        "Weighted mean over rows with a true label of the number of labels scored >= its "
+        "lowest-scored true label (ties take the highest rank, as scikit-learn); at most k.",
+        conventions=("coverage_error", "undefined"),
+        reference="sklearn.metrics.coverage_error on the rows with a true label",
+        test=_ML + "test_ranking_metrics_match_sklearn_on_rows_with_a_true_label",
+    ),
+)  # fmt: skip
+
+METRIC_NAMES = tuple(entry.name for entry in CATALOG_ENTRIES)

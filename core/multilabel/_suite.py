@@ -50,7 +50,7 @@ def compute_multilabel(
     classes: Any = None,
     options: Options,
 ) -> TaskOutput:
-    """Every multilabel metric of API.md for n x k 0/1 ``y_true``, n x k ``y_score`` and/or
+    """Every multilabel metric of the catalog for n x k 0/1 ``y_true``, n x k ``y_score`` and/or
     n x k 0/1 ``y_pred``. Raises ``InvalidInputError`` naming the field for bad input."""
     rows = multilabel_inputs(
         y_true, y_score, y_pred, sample_weight, classes, threshold=options.threshold

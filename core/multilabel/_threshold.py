@@ -6,7 +6,7 @@ All of them come from three n x k cell masks (true positive, false positive, fal
 their weighted column sums are the per-label counts, their row sums the per-sample counts.
 
 * per label / pooled (micro): precision TP / (TP + FP), recall TP / (TP + FN), F1
-  2 TP / (2 TP + FP + FN), Jaccard TP / (TP + FP + FN) (seed 003's IoU, |A & B| / |A | B|);
+  2 TP / (2 TP + FP + FN), Jaccard TP / (TP + FP + FN) (the IoU of the sets, |A & B| / |A | B|);
 * per sample: the same ratios of one row's sets, |Y & P| / |P| ..., averaged with the sample
   weights over the rows where the ratio is defined.
 

@@ -1,71 +1,22 @@
-"""The regression entries of the metric catalog, and the conventions every response states."""
+"""The regression metrics' catalog entries, and the conventions every regression result states.
+
+Each entry names its reference (what the value is checked against) and the test that checks
+it; ``tests/core/test_catalog.py`` fails when the test is missing or does not name the metric.
+"""
 
 from __future__ import annotations
 
-from evalserve.core._catalog import MetricInfo, entry_builder
+from evalserve.core._metric_info import (
+    COUNT,
+    NON_NEGATIVE,
+    UNBOUNDED,
+    UP_TO_ONE,
+    MetricInfo,
+    MetricRange,
+    entry_builder,
+)
 
-__all__ = ["CATALOG_ENTRIES", "CONVENTIONS"]
-
-_r = entry_builder("regression")
-
-
-# y = labels, ŷ = predictions, r = y - ŷ, w = weights (1 when none came), n = sum w, mean_w =
-# the w-weighted mean over rows, SSE = sum w r^2, p = options.n_params.
-CATALOG_ENTRIES: tuple[MetricInfo, ...] = (
-    # The definition is binary's, word for word, so the catalog keeps one entry for both tasks.
-    _r("n_samples", None, "Number of rows received (weight-zero rows included)."),
-    _r("mse", False, "Mean squared error mean_w((y - ŷ)^2) = SSE / n (scikit-learn)."),
-    _r("rmse", False, "Root mean squared error sqrt(mse) (scikit-learn)."),
-    _r("mae", False, "Mean absolute error mean_w(|y - ŷ|) (scikit-learn)."),
-    _r(
-        "mape", False,
-        "Mean absolute percentage error mean_w(|y - ŷ| / max(|y|, eps)), eps = 2^-52, as a "
-        "fraction (0.25 = 25%), as scikit-learn; undefined when a label is 0.",
-    ),
-    _r(
-        "smape", False,
-        "Symmetric MAPE mean_w(2|y - ŷ| / (|y| + |ŷ|)), a fraction in [0, 2]; a row with "
-        "y = ŷ = 0 counts 0.",
-    ),
-    _r(
-        "r2", True,
-        "Coefficient of determination 1 - SSE / SST, SST = sum w (y - mean_w(y))^2 "
-        "(scikit-learn r2_score); undefined for constant labels.",
-        "r_squared", "coefficient_of_determination",
-    ),
-    _r(
-        "adjusted_r2", True,
-        "1 - (1 - R2)(n - 1) / (n - p - 1), p = options.n_params; undefined without n_params "
-        "or when n - p - 1 <= 0.",
-    ),
-    _r(
-        "explained_variance", True,
-        "1 - Var_w(y - ŷ) / Var_w(y) (scikit-learn explained_variance_score); undefined for "
-        "constant labels.",
-    ),
-    _r("max_error", False, "max |y - ŷ| over rows of positive weight (scikit-learn)."),
-    _r(
-        "median_absolute_error", False,
-        "Weighted median of |y - ŷ|, the averaged inverted CDF: the mean of the two middle "
-        "values when half the weight falls between them (np.median unweighted; scikit-learn).",
-    ),
-    _r(
-        "aic", False,
-        "Akaike: n ln(SSE / n) + 2p, the Gaussian -2 ln L + 2p without the constant "
-        "n (1 + ln 2π) (seed 001; R extractAIC); undefined without n_params or when SSE = 0.",
-    ),
-    _r(
-        "bic", False,
-        "Bayesian (Schwarz): n ln(SSE / n) + p ln n, the same constant dropped (seed 001); "
-        "undefined without n_params or when SSE = 0.",
-    ),
-    _r(
-        "mallows_cp", False,
-        "SSE / σ² - n + 2p, σ² = options.full_model_variance (the full model's "
-        "SSE_m / (n - m - 1), seed 001); undefined without n_params or full_model_variance.",
-        "cp",
-    ),
-)  # fmt: skip
+__all__ = ["CATALOG_ENTRIES", "CONVENTIONS", "METRIC_NAMES"]
 
 CONVENTIONS: dict[str, str] = {
     "weights": (
@@ -95,9 +46,135 @@ CONVENTIONS: dict[str, str] = {
     ),
     "information_criteria": (
         "aic = n ln(SSE/n) + 2p, bic = n ln(SSE/n) + p ln n: the Gaussian likelihood with the "
-        "constant n (1 + ln 2π) dropped, as seed 001 and R's extractAIC (statsmodels keeps "
+        "constant n (1 + ln 2π) dropped, as the least-squares forms of Akaike (1974) and Schwarz "
+        "(1978) and R's extractAIC (statsmodels keeps "
         "it); compare models on the same rows only"
     ),
     "mallows_cp": "SSE / σ² - n + 2p with σ² = options.full_model_variance",
     "undefined": "null with a reason in `undefined`, never 0 or NaN",
 }
+
+_r = entry_builder("regression", CONVENTIONS)
+
+# The tests that check the entries (pytest node ids are paths from the repository root).
+_RG = "tests/core/test_regression.py::"
+_SKLEARN = _RG + "test_matches_scikit_learn"
+_FORMULAS = _RG + "test_smape_and_the_criteria_match_their_formulas_row_by_row"
+_LIKELIHOOD = (
+    "the Gaussian -2 ln L from scipy.stats.norm.logpdf at the maximum-likelihood variance, less "
+    "n (1 + ln 2π) as R's extractAIC, on a least-squares fit"
+)
+
+# y = labels, ŷ = predictions, r = y - ŷ, w = weights (1 when none came), n = sum w, mean_w =
+# the w-weighted mean over rows, SSE = sum w r^2, p = options.n_params.
+CATALOG_ENTRIES: tuple[MetricInfo, ...] = (
+    _r(
+        "n_samples", None, COUNT, "Number of rows received (weight-zero rows included).",
+        conventions=("weights",),
+        reference="the number of rows of the request", test=_RG + "test_every_metric_by_hand",
+    ),
+    _r(
+        "mse", False, NON_NEGATIVE,
+        "Mean squared error mean_w((y - ŷ)^2) = SSE / n (scikit-learn).",
+        conventions=("weights",),
+        reference="sklearn.metrics.mean_squared_error", test=_SKLEARN,
+    ),
+    _r(
+        "rmse", False, NON_NEGATIVE, "Root mean squared error sqrt(mse) (scikit-learn).",
+        conventions=("weights",),
+        reference="sklearn.metrics.root_mean_squared_error", test=_SKLEARN,
+    ),
+    _r(
+        "mae", False, NON_NEGATIVE, "Mean absolute error mean_w(|y - ŷ|) (scikit-learn).",
+        conventions=("weights",),
+        reference="sklearn.metrics.mean_absolute_error", test=_SKLEARN,
+    ),
+    _r(
+        "mape", False, NON_NEGATIVE,
+        "Mean absolute percentage error mean_w(|y - ŷ| / max(|y|, eps)), eps = 2^-52, as a "
+        "fraction (0.25 = 25%), as scikit-learn; undefined when a label is 0.",
+        conventions=("percentages", "mape", "weights", "undefined"),
+        reference="sklearn.metrics.mean_absolute_percentage_error; where a label is 0 "
+        "scikit-learn returns about 1e15, ours is null",
+        test=_SKLEARN,
+    ),
+    _r(
+        "smape", False, MetricRange(0, 2),
+        "Symmetric MAPE mean_w(2|y - ŷ| / (|y| + |ŷ|)), a fraction in [0, 2]; a row with "
+        "y = ŷ = 0 counts 0.",
+        conventions=("percentages", "smape", "weights"),
+        reference="the definition summed row by row in plain Python; by hand in exact "
+        "fractions, 23/90 (test_every_metric_by_hand)",
+        test=_FORMULAS,
+    ),
+    _r(
+        "r2", True, UP_TO_ONE,
+        "Coefficient of determination 1 - SSE / SST, SST = sum w (y - mean_w(y))^2 "
+        "(scikit-learn r2_score); undefined for constant labels.",
+        aliases=("r_squared", "coefficient_of_determination"),
+        conventions=("r2", "weights", "undefined"),
+        reference="sklearn.metrics.r2_score; where the labels are constant scikit-learn "
+        "returns 1.0 or 0.0, ours is null",
+        test=_SKLEARN,
+    ),
+    _r(
+        "adjusted_r2", True, UP_TO_ONE,
+        "1 - (1 - R2)(n - 1) / (n - p - 1), p = options.n_params; undefined without n_params "
+        "or when n - p - 1 <= 0.",
+        conventions=("n_params", "r2", "undefined"),
+        reference="1 - (SSE / (n - p - 1)) / (SST / (n - 1)) on a least-squares fit "
+        "(numpy.linalg.lstsq)",
+        test=_RG + "test_adjusted_r2_is_the_standard_form_not_the_misprint",
+    ),
+    _r(
+        "explained_variance", True, UP_TO_ONE,
+        "1 - Var_w(y - ŷ) / Var_w(y) (scikit-learn explained_variance_score); undefined for "
+        "constant labels.",
+        conventions=("r2", "weights", "undefined"),
+        reference="sklearn.metrics.explained_variance_score", test=_SKLEARN,
+    ),
+    _r(
+        "max_error", False, NON_NEGATIVE,
+        "max |y - ŷ| over rows of positive weight (scikit-learn).",
+        conventions=("weights",),
+        reference="sklearn.metrics.max_error on the rows of positive weight (it takes no "
+        "weights)",
+        test=_SKLEARN,
+    ),
+    _r(
+        "median_absolute_error", False, NON_NEGATIVE,
+        "Weighted median of |y - ŷ|, the averaged inverted CDF: the mean of the two middle "
+        "values when half the weight falls between them (np.median unweighted; scikit-learn).",
+        conventions=("median_absolute_error", "weights"),
+        reference="sklearn.metrics.median_absolute_error(sample_weight=...)", test=_SKLEARN,
+    ),
+    _r(
+        "aic", False, UNBOUNDED,
+        "Akaike: n ln(SSE / n) + 2p, the Gaussian -2 ln L + 2p without the constant "
+        "n (1 + ln 2π) (Akaike 1974; R's extractAIC); undefined without n_params or when "
+        "SSE = 0.",
+        conventions=("information_criteria", "n_params", "undefined"),
+        reference="-2 ln L + 2p (Akaike 1974), " + _LIKELIHOOD,
+        test=_RG + "test_aic_and_bic_drop_the_gaussian_constant",
+    ),
+    _r(
+        "bic", False, UNBOUNDED,
+        "Bayesian (Schwarz 1978): n ln(SSE / n) + p ln n, the same constant dropped; "
+        "undefined without n_params or when SSE = 0.",
+        conventions=("information_criteria", "n_params", "undefined"),
+        reference="-2 ln L + p ln n (Schwarz 1978), " + _LIKELIHOOD,
+        test=_RG + "test_aic_and_bic_drop_the_gaussian_constant",
+    ),
+    _r(
+        "mallows_cp", False, UNBOUNDED,
+        "SSE / σ² - n + 2p, σ² = options.full_model_variance (the full model's "
+        "SSE_m / (n - m - 1), Mallows 1973); undefined without n_params or "
+        "full_model_variance.",
+        aliases=("cp",), conventions=("mallows_cp", "n_params", "undefined"),
+        reference="Mallows (1973): (n - m - 1) SSE_p / SSE_m - n + 2p on least-squares fits, "
+        "and Cp = m + 1 for the full model",
+        test=_RG + "test_mallows_cp_second_form",
+    ),
+)  # fmt: skip
+
+METRIC_NAMES = tuple(entry.name for entry in CATALOG_ENTRIES)

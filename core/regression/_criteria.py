@@ -1,19 +1,20 @@
 """Model-selection criteria under a Gaussian likelihood: aic, bic, mallows_cp (lower is better).
 
-Seed 001 (formulas read in its original markdown; the copy in ../shared/seeds lost them)
-writes, with n rows, p its "特征数量" (number of features; here ``options.n_params``, used as
-given, see CONVENTIONS["n_params"]) and SSE = sum (y - ŷ)^2:
+Akaike (1974), Schwarz (1978) and Mallows (1973), in the least-squares forms that surveys of
+regression statistics give, with n rows, p the number of parameters (here ``options.n_params``,
+used as given, see CONVENTIONS["n_params"]) and SSE = sum (y - ŷ)^2:
 
     AIC = -2 ln L(θ̂) + 2p      = n ln(SSE/n) + 2p
     BIC = -2 ln L(θ̂) + p ln n  = n ln(SSE/n) + p ln n
     Cp  = SSE / σ̂² - n + 2p    = (n - m - 1) SSE_p / SSE_m - n + 2p
 
 The second forms are the ones computed here (they are also R's ``extractAIC`` for ``lm``). The
-"=" in the seed's AIC and BIC lines holds up to a constant: the Gaussian maximum likelihood,
-σ̂² = SSE/n, gives -2 ln L = n ln(SSE/n) + n (1 + ln 2π), and the seed drops n (1 + ln 2π). It
-depends on n alone, so differences between models scored on the same rows are the textbook
-ones; statsmodels' ``aic`` and ``bic`` include it. For Cp, σ̂² is ``options.full_model_variance``,
-the full model's SSE_m / (n - m - 1) in the seed's second form (m features plus an intercept).
+"=" in the AIC and BIC lines holds up to a constant: the Gaussian maximum likelihood,
+σ̂² = SSE/n, gives -2 ln L = n ln(SSE/n) + n (1 + ln 2π), and the second forms drop
+n (1 + ln 2π). It depends on n alone, so differences between models scored on the same rows are
+the textbook ones; statsmodels' ``aic`` and ``bic`` include it. For Cp, σ̂² is
+``options.full_model_variance``, the full model's SSE_m / (n - m - 1) in Cp's second form (m
+features plus an intercept).
 
 With sample weights every sum is weighted and n is the sum of the weights (frequency weights:
 a weight 2 is a row sent twice).

@@ -66,7 +66,7 @@ def _centred_sum_of_squares(values: Floats, weights: Floats, total_weight: float
 def adjusted_r2(sink: MetricSink, n: float, n_params: int | None) -> None:
     """1 - (1 - R2)(n - 1) / (n - p - 1), p = options.n_params, n = total weight.
 
-    Seed 001 prints R2_adj = 1 - (1 - R2) / (n - p - 1): a typo, the factor (n - 1) is
+    Some surveys print R2_adj = 1 - (1 - R2) / (n - p - 1): a typo, the factor (n - 1) is
     missing (without it R2_adj != R2 at p = 0). We use the standard definition."""
     if n_params is None:
         sink.undefine("adjusted_r2", NO_N_PARAMS.format(metric="adjusted R2"))

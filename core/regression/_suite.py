@@ -1,6 +1,6 @@
 """Every regression metric from one pass of checked rows: ``regression_rows`` formats and
 checks, the residuals and SSE are computed once, and each small step below adds its metrics
-to the sink in the order of API.md."""
+to the sink in the catalog's order."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import numpy as np
 
 from evalserve.core._options import Options
 from evalserve.core._result import MetricSink, TaskOutput
-from evalserve.core.regression._catalog import CONVENTIONS
+from evalserve.core.regression._catalog import CONVENTIONS, METRIC_NAMES
 from evalserve.core.regression._criteria import information_criteria, mallows_cp
 from evalserve.core.regression._fit import adjusted_r2, fit_metrics
 from evalserve.core.regression._pointwise import (
@@ -51,13 +51,11 @@ def compute_regression(
     return TaskOutput(sink=sink, conventions=dict(CONVENTIONS))
 
 
-API_ORDER = (
-    "n_samples", "mse", "rmse", "mae", "mape", "smape", "r2", "adjusted_r2",
-    "explained_variance", "max_error", "median_absolute_error", "aic", "bic", "mallows_cp",
-)  # fmt: skip
+API_ORDER = METRIC_NAMES
 
 
 def _order_as_api(sink: MetricSink) -> None:
-    """JSON keys in API.md's order: r2 comes before its adjusted twin and explained_variance."""
+    """JSON keys in the catalog's order: r2 comes before its adjusted twin and
+    explained_variance."""
     sink.metrics = {name: sink.metrics[name] for name in API_ORDER}
     sink.undefined = {name: sink.undefined[name] for name in API_ORDER if name in sink.undefined}

@@ -73,6 +73,10 @@ def _one_transport(target: str, limited: str) -> dict[str, Any]:
             lambda: client.evaluate("binary", [0, 1, 1], [0.2, float("nan"), 0.7])
         )
         answers["catalog"] = [dataclasses.asdict(entry) for entry in client.list_metrics()]
+        answers["detection_catalog"] = [
+            dataclasses.asdict(entry) for entry in client.list_metrics("detection")
+        ]
+        answers["catalog_error"] = _error(lambda: client.list_metrics("ranking"))
     # over the limited server's 2 000 rows a request: only a stream gets through
     with Client(limited, stream_threshold=1000, chunk_rows=700) as client:
         answers["streamed"] = client.evaluate("binary", big_labels, big_scores).to_dict()

@@ -110,4 +110,6 @@ def test_the_oldest_runtime_gives_the_newest_runtimes_answers(
     assert oldest["rest"]["stream_error"]["field"] == "line 4.scores"
     assert grpc["async_error"]["field"] == "scores"
     assert grpc["streamed"]["n_samples"] == 2500
-    assert [entry["name"] for entry in grpc["catalog"]] == list(CATALOG)
+    assert [(entry["task"], entry["name"]) for entry in grpc["catalog"]] == list(CATALOG)
+    assert {entry["task"] for entry in grpc["detection_catalog"]} == {"detection"}
+    assert grpc["catalog_error"]["field"] == oldest["rest"]["catalog_error"]["field"] == "task"

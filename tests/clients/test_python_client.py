@@ -29,11 +29,12 @@ from evalserve_client import (
     EvaluationResult,
     InvalidArgument,
     MetricInfo,
+    MetricRange,
     TooLarge,
     Unavailable,
 )
 
-from evalserve.core import CATALOG, evaluate
+from evalserve.core import catalog_entries, evaluate
 from evalserve.service.config import Settings
 from evalserve.v1 import evaluation_pb2 as pb
 from tests.contract.doors import column
@@ -308,11 +309,19 @@ def test_the_async_client(service: Service, limited: Service, transport: str) ->
 # --- the metric catalog -------------------------------------------------------------------------
 
 
-def _core_catalog() -> list[MetricInfo]:
+def _core_catalog(task: str | None = None) -> list[MetricInfo]:
     return [
-        MetricInfo(info.name, info.tasks, info.higher_is_better, info.definition, info.aliases)
-        for info in CATALOG.values()
-    ]
+        MetricInfo(
+            info.name, info.tasks, info.higher_is_better, info.definition, info.aliases,
+            info.task, MetricRange(*map(_bound, (info.range.lower, info.range.upper))),
+            info.convention, info.reference, info.test,
+        )
+        for info in catalog_entries(task)
+    ]  # fmt: skip
+
+
+def _bound(value: float | None) -> float | None:
+    return None if value is None else float(value)
 
 
 @pytest.mark.parametrize("transport", ["grpc", "rest"])
@@ -320,17 +329,63 @@ def test_list_metrics_is_cores_catalog(service: Service, transport: str) -> None
     with Client(targets(service)[transport]) as client:
         catalog = client.list_metrics()
     assert catalog == _core_catalog()
-    roc_auc = next(entry for entry in catalog if entry.name == "roc_auc")
+    by_key = {(entry.task, entry.name): entry for entry in catalog}
+    roc_auc = by_key["binary", "roc_auc"]
     assert roc_auc.tasks == ("binary",)
     assert roc_auc.higher_is_better is True
+    assert roc_auc.range == MetricRange(0.0, 1.0) and 0.68 in roc_auc.range
+    assert roc_auc.convention.startswith("ties: ")
+    assert roc_auc.test == "tests/core/test_binary_sklearn.py::test_roc_auc_matches_sklearn"
+    assert "sklearn.metrics.roc_auc_score" in roc_auc.reference
+    assert by_key["binary", "log_loss"].range == MetricRange(0.0, None)
+    assert by_key["binary", "ks_threshold"].range == MetricRange(None, None)
+    assert by_key["multiclass", "brier_score"].range == MetricRange(0.0, 2.0)
     assert any(entry.higher_is_better is None for entry in catalog)  # counts have no direction
-    assert "sensitivity" in next(entry for entry in catalog if entry.name == "recall").aliases
+    assert "sensitivity" in by_key["binary", "recall"].aliases
 
     async def main() -> list[MetricInfo]:
         async with AsyncClient(targets(service)[transport]) as client:
             return await client.list_metrics(timeout=30)
 
     assert asyncio.run(main()) == catalog
+
+
+@pytest.mark.parametrize("task", ["multiclass", "detection"])
+@pytest.mark.parametrize("transport", ["grpc", "rest"])
+def test_list_metrics_of_one_task(service: Service, transport: str, task: str) -> None:
+    expected = _core_catalog(task)
+    assert expected and {entry.task for entry in expected} == {task}
+    with Client(targets(service)[transport]) as client:
+        assert client.list_metrics(task) == expected
+        assert client.list_metrics(task=task, timeout=30) == expected
+
+    async def main() -> list[MetricInfo]:
+        async with AsyncClient(targets(service)[transport]) as client:
+            return await client.list_metrics(task)
+
+    assert asyncio.run(main()) == expected
+
+
+@pytest.mark.parametrize("transport", ["grpc", "rest"])
+def test_list_metrics_refuses_an_unknown_task_alike_on_both_transports(
+    service: Service, transport: str
+) -> None:
+    # gRPC cannot carry the name, so the client refuses it; REST hears it from the server.
+    with Client(targets(service)[transport]) as client, pytest.raises(InvalidArgument) as sync:
+        client.list_metrics("ranking")
+
+    async def main() -> None:
+        async with AsyncClient(targets(service)[transport]) as client:
+            await client.list_metrics("ranking")
+
+    with pytest.raises(InvalidArgument) as awaited:
+        asyncio.run(main())
+    for refused in (sync.value, awaited.value):
+        assert (refused.field, refused.code) == ("task", "invalid_argument")
+        assert refused.message == (
+            "expected one of ['binary', 'multiclass', 'multilabel', 'regression', "
+            "'detection'], but got 'ranking'"
+        )
 
 
 # --- the progress line of streamed uploads ----------------------------------------------------

@@ -270,6 +270,12 @@ def other_cases(service: Service, limited: Service, dead: int) -> list[dict[str,
             ts_case(f"dead-server:{transport}", dead_target, "binary", [0, 1], [0.2, 0.7],
                     settings={"retries": 2, "backoffMs": 50, "timeoutMs": 5000}),
             {"id": f"catalog:{transport}", "target": served, "call": "listMetrics"},
+            {"id": f"catalog-multilabel:{transport}", "target": served, "call": "listMetrics",
+             "task": "multilabel"},
+            {"id": f"catalog-detection-opts:{transport}", "target": served,
+             "call": "listMetrics", "opts": {"task": "detection", "timeoutMs": 30000}},
+            {"id": f"catalog-unknown-task:{transport}", "target": served, "call": "listMetrics",
+             "task": "ranking"},
         ]  # fmt: skip
     return cases
 
@@ -449,6 +455,33 @@ def test_the_catalog_is_the_rest_catalog_on_both_transports(
         assert round_trip({"metrics": python})["metrics"] == expected
     assert ok(answers, "catalog:rest") == expected
     assert ok(answers, "catalog:grpc") == expected
+
+
+@pytest.mark.parametrize("transport", TRANSPORTS)
+@pytest.mark.parametrize(
+    ("case", "task"),
+    [("catalog-multilabel", "multilabel"), ("catalog-detection-opts", "detection")],
+)
+def test_the_catalog_of_one_task_is_the_python_clients(
+    service: Service, answers: Answers, transport: str, case: str, task: str
+) -> None:
+    with Client(targets(service)[transport]) as client:
+        python = [dataclasses.asdict(info) for info in client.list_metrics(task)]
+    assert python and {entry["task"] for entry in python} == {task}
+    assert ok(answers, f"{case}:{transport}") == round_trip({"metrics": python})["metrics"]
+
+
+@pytest.mark.parametrize("transport", TRANSPORTS)
+def test_an_unknown_task_is_refused_as_the_python_client_refuses_it(
+    service: Service, answers: Answers, transport: str
+) -> None:
+    with Client(targets(service)[transport]) as client, pytest.raises(EvalserveError) as python:
+        client.list_metrics("ranking")
+    refused = error(answers, f"catalog-unknown-task:{transport}")
+    assert refused["type"] == type(python.value).__name__ == "InvalidArgument"
+    assert refused["field"] == python.value.field == "task"
+    assert refused["code"] == python.value.code == "invalid_argument"
+    assert refused["detail"] == python.value.message
 
 
 # --- a server that comes up late -------------------------------------------------------------

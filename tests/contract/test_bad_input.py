@@ -44,7 +44,7 @@ from tests.contract.doors import (
     rest_refusal,
 )
 from tests.contract.servers import Service
-from tests.core.test_seed_examples import FAWCETT_LABELS, FAWCETT_SCORES
+from tests.core.test_worked_examples import FAWCETT_LABELS, FAWCETT_SCORES
 
 INVALID = grpc.StatusCode.INVALID_ARGUMENT
 EXHAUSTED = grpc.StatusCode.RESOURCE_EXHAUSTED

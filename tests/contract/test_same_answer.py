@@ -35,7 +35,7 @@ from tests.contract.doors import (
     rest_stream,
 )
 from tests.contract.servers import Service
-from tests.core.test_seed_examples import FAWCETT_LABELS, FAWCETT_SCORES
+from tests.core.test_worked_examples import FAWCETT_LABELS, FAWCETT_SCORES
 
 
 def _fawcett(**fields: Any) -> dict[str, Any]:

@@ -1,5 +1,7 @@
 """Object detection: IoU, VOC AP and the matching rules by hand; pycocotools as the oracle of
-the COCO metrics; seed 003's IoU >= 0.5, 11-point AP and mAP; validation names the field.
+the COCO metrics; the 15-image precision-recall example (IoU >= 0.5 as a hit, PASCAL VOC's
+11-point AP, Everingham et al. 2010, and mAP as the mean of class APs); validation names the
+field.
 
 pycocotools takes boxes as [x, y, w, h]: the scenes here are converted, and every coordinate is
 a multiple of 1/8 below 2^10, so x + w, w * h and the areas are exact in both conventions and
@@ -22,7 +24,7 @@ from pycocotools import mask as coco_mask
 from pycocotools.coco import COCO
 from pycocotools.cocoeval import COCOeval
 
-from evalserve.core._catalog import MetricInfo
+from evalserve.core import MetricInfo
 from evalserve.core._errors import InvalidInputError
 from evalserve.core._options import parse_options
 from evalserve.core._result import TaskOutput
@@ -138,7 +140,7 @@ def test_box_iou_equals_pycocotools_bbiou() -> None:
 
 
 def test_iou_of_exactly_one_half_is_a_hit() -> None:
-    # Seed 003: "IoU >= 0.5" counts as found. Prediction [0,0,1,1] in ground truth [0,0,2,1]:
+    # "IoU >= 0.5" counts as found (pycocotools' >=). Prediction [0,0,1,1] in truth [0,0,2,1]:
     # intersection 1, union 2. A hit at 0.5 only: COCO's AP over 0.50:0.95 is 1/10.
     output = Scene().image([([0, 0, 2, 1], 0)], [([0, 0, 1, 1], 0, 0.9)]).evaluate()
     metrics = output.sink.metrics
@@ -399,7 +401,7 @@ def test_result_shape_catalog_and_conventions() -> None:
     catalogued = {entry.name for entry in CATALOG_ENTRIES}
     assert set(output.sink.metrics) <= catalogued
     assert all(isinstance(entry, MetricInfo) for entry in CATALOG_ENTRIES)
-    assert all(entry.tasks == ("detection",) for entry in CATALOG_ENTRIES)
+    assert all(entry.task == "detection" for entry in CATALOG_ENTRIES)
     for key in ("crowd_difficult", "area_ranges", "classes", "max_detections", "matching"):
         assert key in CONVENTIONS
 
@@ -415,20 +417,20 @@ def test_inputs_accept_lists_and_empty_images() -> None:
     assert output.sink.metrics["n_images"] == 2
 
 
-# Seed 003
+# The 15-image precision-recall example of detection write-ups
 
 
-# "例如，在不同的阈值下（分别为0.6和0.5），模型给出15张图片的识别结果如下": score, truth.
-SEED_003_SCORES = [0.86, 0.97, 0.99, 0.85, 0.78, 0.72, 0.74, 0.63, 0.58, 0.55,
+# The model's results on 15 images at two thresholds (0.6 and 0.5): score, truth.
+FIFTEEN_SCORES = [0.86, 0.97, 0.99, 0.85, 0.78, 0.72, 0.74, 0.63, 0.58, 0.55,
                    0.48, 0.46, 0.32, 0.22, 0.19]  # fmt: skip
-SEED_003_TRUTH = [1, 1, 1, 1, 1, 0, 0, 1, 1, 0, 0, 0, 0, 0, 0]
+FIFTEEN_TRUTH = [1, 1, 1, 1, 1, 0, 0, 1, 1, 0, 0, 0, 0, 0, 0]
 
 
-def _seed_003_photos(threshold: float | None = None, class_id: int = 0) -> Scene:
+def _fifteen_photos(threshold: float | None = None, class_id: int = 0) -> Scene:
     """The 15 photos as 15 images: an electric bike (class 0) is a box where the truth is 1;
     the model puts one box of class 0 on every photo, exactly on the bike when there is one."""
     scene = Scene()
-    for score, truth in zip(SEED_003_SCORES, SEED_003_TRUTH, strict=True):
+    for score, truth in zip(FIFTEEN_SCORES, FIFTEEN_TRUTH, strict=True):
         box = [8.0, 8.0, 64.0, 48.0]
         kept = threshold is None or score >= threshold
         scene.image([(box, class_id)] if truth else [], [(box, class_id, score)] if kept else [])
@@ -440,11 +442,11 @@ def _seed_003_photos(threshold: float | None = None, class_id: int = 0) -> Scene
     [(0.6, 6 / 7, 0.75), (0.5, 1.0, 0.7)],
     ids=["T=0.6", "T=0.5"],
 )
-def test_seed_003_recall_and_precision_at_two_thresholds(
+def test_fifteen_image_example_recall_and_precision_at_two_thresholds(
     threshold: float, recall: float, precision: float
 ) -> None:
-    # Seed 003: T=0.6: TP 6, FP 2, FN 1, R = 0.86, P = 0.75; T=0.5: TP 7, FP 3, R = 1, P = 0.7.
-    metrics = _seed_003_photos(threshold).evaluate().sink.metrics
+    # The example: T=0.6: TP 6, FP 2, FN 1, R = 0.86, P = 0.75; T=0.5: TP 7, FP 3, R = 1, P = 0.7.
+    metrics = _fifteen_photos(threshold).evaluate().sink.metrics
     assert metrics["recall_50"] == pytest.approx(recall, abs=1e-15)
     n_predictions, n_truth = metrics["n_predictions"], metrics["n_ground_truth"]
     assert n_predictions is not None and n_truth is not None
@@ -452,12 +454,12 @@ def test_seed_003_recall_and_precision_at_two_thresholds(
     assert recall * n_truth / n_predictions == pytest.approx(precision, abs=1e-15)
 
 
-def test_seed_003_eleven_point_ap() -> None:
+def test_fifteen_image_example_eleven_point_ap() -> None:
     # Ranked: 5 hits (.99 .97 .86 .85 .78), 2 misses (.74 .72), 2 hits (.63 .58), 6 misses.
     # Precision at the hits: 1, 1, 1, 1, 1, 6/8, 7/9; recall k/7. The highest precision at
-    # recall >= r ("对于R大于每一个阈值...最大精度值Pmax") is 1 for r <= 5/7 (r = 0 ... 0.7: 8
+    # recall >= r (the example's P_max at each recall level) is 1 for r <= 5/7 (r = 0 ... 0.7: 8
     # points) and 7/9 for r = .8, .9, 1: AP = (P_max1 + ... + P_max11) / 11 = (8 + 3 * 7/9) / 11.
-    metrics = _seed_003_photos().evaluate().sink.metrics
+    metrics = _fifteen_photos().evaluate().sink.metrics
     assert metrics["ap_50_voc11"] == pytest.approx((8 + 3 * 7 / 9) / 11, abs=1e-15)
     assert metrics["ap_50_voc11"] == pytest.approx(31 / 33, abs=1e-15)
     # The integral AP = ∫ p(r) dr over the envelope: (5 * 1 + 2 * 7/9) / 7.
@@ -466,14 +468,14 @@ def test_seed_003_eleven_point_ap() -> None:
     assert metrics["map_50"] == pytest.approx((72 + 29 * 7 / 9) / 101, abs=1e-15)
 
 
-def test_seed_003_map_is_the_mean_of_the_class_aps() -> None:
+def test_fifteen_image_example_map_is_the_mean_of_the_class_aps() -> None:
     # mAP = (AP_1 + ... + AP_n) / n: the 15 photos as class 0, and a perfectly found class 1.
-    scene = _seed_003_photos()
-    perfect = _seed_003_photos(class_id=1)
+    scene = _fifteen_photos()
+    perfect = _fifteen_photos(class_id=1)
     scene.targets += perfect.targets
     scene.predictions += [
         {**prediction, "scores": np.array([float(truth)])}
-        for prediction, truth in zip(perfect.predictions, SEED_003_TRUTH, strict=True)
+        for prediction, truth in zip(perfect.predictions, FIFTEEN_TRUTH, strict=True)
     ]
     output = scene.evaluate(classes=["电动车", "摩托车"])
     assert _row(output, "摩托车")["ap_50_voc11"] == 1.0

@@ -224,6 +224,7 @@ def test_confusion_matrix_accuracy_and_agreement(case: Case) -> None:
     assert curve["shape"].tolist() == [case.k, case.k]
     np.testing.assert_allclose(curve["matrix"].reshape(case.k, case.k), matrix, rtol=REL)
     metrics = case.metrics
+    assert metrics["n_samples"] == y.size  # rows, weight-zero ones included
     assert metrics["accuracy"] == close(skm.accuracy_score(y, pred, sample_weight=w))
     balanced = quiet(lambda: skm.balanced_accuracy_score(y, pred, sample_weight=w))
     assert metrics["balanced_accuracy"] == close(balanced)
@@ -410,7 +411,8 @@ def test_one_vs_rest_roc_auc(case: Case) -> None:
 
 @pytest.mark.parametrize("case", cases())
 def test_micro_roc_auc_and_average_precision_flatten_one_vs_rest(case: Case) -> None:
-    # Seed 001: micro-AUC flattens the n x k one-hot labels and scores (label_binarize + ravel).
+    # scikit-learn's plot_roc example: micro-AUC flattens the n x k one-hot labels and scores
+    # (label_binarize + ravel).
     onehot = _binarized(case)
     weights = None if case.w is None else np.repeat(case.w, case.k)
     auc = skm.roc_auc_score(onehot.ravel(), case.s.ravel(), sample_weight=weights)
@@ -510,7 +512,7 @@ def test_macro_curve_area_is_the_mean_per_class_auc(case: Case) -> None:
 
 
 def test_np_interp_average_loses_the_vertical_segments() -> None:
-    # scikit-learn's plot_roc example (seed 001): mean of np.interp(all_fpr, fpr_i, tpr_i).
+    # scikit-learn's plot_roc example: mean of np.interp(all_fpr, fpr_i, tpr_i).
     # Class 0's curve is vertical at FPR 0.5, which no other class shares as a vertical step:
     # np.interp takes one end there, the area drops below the mean AUC (scikit-learn #13546).
     labels = np.array([0, 1, 0, 2, 1, 2, 0, 1, 2, 0, 1, 2])
@@ -671,11 +673,11 @@ def test_every_emitted_name_is_in_the_catalog_entries() -> None:
                 in patterns
             ), name  # fmt: skip
     for entry in CATALOG_ENTRIES:
-        assert entry.tasks == ("multiclass",)
-        assert entry.definition
+        assert entry.task == "multiclass"
+        assert core.CATALOG["multiclass", entry.name] is entry
 
 
-def test_api_md_multiclass_names_are_all_emitted() -> None:
+def test_the_canonical_multiclass_names_are_all_emitted() -> None:
     api = [
         "n_samples", "accuracy", "balanced_accuracy", "mcc", "cohen_kappa", "log_loss",
         "brier_score", "top_1_accuracy", "top_5_accuracy", "roc_auc_ovr_macro",

@@ -1,12 +1,12 @@
-"""The regression core: scikit-learn as the oracle, hand-checked numbers, seed 001's formulas,
-undefined cases, input errors and Hypothesis invariants.
+"""The regression core: scikit-learn as the oracle, hand-checked numbers, the textbook formulas
+of R², AIC, BIC and Mallows' Cp, undefined cases, input errors and Hypothesis invariants.
 
 scikit-learn defines mse, rmse, mae, mape, r2, explained_variance, max_error and
 median_absolute_error; it is compared on seeded random cases (heavy ties, float and integer
 weights with zeros, n from 1 to 10^5) to 1e-9. SMAPE, adjusted R2, AIC, BIC and Mallows' Cp
 are checked by hand with exact fractions, and AIC / Cp against an ordinary least-squares fit
-(the setting of seed 001's formulas). The seeds give no regression numbers: seed 001's
-regression section has formulas only, tested in ``test_seed_001_*``.
+(the setting of the textbook formulas: Akaike 1974, Schwarz 1978, Mallows 1973, as R's
+``extractAIC`` computes them), in the tests of the section "the textbook formulas".
 """
 
 from __future__ import annotations
@@ -280,7 +280,7 @@ def test_smape_survives_the_ends_of_float64() -> None:
     assert got["smape"] == close((2 * 0.7 / 2.7 + 2 + 2 / 3) / 3)
 
 
-# --- seed 001: its formulas on a least-squares fit ------------------------------------------
+# --- the textbook formulas on a least-squares fit ------------------------------------------
 
 
 def _ols(x: Floats, y: Floats) -> Floats:
@@ -297,10 +297,10 @@ def _regression_data() -> tuple[Floats, Floats]:
     return x, y
 
 
-def test_seed_001_aic_and_bic_drop_the_gaussian_constant() -> None:
-    # Seed 001: AIC = -2 ln L(θ̂) + 2p = n ln(SSE/n) + 2p (BIC: + p ln n). The second "=" holds
-    # up to n (1 + ln 2π): -2 ln L at the maximum-likelihood σ² = SSE/n, summed over the rows
-    # with scipy's normal density, minus that constant, is our value.
+def test_aic_and_bic_drop_the_gaussian_constant() -> None:
+    # Akaike (1974), Schwarz (1978): AIC = -2 ln L(θ̂) + 2p = n ln(SSE/n) + 2p (BIC: + p ln n).
+    # The second "=" holds up to n (1 + ln 2π): -2 ln L at the maximum-likelihood σ² = SSE/n,
+    # summed over the rows with scipy's normal density, minus that constant, is our value.
     x, y = _regression_data()
     fitted = _ols(x[:, :2], y)
     n, p = y.size, 3  # intercept and two slopes
@@ -312,8 +312,8 @@ def test_seed_001_aic_and_bic_drop_the_gaussian_constant() -> None:
     assert got["bic"] == close(-2 * log_l + p * math.log(n) - constant)
 
 
-def test_seed_001_mallows_cp_second_form() -> None:
-    # Seed 001: Cp = SSE/σ̂² - n + 2p = (n - m - 1) SSE_p / SSE_m - n + 2p, where the full
+def test_mallows_cp_second_form() -> None:
+    # Mallows (1973): Cp = SSE/σ̂² - n + 2p = (n - m - 1) SSE_p / SSE_m - n + 2p, where the full
     # model has m features (and an intercept) and σ̂² = SSE_m / (n - m - 1).
     x, y = _regression_data()
     n, m, p = y.size, 3, 2
@@ -328,10 +328,10 @@ def test_seed_001_mallows_cp_second_form() -> None:
     assert full["mallows_cp"] == close(m + 1)
 
 
-def test_seed_001_adjusted_r2_typo_is_corrected() -> None:
-    # Seed 001 prints R2_adj = 1 - (1 - R2) / (n - p - 1), without the factor (n - 1). The
+def test_adjusted_r2_is_the_standard_form_not_the_misprint() -> None:
+    # Some surveys print R2_adj = 1 - (1 - R2) / (n - p - 1), without the factor (n - 1). The
     # standard form is 1 - (SSE / (n - p - 1)) / (SST / (n - 1)), which is what we return; the
-    # seed's would even differ from R2 at p = 0.
+    # misprint would even differ from R2 at p = 0.
     x, y = _regression_data()
     fitted = _ols(x, y)
     n, p = y.size, 3
@@ -345,8 +345,8 @@ def test_seed_001_adjusted_r2_typo_is_corrected() -> None:
     assert metrics(y, fitted, n_params=0)["adjusted_r2"] == close(r2)
 
 
-def test_seed_001_r2_is_one_minus_sse_over_sst() -> None:
-    # Seed 001: R2 = 1 - SSE/SST = SSR/SST. The second form holds for a least-squares fit with
+def test_r2_is_one_minus_sse_over_sst() -> None:
+    # The textbook R2 = 1 - SSE/SST = SSR/SST. The second form holds for a least-squares fit with
     # an intercept on its own rows, not for predictions in general; we use the first.
     x, y = _regression_data()
     fitted = _ols(x, y)
@@ -360,8 +360,8 @@ def test_seed_001_r2_is_one_minus_sse_over_sst() -> None:
     assert metrics(y, shrunk)["r2"] != close(ssr / sst)
 
 
-def test_seed_001_mse() -> None:
-    # Seed 001: MSE = (1/n) sum (y_i - ŷ_i)^2.
+def test_mse_textbook_formula() -> None:
+    # The textbook MSE = (1/n) sum (y_i - ŷ_i)^2.
     assert metrics([1.0, 2.0, 4.0], [2.0, 2.0, 1.0])["mse"] == close(10 / 3)
 
 
@@ -473,7 +473,7 @@ def test_bad_input_names_the_field(
 def test_catalog_entries_cover_exactly_what_is_emitted() -> None:
     names = [entry.name for entry in CATALOG_ENTRIES]
     assert sorted(names) == sorted(["n_samples", *API_NAMES])
-    assert all(entry.tasks == ("regression",) for entry in CATALOG_ENTRIES)
+    assert all(entry.task == "regression" for entry in CATALOG_ENTRIES)
     emitted = run([1.0, 2.0, 3.0], [1.0, 2.5, 2.0], n_params=1, full_model_variance=1.0)
     assert set(emitted.sink.metrics) == set(names)
     assert emitted.conventions == CONVENTIONS
@@ -492,12 +492,13 @@ def test_catalog_directions_follow_the_naming_contract() -> None:
     assert all(up is False for name, up in better.items() if name.endswith("_error"))
 
 
-def test_n_samples_shares_the_binary_definition() -> None:
-    # Registering both tasks then keeps one n_samples entry with one definition.
-    ours = next(entry for entry in CATALOG_ENTRIES if entry.name == "n_samples")
-    assert ours.definition == core.CATALOG["n_samples"].definition
+def test_the_catalog_holds_the_regression_entries_as_written() -> None:
+    # Keyed by (task, name): regression's n_samples is its own entry, not binary's.
+    for entry in CATALOG_ENTRIES:
+        assert core.CATALOG["regression", entry.name] is entry
+    assert core.catalog_entry("n_samples", "regression") is CATALOG_ENTRIES[0]
     aliases = [alias for entry in CATALOG_ENTRIES for alias in entry.aliases]
-    assert not set(aliases) & set(core.CATALOG)
+    assert not {alias for alias in aliases if core.catalog_entry(alias, "regression")}
 
 
 # --- Hypothesis invariants ------------------------------------------------------------------

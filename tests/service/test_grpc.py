@@ -33,7 +33,7 @@ from evalserve.service.grpc_server import SERVICE_NAME, HealthServicer, create_g
 from evalserve.service.usecase import Evaluator
 from evalserve.v1 import evaluation_pb2 as pb
 from evalserve.v1 import evaluation_pb2_grpc as pb_grpc
-from tests.core.test_seed_examples import FAWCETT_LABELS, FAWCETT_SCORES
+from tests.core.test_worked_examples import FAWCETT_LABELS, FAWCETT_SCORES
 
 T = TypeVar("T")
 
@@ -260,12 +260,36 @@ def test_a_stream_of_the_fawcett_table_gives_0_68(served: Served) -> None:
 
 
 def test_list_metrics_lists_roc_auc_as_higher_is_better(served: Served) -> None:
-    catalog = {info.name: info for info in served.stub.ListMetrics(pb.ListMetricsRequest()).metrics}
-    assert catalog["roc_auc"].higher_is_better is True
-    assert pb.TASK_BINARY in catalog["roc_auc"].tasks
-    assert catalog["roc_auc"].definition
-    assert catalog["log_loss"].higher_is_better is False
-    assert not catalog["tp"].HasField("higher_is_better")
+    metrics = served.stub.ListMetrics(pb.ListMetricsRequest()).metrics
+    catalog = {(info.task, info.name): info for info in metrics}
+    assert len(catalog) == len(metrics)  # (task, name) is unique
+    roc_auc = catalog[pb.TASK_BINARY, "roc_auc"]
+    assert roc_auc.higher_is_better is True
+    assert list(roc_auc.tasks) == [pb.TASK_BINARY]  # kept for v0.1 clients: the one task
+    assert roc_auc.definition and roc_auc.convention and roc_auc.reference
+    assert roc_auc.test.startswith("tests/core/")
+    assert (roc_auc.range.lower, roc_auc.range.upper) == (0.0, 1.0)
+    assert catalog[pb.TASK_BINARY, "log_loss"].higher_is_better is False
+    assert not catalog[pb.TASK_BINARY, "log_loss"].range.HasField("upper")  # [0, inf)
+    assert not catalog[pb.TASK_BINARY, "tp"].HasField("higher_is_better")
+    threshold = catalog[pb.TASK_BINARY, "ks_threshold"]
+    assert threshold.HasField("range") and not threshold.range.HasField("lower")
+    assert catalog[pb.TASK_MULTICLASS, "brier_score"].range.upper == 2.0
+
+
+@pytest.mark.parametrize("task", [pb.TASK_MULTICLASS, pb.TASK_DETECTION])
+def test_list_metrics_takes_a_task(served: Served, task: pb.Task.ValueType) -> None:
+    everything = served.stub.ListMetrics(pb.ListMetricsRequest()).metrics
+    chosen = served.stub.ListMetrics(pb.ListMetricsRequest(task=task)).metrics
+    assert list(chosen) == [info for info in everything if info.task == task]
+    assert chosen
+
+
+def test_list_metrics_refuses_an_unknown_task_naming_the_field(served: Served) -> None:
+    with pytest.raises(grpc.RpcError) as refused:
+        served.stub.ListMetrics(pb.ListMetricsRequest(task=pb.Task.ValueType(99)))
+    message = assert_refused(refused.value, INVALID, "task")
+    assert "unknown enum value 99" in message
 
 
 def test_health_is_serving_for_the_server_and_the_service(served: Served) -> None:

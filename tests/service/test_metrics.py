@@ -31,7 +31,7 @@ from evalserve.service.rest import create_app
 from evalserve.service.usecase import Evaluator
 from evalserve.v1 import evaluation_pb2 as pb
 from evalserve.v1 import evaluation_pb2_grpc as pb_grpc
-from tests.core.test_seed_examples import FAWCETT_LABELS, FAWCETT_SCORES
+from tests.core.test_worked_examples import FAWCETT_LABELS, FAWCETT_SCORES
 from tests.docs.pages import metrics_contract
 from tests.service.test_grpc import BrokenEvaluator, LoopThread
 

@@ -31,7 +31,7 @@ from evalserve.service.config import Settings
 from evalserve.service.rest import Readiness, create_app
 from evalserve.service.usecase import Evaluator
 from evalserve.v1 import evaluation_pb2 as pb
-from tests.core.test_seed_examples import FAWCETT_LABELS, FAWCETT_SCORES
+from tests.core.test_worked_examples import FAWCETT_LABELS, FAWCETT_SCORES
 
 PROTOBUF = "application/x-protobuf"
 NDJSON = "application/x-ndjson"
@@ -315,12 +315,52 @@ def test_the_metric_catalog(client: httpx.Client) -> None:
     response = client.get("/v1/metrics")
     assert response.status_code == 200
     catalog = rest_models.MetricCatalog.model_validate(response.json())
-    by_name = {entry.name: entry for entry in catalog.metrics}
-    assert by_name["roc_auc"].higher_is_better is True
-    assert by_name["log_loss"].higher_is_better is False
-    assert by_name["tp"].higher_is_better is None
-    assert "binary" in by_name["roc_auc"].tasks
-    assert "sensitivity" in by_name["recall"].aliases
+    by_key = {(entry.task, entry.name): entry for entry in catalog.metrics}
+    assert len(by_key) == len(catalog.metrics)  # (task, name) is unique
+    roc_auc = by_key["binary", "roc_auc"]
+    assert roc_auc.higher_is_better is True
+    assert roc_auc.tasks == ["binary"]  # kept for v0.1 clients: the one task
+    assert (roc_auc.range.lower, roc_auc.range.upper) == (0.0, 1.0)
+    assert roc_auc.convention.startswith("ties: ")
+    assert "sklearn.metrics.roc_auc_score" in roc_auc.reference
+    assert roc_auc.test == "tests/core/test_binary_sklearn.py::test_roc_auc_matches_sklearn"
+    assert by_key["binary", "log_loss"].higher_is_better is False
+    assert by_key["binary", "log_loss"].range.upper is None  # [0, inf)
+    assert by_key["binary", "tp"].higher_is_better is None
+    assert "sensitivity" in by_key["binary", "recall"].aliases
+    # one name, two tasks, two definitions
+    assert by_key["multiclass", "brier_score"].range.upper == 2.0
+    assert (
+        by_key["multiclass", "brier_score"].definition != by_key["binary", "brier_score"].definition
+    )
+
+
+@pytest.mark.parametrize("task", ["binary", "multilabel", "regression"])
+def test_the_metric_catalog_of_one_task(client: httpx.Client, task: str) -> None:
+    everything = client.get("/v1/metrics").json()["metrics"]
+    response = client.get("/v1/metrics", params={"task": task})
+    assert response.status_code == 200
+    assert response.json()["metrics"] == [entry for entry in everything if entry["task"] == task]
+
+
+@pytest.mark.parametrize(
+    ("query", "status", "field"),
+    [
+        pytest.param("task=regresion", 422, "task", id="unknown-task"),
+        pytest.param("task=", 422, "task", id="empty-task"),
+        pytest.param("task=binary&task=regression", 422, "task", id="two-tasks"),
+        pytest.param("tsk=binary", 400, "tsk", id="unknown-parameter"),
+    ],
+)
+def test_the_metric_catalog_refuses_a_bad_query_naming_the_field(
+    client: httpx.Client, query: str, status: int, field: str
+) -> None:
+    response = client.get(f"/v1/metrics?{query}")
+    assert response.status_code == status, response.text
+    error = response.json()["error"]
+    assert error["field"] == field
+    assert error["code"] == ("invalid_argument" if status == 422 else "malformed")
+    assert error["message"]
 
 
 def test_health_and_readiness(served: Served) -> None:
@@ -407,6 +447,9 @@ MIRRORS: dict[str, type[BaseModel]] = {
     "Comparison": rest_models.Comparison,
     "Coverage": rest_models.Coverage,
     "CoverageReport": rest_models.CoverageReport,
+    "ListMetricsResponse": rest_models.MetricCatalog,
+    "MetricInfo": rest_models.MetricEntry,
+    "MetricRange": rest_models.MetricRange,
 }
 # NDJSON lines flatten the stream messages: the header line is StreamHeader plus a batch.
 BATCH_FIELDS = _proto_fields(pb.EvaluateStreamRequest.DESCRIPTOR) - {"header"}
@@ -457,7 +500,9 @@ def _messages(descriptor: Descriptor) -> Iterator[Descriptor]:
 
 
 def test_every_message_of_the_rest_api_has_a_mirror() -> None:
-    roots = (pb.EvaluateRequest, pb.EvaluateStreamRequest, pb.EvaluateResponse)
+    roots = (
+        pb.EvaluateRequest, pb.EvaluateStreamRequest, pb.EvaluateResponse, pb.ListMetricsResponse,
+    )  # fmt: skip
     used = {m.name for root in roots for m in _messages(root.DESCRIPTOR)}
     assert used == set(MIRRORS) | set(LINES) | NOT_MIRRORED
 

@@ -16,6 +16,7 @@ import type {
   EvaluateOptions,
   EvaluationResult,
   Labels,
+  ListMetricsOptions,
   MetricInfo,
   Task,
   Values,
@@ -130,10 +131,25 @@ export class EvalserveClient {
     );
   }
 
-  /** The metric catalog: names, tasks, directions, definitions and aliases. */
-  listMetrics(opts: { readonly timeoutMs?: number } = {}): Promise<MetricInfo[]> {
+  /**
+   * The metric catalog: every metric the server can return, or those of one task (an unknown
+   * task is refused with `InvalidArgument`, field `task`), each with its definition, direction,
+   * range, aliases, convention, reference and test. `listMetrics("binary")` and
+   * `listMetrics({ task: "binary" })` are the same call.
+   */
+  listMetrics(opts?: ListMetricsOptions): Promise<MetricInfo[]>;
+  listMetrics(task: Task | null, opts?: Omit<ListMetricsOptions, "task">): Promise<MetricInfo[]>;
+  listMetrics(
+    taskOrOpts: Task | null | ListMetricsOptions = {},
+    more: Omit<ListMetricsOptions, "task"> = {},
+  ): Promise<MetricInfo[]> {
+    const opts: ListMetricsOptions =
+      taskOrOpts === null || typeof taskOrOpts === "string"
+        ? { ...more, ...(taskOrOpts === null ? {} : { task: taskOrOpts }) }
+        : taskOrOpts;
     const timeoutMs = opts.timeoutMs ?? this.settings.timeoutMs;
-    return this.retried(() => this.door.listMetrics(timeoutMs));
+    const task = opts.task ?? null;
+    return this.retried(() => this.door.listMetrics(task, timeoutMs));
   }
 
   /** Close the connection (gRPC); later calls are refused. */

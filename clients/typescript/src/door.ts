@@ -1,7 +1,7 @@
 /** What the client asks of a transport: one attempt of each call, typed errors on failure. */
 
 import type { Request } from "./request.js";
-import type { EvaluationResult, MetricInfo } from "./types.js";
+import type { EvaluationResult, MetricInfo, Task } from "./types.js";
 
 export interface Door {
   /** Evaluate once; `stream` sends the rows in batches of `chunkRows`. */
@@ -11,6 +11,7 @@ export interface Door {
     chunkRows: number,
     timeoutMs: number,
   ): Promise<EvaluationResult>;
-  listMetrics(timeoutMs: number): Promise<MetricInfo[]>;
+  /** The catalog of `task`, or of every task when null. */
+  listMetrics(task: Task | null, timeoutMs: number): Promise<MetricInfo[]>;
   close(): void;
 }

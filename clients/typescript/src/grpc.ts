@@ -6,10 +6,10 @@ import { createGrpcTransport, Http2SessionManager } from "@connectrpc/connect-no
 import type { Door } from "./door.js";
 import { EvaluationService, type EvaluateStreamRequest } from "./gen/evalserve/v1/evaluation_pb.js";
 import { grpcError } from "./grpc-errors.js";
-import { toProto, toProtoStream } from "./proto-request.js";
+import { catalogTask, toProto, toProtoStream } from "./proto-request.js";
 import { catalogFromProto, resultFromProto } from "./proto-result.js";
 import type { Request } from "./request.js";
-import type { EvaluationResult, MetricInfo } from "./types.js";
+import type { EvaluationResult, MetricInfo, Task } from "./types.js";
 
 async function* asAsync(
   messages: Iterable<EvaluateStreamRequest>,
@@ -56,9 +56,12 @@ export class GrpcDoor implements Door {
     }
   }
 
-  async listMetrics(timeoutMs: number): Promise<MetricInfo[]> {
+  async listMetrics(task: Task | null, timeoutMs: number): Promise<MetricInfo[]> {
+    const request = { task: catalogTask(task) };
     try {
-      return catalogFromProto(await this.client.listMetrics({}, { timeoutMs, headers: this.headers }));
+      return catalogFromProto(
+        await this.client.listMetrics(request, { timeoutMs, headers: this.headers }),
+      );
     } catch (error) {
       throw grpcError(error);
     }

@@ -25,6 +25,7 @@ import {
   ModelSchema,
   OptionsSchema,
   StreamHeaderSchema,
+  Task as ProtoTaskValue,
   TaskSchema,
   type EvaluateRequest,
   type EvaluateStreamRequest,
@@ -48,6 +49,28 @@ const WIDE = new Set([
   ScalarType.FIXED64,
   ScalarType.SFIXED64,
 ]);
+
+/**
+ * The task of a `ListMetrics` request: TASK_UNSPECIFIED (every task) for null. A name the proto
+ * has no value for is refused here, with the server's own message (gRPC cannot carry it; over
+ * REST the server answers the same).
+ */
+export function catalogTask(task: Task | null): ProtoTask {
+  if (task === null) {
+    return ProtoTaskValue.UNSPECIFIED;
+  }
+  const value = TaskSchema.values.find(
+    (v) => v.number !== ProtoTaskValue.UNSPECIFIED && v.name === `TASK_${task.toUpperCase()}`,
+  );
+  if (value === undefined) {
+    const tasks = TaskSchema.values.slice(1).map((v) => `'${v.name.slice(5).toLowerCase()}'`);
+    throw new InvalidArgument(`expected one of [${tasks.join(", ")}], but got '${String(task)}'`, {
+      field: "task",
+      code: "invalid_argument",
+    });
+  }
+  return value.number as ProtoTask;
+}
 
 export function protoTask(task: Task): ProtoTask {
   const value = TaskSchema.values.find((v) => v.name === `TASK_${task.toUpperCase()}`);

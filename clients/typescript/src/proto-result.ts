@@ -136,11 +136,21 @@ function coverageReport(response: EvaluateResponse): CoverageReport {
 }
 
 export function catalogFromProto(response: ListMetricsResponse): MetricInfo[] {
-  return response.metrics.map((info) => ({
-    name: info.name,
-    tasks: info.tasks.map(taskName),
-    higher_is_better: info.higherIsBetter ?? null,
-    definition: info.definition,
-    aliases: [...info.aliases],
-  }));
+  return response.metrics.map((info) => {
+    const tasks = info.tasks.map(taskName);
+    const range = info.range;
+    return {
+      name: info.name,
+      tasks,
+      higher_is_better: info.higherIsBetter ?? null,
+      definition: info.definition,
+      aliases: [...info.aliases],
+      // a server of the catalog's first version sends neither task nor range
+      task: info.task === 0 ? (tasks[0] ?? ("" as Task)) : taskName(info.task),
+      range: range === undefined ? null : { lower: range.lower ?? null, upper: range.upper ?? null },
+      convention: info.convention,
+      reference: info.reference,
+      test: info.test,
+    };
+  });
 }

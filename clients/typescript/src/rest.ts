@@ -13,7 +13,25 @@ import {
 } from "./errors.js";
 import { toJson, toNdjson } from "./json-request.js";
 import type { Request } from "./request.js";
-import type { EvaluationResult, MetricInfo } from "./types.js";
+import type { EvaluationResult, MetricInfo, Task } from "./types.js";
+
+/** A catalog entry as a server sends it: one of the catalog's first version lacks the rest. */
+type RawMetricInfo = Pick<
+  MetricInfo,
+  "name" | "tasks" | "higher_is_better" | "definition" | "aliases"
+> &
+  Partial<MetricInfo>;
+
+function metricInfo(raw: RawMetricInfo): MetricInfo {
+  return {
+    ...raw,
+    task: raw.task ?? raw.tasks[0] ?? ("" as Task),
+    range: raw.range ?? null,
+    convention: raw.convention ?? "",
+    reference: raw.reference ?? "",
+    test: raw.test ?? "",
+  };
+}
 
 const JSON_TYPE = "application/json";
 const NDJSON_TYPE = "application/x-ndjson";
@@ -125,13 +143,18 @@ export class RestDoor implements Door {
     return this.call("/v1/evaluate", init, timeoutMs);
   }
 
-  async listMetrics(timeoutMs: number): Promise<MetricInfo[]> {
+  async listMetrics(task: Task | null, timeoutMs: number): Promise<MetricInfo[]> {
     const init: RequestInit = {
       method: "GET",
       headers: { ...this.headers, accept: JSON_TYPE },
     };
-    const catalog = await this.call<{ metrics: MetricInfo[] }>("/v1/metrics", init, timeoutMs);
-    return catalog.metrics;
+    const query = task === null ? "" : `?${new URLSearchParams({ task }).toString()}`;
+    const catalog = await this.call<{ metrics: RawMetricInfo[] }>(
+      `/v1/metrics${query}`,
+      init,
+      timeoutMs,
+    );
+    return catalog.metrics.map(metricInfo);
   }
 
   close(): void {

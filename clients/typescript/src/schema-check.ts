@@ -14,6 +14,7 @@ import type {
   DriftTest,
   Interval,
   MetricInfo,
+  MetricRange,
   Model,
   Options,
 } from "./types.js";
@@ -36,6 +37,7 @@ export type SchemaChecks = [
   Expect<Same<keyof DriftTest, ProtoKeys<pb.DriftTest>>>,
   Expect<Same<keyof Comparison, ProtoKeys<pb.Comparison>>>,
   Expect<Same<keyof MetricInfo, ProtoKeys<pb.MetricInfo>>>,
+  Expect<Same<keyof MetricRange, ProtoKeys<pb.MetricRange>>>,
   Expect<Same<keyof Coverage, ProtoKeys<pb.Coverage>>>,
   Expect<Same<keyof CoverageReport, ProtoKeys<pb.CoverageReport>>>,
 ];

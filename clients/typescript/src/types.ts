@@ -206,14 +206,42 @@ export interface EvaluationResult {
   readonly coverage: CoverageReport;
 }
 
-/** One entry of the metric catalog (`GET /v1/metrics`, `ListMetrics`). */
+/** The closed interval every defined value of a metric lies in; null is an unbounded end. */
+export interface MetricRange {
+  readonly lower: number | null;
+  readonly upper: number | null;
+}
+
+/**
+ * One metric of one task in the catalog (`GET /v1/metrics`, `ListMetrics`): (task, name) is
+ * unique, and a name two tasks share has an entry in each, with that task's definition.
+ */
 export interface MetricInfo {
+  /** A template such as `precision_at_{k}` stands for every `precision_at_<k>` of a result. */
   readonly name: string;
+  /** `[task]`, kept from the first version of the catalog. */
   readonly tasks: readonly Task[];
   /** True when larger is better, false when smaller is; null for counts and thresholds. */
   readonly higher_is_better: boolean | null;
   readonly definition: string;
   readonly aliases: readonly string[];
+  readonly task: Task;
+  /** Null from a server of the catalog's first version. */
+  readonly range: MetricRange | null;
+  /** Where references disagree, the choice made: `key: text; ...` (keys of `conventions`). */
+  readonly convention: string;
+  /** What the value is checked against (scikit-learn, pROC, pycocotools, a worked example). */
+  readonly reference: string;
+  /** The pytest node id of the server's test that checks it. */
+  readonly test: string;
+}
+
+/** The options of `listMetrics`. */
+export interface ListMetricsOptions {
+  /** Only this task's metrics (default: every task's). */
+  readonly task?: Task;
+  /** Deadline of each attempt, in milliseconds (default: the client's `timeoutMs`). */
+  readonly timeoutMs?: number;
 }
 
 /** The settings of a client. */

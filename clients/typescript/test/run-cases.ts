@@ -5,7 +5,8 @@
  *     tsx test/run-cases.ts CASES.json
  *
  * CASES.json: {"cases": [{"id", "target", "settings"?, "call": "evaluate" | "listMetrics",
- * "task"?, "yTrue"?, "yScore"?, "opts"?}], "parallel"?: bool}. Anywhere in the arguments,
+ * "task"?, "yTrue"?, "yScore"?, "opts"?}], "parallel"?: bool}; listMetrics takes the task, or
+ * its opts object when "opts" is given. Anywhere in the arguments,
  * {"f64": BASE64} stands for a Float64Array of those little-endian bytes (the other arrays stay
  * number[] / string[]), and {"number": "Infinity" | "-Infinity" | "NaN"} for that number. The cases run one after the other, or all at once when "parallel".
  * Each call writes "started ID" on stderr as it starts. The output maps each id to
@@ -15,7 +16,13 @@
 
 import { readFileSync } from "node:fs";
 
-import { EvalserveClient, EvalserveError, type ClientOptions } from "../src/index.js";
+import {
+  EvalserveClient,
+  EvalserveError,
+  type ClientOptions,
+  type ListMetricsOptions,
+  type Task,
+} from "../src/index.js";
 
 interface Case {
   readonly id: string;
@@ -51,7 +58,10 @@ function decoded(value: unknown): unknown {
 
 async function run(client: EvalserveClient, spec: Case): Promise<unknown> {
   if (spec.call === "listMetrics") {
-    return client.listMetrics();
+    if (spec.opts !== undefined) {
+      return client.listMetrics(decoded(spec.opts) as ListMetricsOptions);
+    }
+    return spec.task === undefined ? client.listMetrics() : client.listMetrics(spec.task as Task);
   }
   const opts = decoded(spec.opts ?? {}) as Parameters<EvalserveClient["evaluate"]>[3];
   // the cases are written by the test: their shapes are the API's, checked by the server

@@ -1307,19 +1307,61 @@ Global___CoverageReport: _TypeAlias = CoverageReport  # noqa: Y015
 class ListMetricsRequest(_message.Message):
     DESCRIPTOR: _descriptor.Descriptor
 
+    TASK_FIELD_NUMBER: _builtins.int
+    task: Global___Task.ValueType
+    """Only the metrics of this task; TASK_UNSPECIFIED (the default) lists every task's."""
     def __init__(
         self,
+        *,
+        task: Global___Task.ValueType = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _Never  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["task", b"task"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
 Global___ListMetricsRequest: _TypeAlias = ListMetricsRequest  # noqa: Y015
 
 @_typing.final
+class MetricRange(_message.Message):
+    """MetricRange is the closed interval every defined value of a metric lies in."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    LOWER_FIELD_NUMBER: _builtins.int
+    UPPER_FIELD_NUMBER: _builtins.int
+    lower: _builtins.float
+    """Unset: unbounded below."""
+    upper: _builtins.float
+    """Unset: unbounded above."""
+    def __init__(
+        self,
+        *,
+        lower: _builtins.float | None = ...,
+        upper: _builtins.float | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["_lower", b"_lower", "_upper", b"_upper", "lower", b"lower", "upper", b"upper"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["_lower", b"_lower", "_upper", b"_upper", "lower", b"lower", "upper", b"upper"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    _WhichOneofReturnType__lower: _TypeAlias = _typing.Literal["lower"]  # noqa: Y015
+    _WhichOneofArgType__lower: _TypeAlias = _typing.Literal["_lower", b"_lower"]  # noqa: Y015
+    _WhichOneofReturnType__upper: _TypeAlias = _typing.Literal["upper"]  # noqa: Y015
+    _WhichOneofArgType__upper: _TypeAlias = _typing.Literal["_upper", b"_upper"]  # noqa: Y015
+    @_typing.overload
+    def WhichOneof(self, oneof_group: _WhichOneofArgType__lower) -> _WhichOneofReturnType__lower | None: ...
+    @_typing.overload
+    def WhichOneof(self, oneof_group: _WhichOneofArgType__upper) -> _WhichOneofReturnType__upper | None: ...
+
+Global___MetricRange: _TypeAlias = MetricRange  # noqa: Y015
+
+@_typing.final
 class MetricInfo(_message.Message):
+    """MetricInfo is one metric of one task: (task, name) is unique in the catalog, and a name
+    shared by two tasks has an entry in each, with that task's definition.
+    """
+
     DESCRIPTOR: _descriptor.Descriptor
 
     NAME_FIELD_NUMBER: _builtins.int
@@ -1327,14 +1369,36 @@ class MetricInfo(_message.Message):
     HIGHER_IS_BETTER_FIELD_NUMBER: _builtins.int
     DEFINITION_FIELD_NUMBER: _builtins.int
     ALIASES_FIELD_NUMBER: _builtins.int
+    TASK_FIELD_NUMBER: _builtins.int
+    RANGE_FIELD_NUMBER: _builtins.int
+    CONVENTION_FIELD_NUMBER: _builtins.int
+    REFERENCE_FIELD_NUMBER: _builtins.int
+    TEST_FIELD_NUMBER: _builtins.int
     name: _builtins.str
+    """A template such as precision_at_{k} stands for every precision_at_<k> a result holds."""
     higher_is_better: _builtins.bool
     """True when larger is better, false when smaller is; unset for counts and thresholds."""
     definition: _builtins.str
+    task: Global___Task.ValueType
+    """The task whose metric this is."""
+    convention: _builtins.str
+    """The conventions the metric follows where references disagree, as "key: text" separated
+    by "; " (keys of the response's `conventions`).
+    """
+    reference: _builtins.str
+    """What the value is checked against: a scikit-learn function, pROC, pycocotools, a worked
+    example from the literature.
+    """
+    test: _builtins.str
+    """The test that checks it: a pytest node id in the evalserve repository."""
     @_builtins.property
-    def tasks(self) -> _containers.RepeatedScalarFieldContainer[Global___Task.ValueType]: ...
+    def tasks(self) -> _containers.RepeatedScalarFieldContainer[Global___Task.ValueType]:
+        """Kept for compatibility with v0.1 clients: holds exactly one task, the one in `task`."""
+
     @_builtins.property
     def aliases(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]: ...
+    @_builtins.property
+    def range(self) -> Global___MetricRange: ...
     def __init__(
         self,
         *,
@@ -1343,10 +1407,15 @@ class MetricInfo(_message.Message):
         higher_is_better: _builtins.bool | None = ...,
         definition: _builtins.str = ...,
         aliases: _abc.Iterable[_builtins.str] | None = ...,
+        task: Global___Task.ValueType = ...,
+        range: Global___MetricRange | None = ...,
+        convention: _builtins.str = ...,
+        reference: _builtins.str = ...,
+        test: _builtins.str = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _typing.Literal["_higher_is_better", b"_higher_is_better", "higher_is_better", b"higher_is_better"]  # noqa: Y015
+    _HasFieldArgType: _TypeAlias = _typing.Literal["_higher_is_better", b"_higher_is_better", "higher_is_better", b"higher_is_better", "range", b"range"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["_higher_is_better", b"_higher_is_better", "aliases", b"aliases", "definition", b"definition", "higher_is_better", b"higher_is_better", "name", b"name", "tasks", b"tasks"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["_higher_is_better", b"_higher_is_better", "aliases", b"aliases", "convention", b"convention", "definition", b"definition", "higher_is_better", b"higher_is_better", "name", b"name", "range", b"range", "reference", b"reference", "task", b"task", "tasks", b"tasks", "test", b"test"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     _WhichOneofReturnType__higher_is_better: _TypeAlias = _typing.Literal["higher_is_better"]  # noqa: Y015
     _WhichOneofArgType__higher_is_better: _TypeAlias = _typing.Literal["_higher_is_better", b"_higher_is_better"]  # noqa: Y015

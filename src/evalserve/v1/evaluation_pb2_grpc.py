@@ -74,7 +74,7 @@ class EvaluationServiceServicer:
         raise NotImplementedError('Method not implemented!')
 
     def ListMetrics(self, request, context):
-        """The metric catalog: names, definitions, aliases and directions.
+        """The metric catalog, of one task or all: definitions, directions, ranges and references.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')

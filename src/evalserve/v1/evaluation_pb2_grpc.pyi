@@ -42,7 +42,7 @@ class EvaluationServiceStub:
     every message may carry a batch of rows; one result for the whole stream.
     """
     ListMetrics: _grpc.UnaryUnaryMultiCallable[_evaluation_pb2.ListMetricsRequest, _evaluation_pb2.ListMetricsResponse]
-    """The metric catalog: names, definitions, aliases and directions."""
+    """The metric catalog, of one task or all: definitions, directions, ranges and references."""
 
 @_typing.type_check_only
 class EvaluationServiceAsyncStub(EvaluationServiceStub):
@@ -58,7 +58,7 @@ class EvaluationServiceAsyncStub(EvaluationServiceStub):
     every message may carry a batch of rows; one result for the whole stream.
     """
     ListMetrics: _aio.UnaryUnaryMultiCallable[_evaluation_pb2.ListMetricsRequest, _evaluation_pb2.ListMetricsResponse]  # type: ignore[assignment]
-    """The metric catalog: names, definitions, aliases and directions."""
+    """The metric catalog, of one task or all: definitions, directions, ranges and references."""
 
 class EvaluationServiceServicer(metaclass=_abc_1.ABCMeta):
     """EvaluationService evaluates model scores against ground truth. It keeps no state between
@@ -89,6 +89,6 @@ class EvaluationServiceServicer(metaclass=_abc_1.ABCMeta):
         request: _evaluation_pb2.ListMetricsRequest,
         context: _ServicerContext,
     ) -> _typing.Union[_evaluation_pb2.ListMetricsResponse, _abc.Awaitable[_evaluation_pb2.ListMetricsResponse]]:
-        """The metric catalog: names, definitions, aliases and directions."""
+        """The metric catalog, of one task or all: definitions, directions, ranges and references."""
 
 def add_EvaluationServiceServicer_to_server(servicer: EvaluationServiceServicer, server: _typing.Union[_grpc.Server, _aio.Server]) -> None: ...

@@ -15,7 +15,7 @@ from evalserve_client._errors import (
     TooLarge,
     Unavailable,
 )
-from evalserve_client._result import EvaluationResult, MetricInfo
+from evalserve_client._result import EvaluationResult, MetricInfo, MetricRange
 
 __all__ = [
     "AsyncClient",
@@ -25,6 +25,7 @@ __all__ = [
     "EvaluationResult",
     "InvalidArgument",
     "MetricInfo",
+    "MetricRange",
     "TooLarge",
     "Unavailable",
 ]

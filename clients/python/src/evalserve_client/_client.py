@@ -38,7 +38,6 @@ from evalserve_client._errors import (
     Unavailable,
 )
 from evalserve_client._progress import ProgressLine, shown
-from evalserve_client._proto.evalserve.v1 import evaluation_pb2 as pb
 from evalserve_client._proto.evalserve.v1 import evaluation_pb2_grpc as pb_grpc
 from evalserve_client._result import EvaluationResult, MetricInfo
 
@@ -134,6 +133,11 @@ def _body(response: httpx.Response) -> dict[str, Any]:
 
 def _catalog(entries: list[dict[str, Any]]) -> list[MetricInfo]:
     return [MetricInfo.from_dict(entry) for entry in entries]
+
+
+def _query(task: str | None) -> dict[str, str]:
+    """The query of ``GET /v1/metrics``."""
+    return {} if task is None else {"task": task}
 
 
 async def _async_iter(items: Iterable[T]) -> AsyncIterator[T]:
@@ -319,9 +323,13 @@ class Client(_Base):
         )  # fmt: skip
         return EvaluationResult.from_dict(self._retried(lambda: self._evaluate(call)))
 
-    def list_metrics(self, *, timeout: float | None = None) -> list[MetricInfo]:
-        """The server's metric catalog: every metric name it can return."""
-        return _catalog(self._retried(lambda: self._list_metrics(self._deadline(timeout))))
+    def list_metrics(
+        self, task: str | None = None, *, timeout: float | None = None
+    ) -> list[MetricInfo]:
+        """The server's metric catalog: every metric it can return, or those of ``task``
+        (an unknown task raises ``InvalidArgument``, field ``task``)."""
+        deadline = self._deadline(timeout)
+        return _catalog(self._retried(lambda: self._list_metrics(task, deadline)))
 
     def _retried(self, attempt: Callable[[], T]) -> T:
         for retry in range(self.retries):
@@ -363,15 +371,15 @@ class Client(_Base):
             if line is not None:
                 line.close()
 
-    def _list_metrics(self, timeout: float) -> list[dict[str, Any]]:
+    def _list_metrics(self, task: str | None, timeout: float) -> list[dict[str, Any]]:
         if self._http is not None:
             with _rest_errors():
-                response = self._http.get("/v1/metrics", timeout=timeout)
+                response = self._http.get("/v1/metrics", params=_query(task), timeout=timeout)
             entries: list[dict[str, Any]] = _body(response)["metrics"]
             return entries
         with _grpc_errors():
             answer = self._stub.ListMetrics(
-                pb.ListMetricsRequest(), timeout=timeout, metadata=self._metadata()
+                _wire.catalog_request(task), timeout=timeout, metadata=self._metadata()
             )
         return _wire.catalog_from_proto(answer)
 
@@ -438,10 +446,13 @@ class AsyncClient(_Base):
         )  # fmt: skip
         return EvaluationResult.from_dict(await self._retried(lambda: self._evaluate(call)))
 
-    async def list_metrics(self, *, timeout: float | None = None) -> list[MetricInfo]:
-        """The server's metric catalog: every metric name it can return."""
+    async def list_metrics(
+        self, task: str | None = None, *, timeout: float | None = None
+    ) -> list[MetricInfo]:
+        """The server's metric catalog: every metric it can return, or those of ``task``
+        (an unknown task raises ``InvalidArgument``, field ``task``)."""
         deadline = self._deadline(timeout)
-        return _catalog(await self._retried(lambda: self._list_metrics(deadline)))
+        return _catalog(await self._retried(lambda: self._list_metrics(task, deadline)))
 
     async def _retried(self, attempt: Callable[[], Awaitable[T]]) -> T:
         for retry in range(self.retries):
@@ -484,14 +495,14 @@ class AsyncClient(_Base):
             if line is not None:
                 line.close()
 
-    async def _list_metrics(self, timeout: float) -> list[dict[str, Any]]:
+    async def _list_metrics(self, task: str | None, timeout: float) -> list[dict[str, Any]]:
         if self._http is not None:
             with _rest_errors():
-                response = await self._http.get("/v1/metrics", timeout=timeout)
+                response = await self._http.get("/v1/metrics", params=_query(task), timeout=timeout)
             entries: list[dict[str, Any]] = _body(response)["metrics"]
             return entries
         with _grpc_errors():
             answer = await self._stub.ListMetrics(
-                pb.ListMetricsRequest(), timeout=timeout, metadata=self._metadata()
+                _wire.catalog_request(task), timeout=timeout, metadata=self._metadata()
             )
         return _wire.catalog_from_proto(answer)

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
 
-__all__ = ["EvaluationResult", "MetricInfo"]
+__all__ = ["EvaluationResult", "MetricInfo", "MetricRange"]
 
 
 @dataclass(frozen=True)
@@ -66,22 +66,55 @@ class EvaluationResult:
 
 
 @dataclass(frozen=True)
+class MetricRange:
+    """The closed interval every defined value of a metric lies in; None is an unbounded end
+    (``MetricRange(0.0, None)`` is [0, inf))."""
+
+    lower: float | None
+    upper: float | None
+
+    def __contains__(self, value: float) -> bool:
+        above = self.lower is None or value >= self.lower
+        return above and (self.upper is None or value <= self.upper)
+
+
+@dataclass(frozen=True)
 class MetricInfo:
-    """One entry of the server's metric catalog (``GET /v1/metrics``, gRPC ``ListMetrics``).
-    ``higher_is_better`` is None for counts and thresholds, which have no direction."""
+    """One metric of one task in the server's catalog (``GET /v1/metrics``, gRPC
+    ``ListMetrics``); (task, name) is unique, and a name two tasks share has an entry in each.
+
+    ``higher_is_better`` is None for counts and thresholds, which have no direction. ``name``
+    may be a template (``precision_at_{k}``). ``convention`` says which choice the metric
+    follows where references disagree (``key: text; ...``, keys of a result's
+    ``conventions``), ``reference`` what it is checked against and ``test`` the server's test
+    that checks it. ``tasks`` is ``(task,)``, kept from the first version of the catalog; a
+    server of that version sends no ``range`` (None), ``convention``, ``reference`` or ``test``
+    ("")."""
 
     name: str
     tasks: tuple[str, ...]
     higher_is_better: bool | None
     definition: str
     aliases: tuple[str, ...]
+    task: str
+    range: MetricRange | None
+    convention: str
+    reference: str
+    test: str
 
     @classmethod
     def from_dict(cls, entry: dict[str, Any]) -> MetricInfo:
+        tasks = tuple(entry["tasks"])
+        bounds = entry.get("range")
         return cls(
             name=entry["name"],
-            tasks=tuple(entry["tasks"]),
+            tasks=tasks,
             higher_is_better=entry.get("higher_is_better"),
             definition=entry["definition"],
             aliases=tuple(entry.get("aliases", ())),
+            task=entry.get("task") or (tasks[0] if tasks else ""),
+            range=None if bounds is None else MetricRange(bounds["lower"], bounds["upper"]),
+            convention=entry.get("convention", ""),
+            reference=entry.get("reference", ""),
+            test=entry.get("test", ""),
         )

@@ -287,20 +287,59 @@ def from_proto(response: pb.EvaluateResponse) -> dict[str, Any]:
     }
 
 
+# The tasks, in the proto's order (TASK_UNSPECIFIED is "every task" in a catalog request).
+TASKS = [v.name.removeprefix("TASK_").lower() for v in pb.Task.DESCRIPTOR.values if v.number]
+
+
+def catalog_request(task: str | None) -> pb.ListMetricsRequest:
+    """The ``ListMetrics`` request of a catalog call. A task the proto has no value for is
+    refused here, with the server's own message (REST sends any name and the server answers)."""
+    if task is None:
+        return pb.ListMetricsRequest()
+    if task not in TASKS:
+        raise InvalidArgument(
+            f"expected one of {TASKS}, but got {task!r}", field="task", code="invalid_argument"
+        )
+    return pb.ListMetricsRequest(task=_task(task))
+
+
+def _task_name(task: pb.Task.ValueType) -> str:
+    return pb.Task.Name(task).removeprefix("TASK_").lower()
+
+
+def _bounds(entry: pb.MetricInfo) -> dict[str, float | None] | None:
+    if not entry.HasField("range"):  # a server of the first catalog version
+        return None
+    bounds = entry.range
+    return {
+        "lower": bounds.lower if bounds.HasField("lower") else None,
+        "upper": bounds.upper if bounds.HasField("upper") else None,
+    }
+
+
 def catalog_from_proto(response: pb.ListMetricsResponse) -> list[dict[str, Any]]:
     """The entries of ``GET /v1/metrics`` from a ``ListMetrics`` answer."""
-    return [
-        {
-            "name": entry.name,
-            "tasks": [pb.Task.Name(task).removeprefix("TASK_").lower() for task in entry.tasks],
-            "higher_is_better": (
-                entry.higher_is_better if entry.HasField("higher_is_better") else None
-            ),
-            "definition": entry.definition,
-            "aliases": list(entry.aliases),
-        }
-        for entry in response.metrics
-    ]
+    entries = []
+    for entry in response.metrics:
+        tasks = [_task_name(task) for task in entry.tasks]
+        task = _task_name(entry.task) if entry.task else (tasks[0] if tasks else "")
+        entries.append(
+            {
+                "name": entry.name,
+                "tasks": tasks,
+                "higher_is_better": (
+                    entry.higher_is_better if entry.HasField("higher_is_better") else None
+                ),
+                "definition": entry.definition,
+                "aliases": list(entry.aliases),
+                "task": task,
+                "range": _bounds(entry),
+                "convention": entry.convention,
+                "reference": entry.reference,
+                "test": entry.test,
+            }
+        )
+    return entries
 
 
 # --- REST (JSON) ------------------------------------------------------------------------------

@@ -1126,14 +1126,51 @@ global___CoverageReport = CoverageReport
 class ListMetricsRequest(google.protobuf.message.Message):
     DESCRIPTOR: google.protobuf.descriptor.Descriptor
 
+    TASK_FIELD_NUMBER: builtins.int
+    task: global___Task.ValueType
+    """Only the metrics of this task; TASK_UNSPECIFIED (the default) lists every task's."""
     def __init__(
         self,
+        *,
+        task: global___Task.ValueType = ...,
     ) -> None: ...
+    def ClearField(self, field_name: typing.Literal["task", b"task"]) -> None: ...
 
 global___ListMetricsRequest = ListMetricsRequest
 
 @typing.final
+class MetricRange(google.protobuf.message.Message):
+    """MetricRange is the closed interval every defined value of a metric lies in."""
+
+    DESCRIPTOR: google.protobuf.descriptor.Descriptor
+
+    LOWER_FIELD_NUMBER: builtins.int
+    UPPER_FIELD_NUMBER: builtins.int
+    lower: builtins.float
+    """Unset: unbounded below."""
+    upper: builtins.float
+    """Unset: unbounded above."""
+    def __init__(
+        self,
+        *,
+        lower: builtins.float | None = ...,
+        upper: builtins.float | None = ...,
+    ) -> None: ...
+    def HasField(self, field_name: typing.Literal["_lower", b"_lower", "_upper", b"_upper", "lower", b"lower", "upper", b"upper"]) -> builtins.bool: ...
+    def ClearField(self, field_name: typing.Literal["_lower", b"_lower", "_upper", b"_upper", "lower", b"lower", "upper", b"upper"]) -> None: ...
+    @typing.overload
+    def WhichOneof(self, oneof_group: typing.Literal["_lower", b"_lower"]) -> typing.Literal["lower"] | None: ...
+    @typing.overload
+    def WhichOneof(self, oneof_group: typing.Literal["_upper", b"_upper"]) -> typing.Literal["upper"] | None: ...
+
+global___MetricRange = MetricRange
+
+@typing.final
 class MetricInfo(google.protobuf.message.Message):
+    """MetricInfo is one metric of one task: (task, name) is unique in the catalog, and a name
+    shared by two tasks has an entry in each, with that task's definition.
+    """
+
     DESCRIPTOR: google.protobuf.descriptor.Descriptor
 
     NAME_FIELD_NUMBER: builtins.int
@@ -1141,14 +1178,36 @@ class MetricInfo(google.protobuf.message.Message):
     HIGHER_IS_BETTER_FIELD_NUMBER: builtins.int
     DEFINITION_FIELD_NUMBER: builtins.int
     ALIASES_FIELD_NUMBER: builtins.int
+    TASK_FIELD_NUMBER: builtins.int
+    RANGE_FIELD_NUMBER: builtins.int
+    CONVENTION_FIELD_NUMBER: builtins.int
+    REFERENCE_FIELD_NUMBER: builtins.int
+    TEST_FIELD_NUMBER: builtins.int
     name: builtins.str
+    """A template such as precision_at_{k} stands for every precision_at_<k> a result holds."""
     higher_is_better: builtins.bool
     """True when larger is better, false when smaller is; unset for counts and thresholds."""
     definition: builtins.str
+    task: global___Task.ValueType
+    """The task whose metric this is."""
+    convention: builtins.str
+    """The conventions the metric follows where references disagree, as "key: text" separated
+    by "; " (keys of the response's `conventions`).
+    """
+    reference: builtins.str
+    """What the value is checked against: a scikit-learn function, pROC, pycocotools, a worked
+    example from the literature.
+    """
+    test: builtins.str
+    """The test that checks it: a pytest node id in the evalserve repository."""
     @property
-    def tasks(self) -> google.protobuf.internal.containers.RepeatedScalarFieldContainer[global___Task.ValueType]: ...
+    def tasks(self) -> google.protobuf.internal.containers.RepeatedScalarFieldContainer[global___Task.ValueType]:
+        """Kept for compatibility with v0.1 clients: holds exactly one task, the one in `task`."""
+
     @property
     def aliases(self) -> google.protobuf.internal.containers.RepeatedScalarFieldContainer[builtins.str]: ...
+    @property
+    def range(self) -> global___MetricRange: ...
     def __init__(
         self,
         *,
@@ -1157,9 +1216,14 @@ class MetricInfo(google.protobuf.message.Message):
         higher_is_better: builtins.bool | None = ...,
         definition: builtins.str = ...,
         aliases: collections.abc.Iterable[builtins.str] | None = ...,
+        task: global___Task.ValueType = ...,
+        range: global___MetricRange | None = ...,
+        convention: builtins.str = ...,
+        reference: builtins.str = ...,
+        test: builtins.str = ...,
     ) -> None: ...
-    def HasField(self, field_name: typing.Literal["_higher_is_better", b"_higher_is_better", "higher_is_better", b"higher_is_better"]) -> builtins.bool: ...
-    def ClearField(self, field_name: typing.Literal["_higher_is_better", b"_higher_is_better", "aliases", b"aliases", "definition", b"definition", "higher_is_better", b"higher_is_better", "name", b"name", "tasks", b"tasks"]) -> None: ...
+    def HasField(self, field_name: typing.Literal["_higher_is_better", b"_higher_is_better", "higher_is_better", b"higher_is_better", "range", b"range"]) -> builtins.bool: ...
+    def ClearField(self, field_name: typing.Literal["_higher_is_better", b"_higher_is_better", "aliases", b"aliases", "convention", b"convention", "definition", b"definition", "higher_is_better", b"higher_is_better", "name", b"name", "range", b"range", "reference", b"reference", "task", b"task", "tasks", b"tasks", "test", b"test"]) -> None: ...
     def WhichOneof(self, oneof_group: typing.Literal["_higher_is_better", b"_higher_is_better"]) -> typing.Literal["higher_is_better"] | None: ...
 
 global___MetricInfo = MetricInfo

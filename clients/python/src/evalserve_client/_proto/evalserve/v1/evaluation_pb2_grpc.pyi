@@ -41,7 +41,7 @@ class EvaluationServiceStub:
         evalserve_client._proto.evalserve.v1.evaluation_pb2.ListMetricsRequest,
         evalserve_client._proto.evalserve.v1.evaluation_pb2.ListMetricsResponse,
     ]
-    """The metric catalog: names, definitions, aliases and directions."""
+    """The metric catalog, of one task or all: definitions, directions, ranges and references."""
 
 class EvaluationServiceAsyncStub:
     """EvaluationService evaluates model scores against ground truth. It keeps no state between
@@ -66,7 +66,7 @@ class EvaluationServiceAsyncStub:
         evalserve_client._proto.evalserve.v1.evaluation_pb2.ListMetricsRequest,
         evalserve_client._proto.evalserve.v1.evaluation_pb2.ListMetricsResponse,
     ]
-    """The metric catalog: names, definitions, aliases and directions."""
+    """The metric catalog, of one task or all: definitions, directions, ranges and references."""
 
 class EvaluationServiceServicer(metaclass=abc.ABCMeta):
     """EvaluationService evaluates model scores against ground truth. It keeps no state between
@@ -97,6 +97,6 @@ class EvaluationServiceServicer(metaclass=abc.ABCMeta):
         request: evalserve_client._proto.evalserve.v1.evaluation_pb2.ListMetricsRequest,
         context: _ServicerContext,
     ) -> typing.Union[evalserve_client._proto.evalserve.v1.evaluation_pb2.ListMetricsResponse, collections.abc.Awaitable[evalserve_client._proto.evalserve.v1.evaluation_pb2.ListMetricsResponse]]:
-        """The metric catalog: names, definitions, aliases and directions."""
+        """The metric catalog, of one task or all: definitions, directions, ranges and references."""
 
 def add_EvaluationServiceServicer_to_server(servicer: EvaluationServiceServicer, server: typing.Union[grpc.Server, grpc.aio.Server]) -> None: ...

@@ -1,8 +1,14 @@
-"""Every worked example of ../shared/seeds with the numbers the seeds give.
+"""Worked examples of binary metrics from the literature, with the numbers they give.
 
-Seed 000: confusion matrix, ROC/AUC articles (the 20-instance Fawcett table, the 4- and
-7-sample AUC examples). Seed 002: notes on Fawcett's "An introduction to ROC analysis".
-Seed 003: the 100-photo, high-precision/high-recall, 15-image PR and top-K examples.
+- Fawcett's 20-instance ROC example (Fawcett 2006, "An introduction to ROC analysis", Pattern
+  Recognition Letters 27(8), Fig. 3 and its discussion: best accuracy, class skew, tied scores,
+  negated classifiers, KS as the largest gap to the diagonal).
+- The textbook rank-formula AUC examples (4 and 7 samples, with and without ties) and the
+  sensitivity/specificity/F-beta identities of the classification chapter of Zhou, "Machine
+  Learning" (Tsinghua University Press, 2016), ch. 2; the weighted AUC by pairs, by hand.
+- The precision/recall examples of detection and retrieval write-ups: 100 photos (60 positive),
+  a high-precision and a high-recall model, the 15-image precision-recall example with its
+  PASCAL VOC 11-point AP (Everingham et al. 2010), and a top-K example.
 """
 
 from __future__ import annotations
@@ -12,7 +18,7 @@ import pytest
 
 from evalserve.core import evaluate
 
-# Seed 000, "一个绘制ROC曲线的例子" (Fawcett 2006, Fig. 3): 20 instances, p/n and score.
+# Fawcett's 20-instance ROC example (Fawcett 2006, Fig. 3): 20 instances, p/n and score.
 FAWCETT_CLASSES = "ppnpppnnpnpnpnnnpnpn"
 FAWCETT_SCORES = [
     0.9, 0.8, 0.7, 0.6, 0.55, 0.54, 0.53, 0.52, 0.51, 0.505,
@@ -41,20 +47,20 @@ def test_fawcett_roc_curve_walks_every_threshold() -> None:
 
 
 def test_fawcett_best_accuracy_is_70_percent_at_0_54() -> None:
-    # Seed 002: the curve reaches its best accuracy, 70%, at (0.1, 0.5), threshold 0.54.
+    # Fawcett (2006): the curve reaches its best accuracy, 70%, at (0.1, 0.5), threshold 0.54.
     metrics = _fawcett(threshold=0.54)
     assert (metrics["fpr"], metrics["recall"], metrics["accuracy"]) == (0.1, 0.5, 0.7)
     for score in FAWCETT_SCORES:
         accuracy = _fawcett(threshold=score)["accuracy"]
         assert accuracy is not None
         assert accuracy <= 0.7
-    # At 0.6 instances 1-4 are called positive (seed 000's worked threshold).
+    # At 0.6 instances 1-4 are called positive (the textbook's worked threshold on this table).
     at_06 = _fawcett(threshold=0.6)
     assert (at_06["tp"], at_06["fp"]) == (3.0, 1.0)
 
 
 def test_fawcett_ks_is_the_largest_gap_to_the_diagonal() -> None:
-    # Seed 001: KS = the largest distance between the ROC curve and TPR = FPR; by hand, the gap
+    # KS = the largest distance between the ROC curve and TPR = FPR; by hand, the gap
     # TPR - FPR is largest at threshold 0.54: 0.5 - 0.1 = 0.4.
     metrics = _fawcett()
     assert metrics["ks_statistic"] == pytest.approx(0.4, abs=1e-12)
@@ -63,13 +69,14 @@ def test_fawcett_ks_is_the_largest_gap_to_the_diagonal() -> None:
 
 
 def test_fawcett_negated_classifier_mirrors_the_auc() -> None:
-    # Seed 002: negating a classifier's decisions maps (fpr, tpr) to (1 - fpr, 1 - tpr).
+    # Fawcett (2006): negating a classifier's decisions maps (fpr, tpr) to (1 - fpr, 1 - tpr).
     negated = evaluate("binary", FAWCETT_LABELS, [-s for s in FAWCETT_SCORES]).metrics
     assert negated["roc_auc"] == pytest.approx(1 - 0.68, abs=1e-12)
 
 
 def test_fawcett_class_skew_leaves_roc_alone_but_moves_precision() -> None:
-    # Seed 002, "类倾斜": ten times the negatives leave the ROC curve unchanged; precision drops.
+    # Fawcett (2006), class skew: ten times the negatives leave the ROC curve unchanged;
+    # precision drops.
     weights = [1.0 if label else 10.0 for label in FAWCETT_LABELS]
     plain = evaluate("binary", FAWCETT_LABELS, FAWCETT_SCORES, options={"threshold": 0.54})
     skewed = evaluate(
@@ -87,7 +94,7 @@ def test_fawcett_class_skew_leaves_roc_alone_but_moves_precision() -> None:
 
 
 def test_fawcett_tied_block_is_one_diagonal_segment() -> None:
-    # Seed 002: 6 positives and 4 negatives with the same score: the ROC curve is the diagonal
+    # Fawcett (2006): 6 positives and 4 negatives with the same score: the ROC curve is the diagonal
     # of the optimistic/pessimistic rectangle, one segment from (0, 0) to (1, 1).
     result = evaluate("binary", [1] * 6 + [0] * 4, [0.7] * 10)
     assert result.metrics["roc_auc"] == 0.5
@@ -96,8 +103,8 @@ def test_fawcett_tied_block_is_one_diagonal_segment() -> None:
 
 
 def test_fawcett_perfect_ranking_reaches_full_accuracy() -> None:
-    # Seed 002: AUC = 1 means some threshold classifies every instance correctly, though a
-    # threshold of 0.5 may not. The scores are ours, built to give the seed's numbers: 6 of 10
+    # Fawcett (2006): AUC = 1 means some threshold classifies every instance correctly, though a
+    # threshold of 0.5 may not. The scores are ours, built to give the example's numbers: 6 of 10
     # positive, 80% accuracy at 0.5, 90% at the prior 0.6, 100% at 0.7.
     labels = [1, 1, 1, 1, 1, 1, 0, 0, 0, 0]
     scores = [0.99, 0.95, 0.9, 0.85, 0.8, 0.75, 0.65, 0.55, 0.4, 0.3]
@@ -111,26 +118,28 @@ def test_fawcett_perfect_ranking_reaches_full_accuracy() -> None:
 
 @pytest.mark.parametrize("score_d", [0.8, 8.0], ids=["0.8", "8.0-as-printed"])
 def test_four_sample_auc_is_0_75(score_d: float) -> None:
-    # Seed 000: A(0, .1) B(0, .4) C(1, .35) D(1, .8): pairs (D,B) (D,A) (C,A) win, (C,B) loses.
-    # The seed prints D's score as "8.0", a slip for 0.8; the AUC depends on ranks only.
+    # The textbook 4-sample example: A(0, .1) B(0, .4) C(1, .35) D(1, .8): pairs (D,B) (D,A)
+    # (C,A) win, (C,B) loses. Some copies print D's score as "8.0", a slip for 0.8; the AUC
+    # depends on ranks only.
     metrics = evaluate("binary", [0, 0, 1, 1], [0.1, 0.4, 0.35, score_d]).metrics
     assert metrics["roc_auc"] == 0.75
 
 
 def test_four_sample_auc_with_a_tie_is_0_875() -> None:
-    # Seed 000: C and B tie at 0.4, the pair counts 0.5: (1 + 1 + 1 + 0.5) / 4.
+    # The same example with C and B tied at 0.4: the pair counts 0.5, (1 + 1 + 1 + 0.5) / 4.
     assert evaluate("binary", [0, 0, 1, 1], [0.1, 0.4, 0.4, 0.8]).metrics["roc_auc"] == 0.875
 
 
 def test_seven_sample_rank_formula_with_ties_is_10_12() -> None:
-    # Seed 000: positives at ranks 7, 6 and two at (5+4+3+2)/4; (7+6+3.5+3.5-10) / (4*3).
+    # The rank formula AUC = (sum of positive ranks - P(P+1)/2) / (P N) with averaged ranks:
+    # positives at ranks 7, 6 and two at (5+4+3+2)/4; (7+6+3.5+3.5-10) / (4*3).
     labels = [1, 1, 0, 0, 1, 1, 0]
     scores = [0.8, 0.7, 0.5, 0.5, 0.5, 0.5, 0.3]
     assert evaluate("binary", labels, scores).metrics["roc_auc"] == pytest.approx(10 / 12)
 
 
 def test_weighted_auc_counts_pairs_by_weight() -> None:
-    # Seed 001, Weighted-AUC: each positive-negative pair counts w_pos * w_neg. By hand:
+    # Weighted AUC: each positive-negative pair counts w_pos * w_neg. By hand:
     # (.9 vs .8) 1*2 won, (.9 vs .1) 1*1 won, (.3 vs .8) 3*2 lost, (.3 vs .1) 3*1 won: 6 / 12.
     metrics = evaluate(
         "binary", [1, 0, 1, 0], [0.9, 0.8, 0.3, 0.1], sample_weight=[1, 2, 3, 1]
@@ -146,7 +155,7 @@ def _counts(tp: int, fp: int, tn: int, fn: int) -> tuple[list[int], list[float]]
 
 
 def test_hundred_photos() -> None:
-    # Seed 003: 60 e-bikes (positive), 40 motorbikes; the model calls 50 positive, 40 rightly.
+    # 100 photos: 60 e-bikes (positive), 40 motorbikes; the model calls 50 positive, 40 rightly.
     labels, scores = _counts(tp=40, fp=10, tn=30, fn=20)
     metrics = evaluate("binary", labels, scores).metrics
     assert metrics["n_predicted_positive"] == 50 and metrics["n_predicted_negative"] == 50
@@ -159,7 +168,7 @@ def test_hundred_photos() -> None:
 
 
 def test_high_precision_model() -> None:
-    # Seed 003: 50 called positive, all right; 200 called negative, all wrong.
+    # A high-precision model: 50 called positive, all right; 200 called negative, all wrong.
     labels, scores = _counts(tp=50, fp=0, tn=0, fn=200)
     result = evaluate("binary", labels, scores)
     assert result.metrics["precision"] == 1.0
@@ -170,7 +179,7 @@ def test_high_precision_model() -> None:
 
 
 def test_high_recall_model() -> None:
-    # Seed 003: 110 called positive, 10 right; no negatives.
+    # A high-recall model: 110 called positive, 10 right; no negatives.
     labels, scores = _counts(tp=10, fp=100, tn=0, fn=0)
     metrics = evaluate("binary", labels, scores).metrics
     assert metrics["recall"] == 1.0
@@ -178,7 +187,7 @@ def test_high_recall_model() -> None:
     assert round(metrics["error_rate"] or 0, 2) == 0.91
 
 
-# Seed 003, "精度-召回率曲线": 15 images, confidence scores and truth.
+# The 15-image precision-recall example: confidence scores and truth.
 PR_SCORES = [0.86, 0.97, 0.99, 0.85, 0.78, 0.72, 0.74, 0.63, 0.58, 0.55, 0.48, 0.46, 0.32, 0.22,
              0.19]  # fmt: skip
 PR_LABELS = [1, 1, 1, 1, 1, 0, 0, 1, 1, 0, 0, 0, 0, 0, 0]
@@ -196,7 +205,7 @@ def test_fifteen_image_pr_example(
     assert (metrics["tp"], metrics["fp"], metrics["fn"]) == (tp, fp, fn)
     assert metrics["recall"] == pytest.approx(recall)
     assert metrics["precision"] == pytest.approx(precision)
-    # The seed rounds R to two places: 0.86 and 1.
+    # The example rounds R to two places: 0.86 and 1.
     assert round(metrics["recall"] or 0, 2) == round(recall, 2)
     # The (R, P) pair is the PR curve's point at that threshold (0.63 and 0.55 are the lowest
     # scores called positive at T = 0.6 and T = 0.5).
@@ -207,7 +216,7 @@ def test_fifteen_image_pr_example(
 
 
 def test_fifteen_image_eleven_point_ap_by_hand() -> None:
-    # VOC 11-point AP on seed 003's 15 images. Ranked: 1 1 1 1 1 0 0 1 1 0 ...; precision at
+    # VOC 11-point AP on the 15 images. Ranked: 1 1 1 1 1 0 0 1 1 0 ...; precision at
     # recall >= r is 1 for r <= 5/7, then max(6/8, 7/9) = 7/9 for r in (5/7, 1]:
     # r = 0, .1, ..., .7 -> 8 points of 1; r = .8, .9, 1 -> 3 points of 7/9.
     metrics = evaluate("binary", PR_LABELS, PR_SCORES).metrics
@@ -219,7 +228,7 @@ def test_fifteen_image_eleven_point_ap_by_hand() -> None:
 
 
 def test_top_k_example() -> None:
-    # Seed 003, Top1/TopK: five images ranked by score; the top one is wrong, the top five
+    # Top-1/top-K: five images ranked by score; the top one is wrong, the top five
     # hold the right answers (ids 2 and 20). At T = 0.45 all five are called positive.
     labels = [0, 1, 0, 0, 1]
     scores = [0.93, 0.80, 0.77, 0.65, 0.46]
@@ -233,7 +242,8 @@ def test_top_k_example() -> None:
 
 
 def test_f_beta_prefers_recall_when_beta_above_one() -> None:
-    # Seeds 000/004: F_b = (1 + b^2) P R / (b^2 P + R). With P = 0.8 and R = 0.5 (100 photos
+    # F_b = (1 + b^2) P R / (b^2 P + R) (Zhou 2016, ch. 2; Manning, Raghavan & Schütze 2008,
+    # ch. 8). With P = 0.8 and R = 0.5 (100 photos
     # scaled), b = 2 weighs recall: 5 * 0.4 / 3.7; b = 0.5 weighs precision: 1.25*0.4/0.7.
     labels, scores = _counts(tp=40, fp=10, tn=30, fn=40)
     f2 = evaluate("binary", labels, scores, options={"beta": 2}).metrics["f_beta"]
@@ -246,7 +256,7 @@ def test_f_beta_prefers_recall_when_beta_above_one() -> None:
 
 
 def test_sensitivity_plus_specificity_is_not_accuracy() -> None:
-    # Seed 000 warns that sensitivity + specificity != accuracy; for the 100 photos:
+    # Sensitivity + specificity is not accuracy (a textbook warning); for the 100 photos:
     # 40/60 + 30/40 versus 0.7.
     labels, scores = _counts(tp=40, fp=10, tn=30, fn=20)
     metrics = evaluate("binary", labels, scores).metrics

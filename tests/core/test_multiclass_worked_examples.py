@@ -1,14 +1,19 @@
-"""The multiclass passages of ../shared/seeds, with their formulas run as written.
+"""Multiclass averaging as the literature writes it, each recipe run as written.
 
-The seeds give formulas and code for multiclass averaging but no worked numbers, so each test
-implements the seed's own recipe on a fixed data set and compares it with the core.
+These sources give formulas and code for multiclass averaging but no worked numbers, so each
+test implements the source's own recipe on a fixed data set and compares it with the core.
 
-Seed 000 (Zhou, 《机器学习》): micro-P/R/F1 from the TP, FP, FN averaged over the per-class
-binary confusion matrices; macro-P/R as means; macro-F1 as the F1 of macro-P and macro-R.
-Seed 001: micro-AUC from roc_curve of the flattened one-hot labels and scores; macro-AUC by
-interpolating every class's ROC curve at the union of FPR values ("但是和以下结果不同").
-Seed 004 (scikit-learn's table): P(A, B) = |A & B| / |A| over (sample, label) sets for the
-None, micro, macro and weighted averages of precision, recall and F-beta.
+- Zhou, "Machine Learning" (Tsinghua University Press, 2016), ch. 2: micro-P/R/F1 from the TP,
+  FP, FN averaged over the per-class binary confusion matrices; macro-P/R as means; macro-F1 as
+  the F1 of macro-P and macro-R (which differs from scikit-learn's mean per-class F1).
+- scikit-learn's multiclass ROC example (``plot_roc`` in its gallery): micro-AUC from
+  ``roc_curve`` of the ``label_binarize``-d labels and scores, flattened with ``ravel``;
+  macro-AUC by interpolating every class's ROC curve at the union of FPR values, which differs
+  from ``roc_auc_score``'s macro where a class's curve has vertical steps.
+- scikit-learn's user guide table of multiclass and multilabel averages (after Manning,
+  Raghavan & Schütze, "Introduction to Information Retrieval", 2008, ch. 8 and 13):
+  P(A, B) = |A & B| / |A| over (sample, label) sets for the None, micro, macro and weighted
+  averages of precision, recall and F-beta.
 """
 
 from __future__ import annotations
@@ -38,7 +43,7 @@ def close(value: float | None) -> object:
 
 
 def _binary_counts() -> list[tuple[int, int, int]]:
-    """Seed 000: one binary confusion matrix per class (class c positive): (TP, FP, FN)."""
+    """Zhou (2016): one binary confusion matrix per class (class c positive): (TP, FP, FN)."""
     truth, predicted = LABELS, PREDICTED
     return [
         (
@@ -50,7 +55,7 @@ def _binary_counts() -> list[tuple[int, int, int]]:
     ]
 
 
-def test_seed_000_micro_averages_the_confusion_counts() -> None:
+def test_zhou_micro_averages_the_confusion_counts() -> None:
     counts = np.array(_binary_counts(), dtype=np.float64)
     tp, fp, fn = counts.mean(axis=0)  # averaged TP, FP, FN
     micro_p = tp / (tp + fp)
@@ -63,7 +68,7 @@ def test_seed_000_micro_averages_the_confusion_counts() -> None:
     assert micro_p == close(METRICS["accuracy"])
 
 
-def test_seed_000_macro_precision_recall_and_zhou_macro_f1() -> None:
+def test_zhou_macro_precision_recall_and_macro_f1() -> None:
     precision = [tp / (tp + fp) for tp, fp, _ in _binary_counts()]
     recall = [tp / (tp + fn) for tp, _, fn in _binary_counts()]
     macro_p, macro_r = float(np.mean(precision)), float(np.mean(recall))
@@ -78,19 +83,19 @@ def test_seed_000_macro_precision_recall_and_zhou_macro_f1() -> None:
     assert "Zhou" in CONVENTIONS["f1_macro"]
 
 
-def test_seed_001_micro_auc_is_the_auc_of_the_flattened_problem() -> None:
-    # The seed's code: fpr, tpr = roc_curve(y_test.ravel(), y_score.ravel()); auc(fpr, tpr)
+def test_plot_roc_micro_auc_is_the_auc_of_the_flattened_problem() -> None:
+    # The example's code: fpr, tpr = roc_curve(y_test.ravel(), y_score.ravel()); auc(fpr, tpr)
     y_test = np.eye(K)[LABELS]
     fpr_micro, tpr_micro, _ = skm.roc_curve(y_test.ravel(), SCORES.ravel())
     auc_micro = skm.auc(fpr_micro, tpr_micro)
     assert METRICS["roc_auc_ovr_micro"] == close(auc_micro)
-    # "等价于直接调用" roc_auc_score(..., average="micro")
+    # equivalent to calling roc_auc_score(..., average="micro")
     assert METRICS["roc_auc_ovr_micro"] == close(skm.roc_auc_score(y_test, SCORES, average="micro"))
 
 
-def _seed_001_macro(scores: Floats) -> tuple[float, float]:
-    """The seed's method 1 ("合并 FPR、去除重复值 ... 求合并后fpr插值") and
-    roc_auc_score's macro, on ``scores``."""
+def _plot_roc_macro(scores: Floats) -> tuple[float, float]:
+    """The example's macro curve (merge every class's FPR values, drop duplicates, interpolate
+    each class's TPR there and average) and roc_auc_score's macro, on ``scores``."""
     y_test = np.eye(K)[LABELS]
     fprs, tprs = [], []
     for idx in range(K):
@@ -100,19 +105,19 @@ def _seed_001_macro(scores: Floats) -> tuple[float, float]:
     all_fpr = np.unique(np.concatenate(fprs))
     mean_tpr = np.zeros_like(all_fpr)
     for idx in range(K):
-        mean_tpr += np.interp(all_fpr, fprs[idx], tprs[idx])  # scipy.interp in the seed
+        mean_tpr += np.interp(all_fpr, fprs[idx], tprs[idx])  # scipy.interp in old versions
     mean_tpr /= K
     return float(skm.auc(all_fpr, mean_tpr)), float(
         skm.roc_auc_score(LABELS, scores, multi_class="ovr", average="macro")
     )
 
 
-def test_seed_001_macro_interpolation_differs_but_vertical_averaging_does_not() -> None:
+def test_plot_roc_macro_interpolation_differs_but_vertical_averaging_does_not() -> None:
     # With ties (scores rounded to 2 decimals) the per-class curves have vertical steps at
-    # FPR values other classes lack; np.interp keeps one end of each ("但是和以下结果不同").
+    # FPR values other classes lack; np.interp keeps one end of each, so its area differs.
     rounded = np.round(SCORES, 2)
     rounded /= rounded.sum(axis=1, keepdims=True)
-    interpolated, macro = _seed_001_macro(rounded)
+    interpolated, macro = _plot_roc_macro(rounded)
     output = compute_multiclass(LABELS, rounded, options=Options(max_curve_points=1_000_000))
     curve = output.curves["roc_macro"]
     assert output.sink.metrics["roc_auc_ovr_macro"] == close(macro)
@@ -120,16 +125,16 @@ def test_seed_001_macro_interpolation_differs_but_vertical_averaging_does_not() 
     assert abs(interpolated - macro) > 1e-6
 
 
-def test_seed_001_macro_curve_on_the_seed_data() -> None:
-    _, macro = _seed_001_macro(SCORES)
+def test_plot_roc_macro_curve_on_the_fixed_data() -> None:
+    _, macro = _plot_roc_macro(SCORES)
     curve = OUTPUT.curves["roc_macro"]
     assert METRICS["roc_auc_ovr_macro"] == close(macro)
     assert float(np.trapezoid(curve["tpr"], curve["fpr"])) == pytest.approx(macro, abs=1e-12)
 
 
 def _sets() -> tuple[set[tuple[int, int]], set[tuple[int, int]]]:
-    """Seed 004: y = the (sample, predicted label) pairs, y_hat = the (sample, true label)
-    pairs."""
+    """The user guide's table: y = the (sample, predicted label) pairs, y_hat = the (sample,
+    true label) pairs."""
     predicted = {(i, int(label)) for i, label in enumerate(PREDICTED)}
     true = {(i, int(label)) for i, label in enumerate(LABELS)}
     return predicted, true
@@ -148,7 +153,7 @@ def _f(a: set[tuple[int, int]], b: set[tuple[int, int]], beta: float) -> float:
     return (1 + beta**2) * p * r / (beta**2 * p + r)
 
 
-def test_seed_004_the_average_table() -> None:
+def test_user_guide_average_table() -> None:
     y, y_hat = _sets()
     by_label = [
         ({pair for pair in y if pair[1] == label}, {pair for pair in y_hat if pair[1] == label})
