@@ -102,14 +102,14 @@ def _ece(sweep: Sweep, bins: int) -> float:
     edges = np.arange(bins + 1) / bins
     sides = (sweep.positives, sweep.negatives)
     cuts = [_bin_cuts(side, edges) for side in sides]
-    pos_mass = sweep.positives.mass_below(cuts[0])
+    pos_mass = sweep.positives.mass_at_or_above(cuts[0])
     gap = 0.0
     for i in range(bins):
         runs = [(side, int(cut[i]), int(cut[i + 1])) for side, cut in zip(sides, cuts, strict=True)]
         if all(stop == start for _, start, stop in runs):
             continue
         expected = sum(_mass_times_score(side, start, stop) for side, start, stop in runs)
-        gap += abs(float(pos_mass[i + 1] - pos_mass[i]) - expected)
+        gap += abs(float(pos_mass[i] - pos_mass[i + 1]) - expected)
     return gap
 
 

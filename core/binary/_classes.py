@@ -26,13 +26,15 @@ Bools = NDArray[np.bool_]
 class ClassScores:
     """One class's distinct scores (ascending) and the mass at each.
 
-    ``mass`` is None when every score holds exactly one unit; ``cumulative[i]`` is the mass of
-    the first ``i`` scores (``size + 1`` entries; None with unit mass, where it is ``i``).
+    ``mass`` is None when every score holds exactly one unit. ``from_top[j]`` is the mass of
+    the ``j`` highest scores (``size + 1`` entries; None with unit mass, where it is ``j``):
+    summed from the top, so the small masses near the top of a curve (its first FPRs) carry
+    no rounding of the bulk below them.
     """
 
     scores: Floats
     mass: Floats | None
-    cumulative: Floats | None
+    from_top: Floats | None
     total: float
 
     @property
@@ -43,11 +45,11 @@ class ClassScores:
         """The mass at each score, ones included."""
         return np.ones(self.scores.size) if self.mass is None else self.mass
 
-    def mass_below(self, index: Indices) -> Floats:
-        """The mass of the first ``index`` scores: of those below ``scores[index]``."""
-        if self.cumulative is None:
-            return index.astype(np.float64)
-        return self.cumulative[index]
+    def mass_at_or_above(self, index: Indices) -> Floats:
+        """The mass of the scores from position ``index`` up."""
+        if self.from_top is None:
+            return (self.size - index).astype(np.float64)
+        return self.from_top[self.size - index]
 
 
 EMPTY = np.empty(0, dtype=np.float64)
@@ -64,10 +66,10 @@ def class_scores(scores: Floats, mass: Floats | None) -> ClassScores:
             mass = None
     if mass is None:
         return ClassScores(scores, None, None, float(scores.size))
-    cumulative = np.empty(mass.size + 1, dtype=np.float64)
-    cumulative[0] = 0.0
-    np.cumsum(mass, out=cumulative[1:])
-    return ClassScores(scores, mass, cumulative, float(cumulative[-1]))
+    from_top = np.empty(mass.size + 1, dtype=np.float64)
+    from_top[0] = 0.0
+    np.cumsum(mass[::-1], out=from_top[1:])
+    return ClassScores(scores, mass, from_top, float(from_top[-1]))
 
 
 def classes_of_rows(

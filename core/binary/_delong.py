@@ -81,8 +81,8 @@ def _below_and_at(side: ClassScores, scores: Floats) -> tuple[Floats, Floats]:
     """The class's mass strictly below each score, and at it."""
     start = np.searchsorted(side.scores, scores, side="left")
     stop = np.searchsorted(side.scores, scores, side="right")
-    below = side.mass_below(start)
-    return below, side.mass_below(stop) - below
+    at_or_above = side.mass_at_or_above(start)
+    return side.total - at_or_above, at_or_above - side.mass_at_or_above(stop)
 
 
 def placements(sweep: Sweep) -> Placements:

@@ -54,7 +54,7 @@ def _segments(sweep: Sweep) -> tuple[Indices, Indices, Floats]:
 
 def _negative_fp(sweep: Sweep, position: Indices) -> Floats:
     """FP at the point of the negative score at ``position``: the negatives at or above it."""
-    return sweep.n_negative - sweep.negatives.mass_below(position)
+    return sweep.negatives.mass_at_or_above(position)
 
 
 def _every_point(sweep: Sweep) -> Points:
@@ -105,7 +105,9 @@ def _sampled(sweep: Sweep, max_points: int) -> Points:
             if not searching.any():
                 break
             middle = (lo + hi) // 2
-            arc = gap_tp * negatives + _negative_fp(sweep, np.minimum(middle, hi - 1)) * positives
+            arc = (
+                gap_tp * negatives + _negative_fp(sweep, np.where(searching, middle, 0)) * positives
+            )
             below = searching & (arc < wanted)
             hi = np.where(below, middle, hi)
             lo = np.where(searching & ~below, middle + 1, lo)

@@ -117,7 +117,7 @@ class Sweep:
         )
         tp = float(self.tps[hits_at_or_above - 1]) if hits_at_or_above else 0.0
         below = np.searchsorted(self.negatives.scores, [threshold], side="left")
-        fp = self.n_negative - float(self.negatives.mass_below(below)[0])
+        fp = float(self.negatives.mass_at_or_above(below)[0])
         return tp, fp
 
 
@@ -128,27 +128,29 @@ def sweep(positives: ClassScores, negatives: ClassScores) -> Sweep:
     below = np.searchsorted(negatives.scores, ascending, side="left")
     tied = below < negatives.size
     tied[tied] = negatives.scores[below[tied]] == ascending[tied]
-    at_or_below = below + tied
-    n_negative = negatives.total
-    fps = n_negative - negatives.mass_below(below)[::-1]
-    fps_above = n_negative - negatives.mass_below(at_or_below)[::-1]
-    pos = np.ascontiguousarray(positives.masses()[::-1])
-    tps = np.cumsum(pos)
-    tps_above = np.empty_like(tps)
+    # From here on in descending order, each array contiguous.
+    neg_from = below[::-1].copy()
+    neg_above = neg_from + tied[::-1]
+    fps = negatives.mass_at_or_above(neg_from)
+    fps_above = negatives.mass_at_or_above(neg_above)
+    hits = positives.size
+    # The positive mass from the top: what the class already summed from the top.
+    tps = np.arange(1.0, hits + 1.0) if positives.from_top is None else positives.from_top[1:]
+    tps_above = np.empty(hits)
     tps_above[:1] = 0.0
     tps_above[1:] = tps[:-1]
     return Sweep(
         positives=positives,
         negatives=negatives,
         thresholds=ascending[::-1].copy(),
-        pos=pos,
+        pos=np.ascontiguousarray(positives.masses()[::-1]),
         neg=fps - fps_above,
         tps=tps,
         fps=fps,
         tps_above=tps_above,
         fps_above=fps_above,
-        neg_from=below[::-1].copy(),
-        neg_above=at_or_below[::-1].copy(),
+        neg_from=neg_from,
+        neg_above=neg_above,
     )
 
 
