@@ -52,8 +52,11 @@ def finite_floats(field: str, values: Any) -> Floats:
         raise InvalidInputError(field, f"expected a 1-d array, but got shape {array.shape}")
     if array.size == 0:
         raise InvalidInputError(field, "is empty; expected at least one value")
-    # min and max are NaN or infinite when any value is: two reductions, no temporary array.
-    if not (np.isfinite(array.min()) and np.isfinite(array.max())):
+    # The sum is NaN or infinite when any value is (or when finite values overflow it): one
+    # reduction decides the common case without a temporary; the exact check runs only then.
+    with np.errstate(over="ignore", invalid="ignore"):
+        total = array.sum()
+    if not np.isfinite(total) and not np.isfinite(array).all():
         row = int(np.argmin(np.isfinite(array)))
         raise InvalidInputError(
             field, f"expected finite numbers, but row {row} is {float(array[row])}"
@@ -74,8 +77,11 @@ def binary_labels(field: str, values: Any) -> Bools:
         raise InvalidInputError(
             field, f"expected labels 0 or 1 for task 'binary', but got values of type {array.dtype}"
         )
-    if array.dtype.kind in "iu" and array.min() >= 0 and array.max() <= 1:
-        return array.astype(np.bool_)  # integers within [0, 1]: nothing else to check
+    if array.dtype.kind in "iu":
+        # Seen as unsigned, a negative integer is huge: one reduction checks 0 <= x <= 1.
+        unsigned = array.view(np.dtype(f"u{array.dtype.itemsize}"))
+        if unsigned.max() <= 1:
+            return array.astype(np.bool_)
     positive = array == 1
     valid = positive | (array == 0)
     if not valid.all():

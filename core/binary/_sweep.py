@@ -126,8 +126,12 @@ def sweep(positives: ClassScores, negatives: ClassScores) -> Sweep:
     ascending = positives.scores
     # Canonical negatives are distinct: at most one ties with each positive score.
     below = np.searchsorted(negatives.scores, ascending, side="left")
-    tied = below < negatives.size
-    tied[tied] = negatives.scores[below[tied]] == ascending[tied]
+    if negatives.size:
+        probe = np.minimum(below, negatives.size - 1)
+        tied = np.take(negatives.scores, probe, mode="clip") == ascending
+        tied &= below < negatives.size
+    else:
+        tied = np.zeros(ascending.size, dtype=np.bool_)
     # From here on in descending order, each array contiguous.
     neg_from = below[::-1].copy()
     neg_above = neg_from + tied[::-1]
@@ -143,7 +147,7 @@ def sweep(positives: ClassScores, negatives: ClassScores) -> Sweep:
         positives=positives,
         negatives=negatives,
         thresholds=ascending[::-1].copy(),
-        pos=np.ascontiguousarray(positives.masses()[::-1]),
+        pos=np.ones(hits) if positives.mass is None else positives.mass[::-1].copy(),
         neg=fps - fps_above,
         tps=tps,
         fps=fps,
