@@ -16,6 +16,7 @@ from evalserve.core.binary._compare import comparison_test, drift_test
 from evalserve.core.binary._delong import Placements, placements
 from evalserve.core.binary._stats import BinaryStats
 from evalserve.core.binary._suite import compute
+from evalserve.core.binary._sweep import Sweep, sweep_of, sweep_of_rows
 from evalserve.core.detection import CONVENTIONS as DETECTION_CONVENTIONS
 from evalserve.core.detection import compute_detection
 from evalserve.core.multiclass import CONVENTIONS as MULTICLASS_CONVENTIONS
@@ -68,17 +69,13 @@ def evaluate(
     if classes is not None:
         raise InvalidInputError("classes", "task 'binary' takes no class names")
     rows = binary_inputs(y_true, y_score, y_pred, sample_weight)
-    stats = BinaryStats.from_arrays(rows.labels, rows.scores, rows.weights)
+    sweep = sweep_of_rows(rows.labels, rows.scores, rows.weights)
     predictions = None
     if rows.predicted is not None:
-        predictions = BinaryStats.from_arrays(
-            rows.labels, rows.predicted.astype("float64"), rows.weights
-        )
-    result = evaluate_binary_stats(
-        stats, parsed, predictions=predictions, baseline=baseline, coverage=coverage
-    )
+        predictions = sweep_of_rows(rows.labels, rows.predicted.astype("float64"), rows.weights)
+    result = _binary_result(sweep, int(rows.labels.size), parsed, predictions, baseline, coverage)
     if challenger is not None:
-        result.comparison["roc_auc"] = comparison_test(_placed(stats), rows, challenger, parsed)
+        result.comparison["roc_auc"] = comparison_test(_placed(sweep), rows, challenger, parsed)
     return result
 
 
@@ -100,13 +97,31 @@ def evaluate_binary_stats(
 ) -> EvaluationResult:
     """The result for an already accumulated statistic (streaming and merged shards), with the
     drift test against ``baseline`` and the label coverage when given."""
-    if stats.n_rows == 0:
+    return _binary_result(
+        sweep_of(stats),
+        stats.n_rows,
+        options,
+        None if predictions is None else sweep_of(predictions),
+        baseline,
+        coverage,
+    )
+
+
+def _binary_result(
+    sweep: Sweep,
+    n_rows: int,
+    options: Options,
+    predictions: Sweep | None,
+    baseline: Mapping[str, Any] | None,
+    coverage: Mapping[str, Any] | None,
+) -> EvaluationResult:
+    if n_rows == 0:
         raise InvalidInputError("labels", "is empty; expected at least one row")
-    drift = {} if baseline is None else {"roc_auc": drift_test(_placed(stats), baseline, options)}
-    sink, curves = compute(stats, options, predictions=predictions)
+    drift = {} if baseline is None else {"roc_auc": drift_test(_placed(sweep), baseline, options)}
+    sink, curves = compute(sweep, options, n_rows=n_rows, predictions=predictions)
     result = EvaluationResult(
         task="binary",
-        n_samples=stats.n_rows,
+        n_samples=n_rows,
         metrics=sink.metrics,
         undefined=sink.undefined,
         curves=curves,
@@ -177,8 +192,8 @@ def check_baseline(baseline: Mapping[str, Any], options: Options) -> None:
     drift_test(None, baseline, options)
 
 
-def _placed(stats: BinaryStats) -> Placements | None:
+def _placed(sweep: Sweep) -> Placements | None:
     """DeLong's placement values, or None when a class is missing (no AUC)."""
-    if stats.pos.sum() == 0 or stats.neg.sum() == 0:
+    if sweep.n_positive == 0 or sweep.n_negative == 0:
         return None
-    return placements(stats)
+    return placements(sweep)

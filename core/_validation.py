@@ -52,9 +52,12 @@ def finite_floats(field: str, values: Any) -> Floats:
         raise InvalidInputError(field, f"expected a 1-d array, but got shape {array.shape}")
     if array.size == 0:
         raise InvalidInputError(field, "is empty; expected at least one value")
-    finite = np.isfinite(array)
-    if not finite.all():
-        row = int(np.argmin(finite))
+    # The sum is NaN or infinite when any value is (or when finite values overflow it): one
+    # reduction decides the common case without a temporary; the exact check runs only then.
+    with np.errstate(over="ignore", invalid="ignore"):
+        total = array.sum()
+    if not np.isfinite(total) and not np.isfinite(array).all():
+        row = int(np.argmin(np.isfinite(array)))
         raise InvalidInputError(
             field, f"expected finite numbers, but row {row} is {float(array[row])}"
         )
@@ -74,6 +77,11 @@ def binary_labels(field: str, values: Any) -> Bools:
         raise InvalidInputError(
             field, f"expected labels 0 or 1 for task 'binary', but got values of type {array.dtype}"
         )
+    if array.dtype.kind in "iu":
+        # Seen as unsigned, a negative integer is huge: one reduction checks 0 <= x <= 1.
+        unsigned = array.view(np.dtype(f"u{array.dtype.itemsize}"))
+        if unsigned.max() <= 1:
+            return array.astype(np.bool_)
     positive = array == 1
     valid = positive | (array == 0)
     if not valid.all():
@@ -91,23 +99,25 @@ def sample_weights(field: str, values: Any, n_rows: int) -> Floats | None:
         return None
     weights = finite_floats(field, values)
     same_length(field, weights.size, n_rows)
-    negative = weights < 0
-    if negative.any():
-        row = int(np.argmax(negative))
+    # Two reductions decide the common case; the rows are looked for only when one fails.
+    low, high = float(weights.min()), float(weights.max())
+    if low < 0:
+        row = int(np.argmax(weights < 0))
         raise InvalidInputError(
             field, f"expected non-negative weights, but row {row} is {float(weights[row])}"
         )
-    if not weights.any():
+    if high == 0:
         raise InvalidInputError(field, "all weights are zero; nothing to evaluate")
     # Weights far from 1 overflow or underflow the sums and products of the metrics.
-    out_of_range = (weights > MAX_WEIGHT) | ((weights > 0) & (weights < MIN_WEIGHT))
-    if out_of_range.any():
-        row = int(np.argmax(out_of_range))
-        raise InvalidInputError(
-            field,
-            f"expected 0 or a weight in [{MIN_WEIGHT:g}, {MAX_WEIGHT:g}], "
-            f"but row {row} is {float(weights[row])}",
-        )
+    if high > MAX_WEIGHT or low < MIN_WEIGHT:
+        out_of_range = (weights > MAX_WEIGHT) | ((weights > 0) & (weights < MIN_WEIGHT))
+        if out_of_range.any():
+            row = int(np.argmax(out_of_range))
+            raise InvalidInputError(
+                field,
+                f"expected 0 or a weight in [{MIN_WEIGHT:g}, {MAX_WEIGHT:g}], "
+                f"but row {row} is {float(weights[row])}",
+            )
     return weights
 
 

@@ -2,57 +2,127 @@
 
 They need scores that are probabilities. The core never guesses (no sigmoid on scores outside
 [0, 1], unlike torchmetrics): outside [0, 1] the three are undefined, with a reason.
+
+Each class's sums run over its own distinct scores with their mass, in blocks that stay in the
+CPU cache (one scratch buffer, no temporary the size of the data); with unit mass (the usual
+unweighted case) the mass drops out of every sum.
 """
 
 from __future__ import annotations
 
 import numpy as np
+from numpy.typing import NDArray
 
+from evalserve.core._inner import inner
 from evalserve.core._result import MetricSink
-from evalserve.core.binary._ranked import Hits, Ranked
+from evalserve.core.binary._classes import ClassScores
+from evalserve.core.binary._sweep import Sweep
 
 __all__ = ["calibration_metrics"]
+
+Floats = NDArray[np.float64]
+Indices = NDArray[np.intp]
 
 NOT_PROBABILITIES = "scores are not probabilities (some lie outside [0, 1])"
 # As scikit-learn's log_loss: probabilities are clipped to [eps, 1 - eps], eps of float64.
 EPS = float(np.finfo(np.float64).eps)
+BLOCK = 1 << 15
+PRODUCT = 16  # values multiplied before one logarithm (with unit mass)
 
 
-def calibration_metrics(sink: MetricSink, ranked: Ranked, hit: Hits, *, bins: int) -> None:
-    scores = ranked.thresholds  # descending
-    if scores[-1] < 0 or scores[0] > 1:
+def calibration_metrics(sink: MetricSink, sweep: Sweep, *, bins: int) -> None:
+    if sweep.lowest() < 0 or sweep.highest() > 1:
         for name in ("log_loss", "brier_score", "expected_calibration_error"):
             sink.undefine(name, NOT_PROBABILITIES)
         return
-    total = ranked.positives + ranked.negatives
-    # Positives only sit at the hits; negatives are almost everywhere, so their part works in
-    # one scratch buffer.
-    pos_loss = float(np.dot(hit.pos, np.log(np.clip(hit.thresholds, EPS, 1 - EPS))))
-    scratch = np.clip(scores, EPS, 1 - EPS)
-    np.negative(scratch, out=scratch)
-    np.log1p(scratch, out=scratch)
-    sink.set("log_loss", -(pos_loss + float(np.dot(ranked.neg, scratch))) / total)
-    np.multiply(scores, scores, out=scratch)
-    brier = float(np.dot(ranked.neg, scratch)) + float(np.dot(hit.pos, (1 - hit.thresholds) ** 2))
-    sink.set("brier_score", brier / total)
-    sink.set("expected_calibration_error", _ece(ranked, bins) / total)
+    total = sweep.n_positive + sweep.n_negative
+    pos_log, pos_square = _sums(sweep.positives, positive=True)
+    neg_log, neg_square = _sums(sweep.negatives, positive=False)
+    sink.set("log_loss", -(pos_log + neg_log) / total)
+    sink.set("brier_score", (pos_square + neg_square) / total)
+    sink.set("expected_calibration_error", _ece(sweep, bins) / total)
 
 
-def _ece(ranked: Ranked, bins: int) -> float:
+def _sums(side: ClassScores, *, positive: bool) -> tuple[float, float]:
+    """Sum of mass * log(p) (positives) or mass * log(1 - p) (negatives), p clipped to
+    [eps, 1 - eps], and sum of mass * (1 - p)^2 or mass * p^2."""
+    log_sum = square_sum = 0.0
+    scratch = np.empty(min(BLOCK, -(-side.size // PRODUCT) * PRODUCT))
+    # The scores are sorted: those the clipping changes are a prefix and a suffix.
+    low = int(np.searchsorted(side.scores, EPS, side="left"))
+    high = int(np.searchsorted(side.scores, 1 - EPS, side="right"))
+    for start in range(0, side.size, BLOCK):
+        scores = side.scores[start : start + BLOCK]
+        work = scratch[: scores.size]
+        # The probability of the row's own class, clipped: p for positives, 1 - p for
+        # negatives.
+        if positive:
+            np.copyto(work, scores)
+        else:
+            np.subtract(1.0, scores, out=work)
+        if low > start:
+            work[: low - start] = EPS if positive else 1 - EPS
+        if high < start + scores.size:
+            work[max(high - start, 0) :] = 1 - EPS if positive else EPS
+        mass = None if side.mass is None else side.mass[start : start + BLOCK]
+        if mass is None:
+            log_sum += _log_of_product(scratch, scores.size)
+        else:
+            np.log(work, out=work)
+            log_sum += float(np.einsum("i,i->", mass, work))
+        # The squared miss: 1 - p for positives, p for negatives. einsum, not BLAS: a BLAS
+        # library may start threads for every block.
+        miss = np.subtract(1.0, scores, out=work) if positive else scores
+        if mass is None:
+            square_sum += float(np.einsum("i,i->", miss, miss))
+        else:
+            square_sum += float(np.einsum("i,i,i->", mass, miss, miss))
+    return log_sum, square_sum
+
+
+def _log_of_product(scratch: Floats, size: int) -> float:
+    """sum(log(x)) over ``scratch[:size]`` (values in [eps, 1]) as the logs of products of
+    ``PRODUCT`` values each: no product falls below 2^-832, so none underflows, and one log in
+    ``PRODUCT`` is computed (the logarithm, not the multiplication, is what costs). Each
+    product rounds by at most PRODUCT ulps, below the rounding of the sum itself."""
+    padded = -(-size // PRODUCT) * PRODUCT
+    scratch[size:padded] = 1.0
+    # PRODUCT contiguous rows, multiplied half onto half: contiguous, vectorized products.
+    table = scratch[:padded].reshape(PRODUCT, -1)
+    rows = PRODUCT
+    while rows > 1:
+        rows //= 2
+        np.multiply(table[:rows], table[rows : 2 * rows], out=table[:rows])
+    return float(np.log(table[0]).sum())
+
+
+def _ece(sweep: Sweep, bins: int) -> float:
     """sum over bins of |observed positives - sum of scores|; bin i holds [i/B, (i+1)/B), the
-    last bin also 1.0. Scores are sorted, so each bin is a run of the descending sweep."""
+    last bin also 1.0. Each class's scores are sorted, so each bin is a run of each."""
     edges = np.arange(bins + 1) / bins
-    # Thresholds at or above each edge, top edge first: a prefix of the descending sweep.
-    prefix = ranked.size - np.searchsorted(ranked.ascending, edges[::-1], side="left")
-    prefix[0] = 0  # nothing lies above the last bin: 1.0 belongs to it
-    prefix[-1] = ranked.size  # every score is >= 0
+    sides = (sweep.positives, sweep.negatives)
+    cuts = [_bin_cuts(side, edges) for side in sides]
+    pos_mass = sweep.positives.mass_at_or_above(cuts[0])
     gap = 0.0
-    for start, stop in zip(prefix[:-1].tolist(), prefix[1:].tolist(), strict=True):
-        if stop == start:
+    for i in range(bins):
+        runs = [(side, int(cut[i]), int(cut[i + 1])) for side, cut in zip(sides, cuts, strict=True)]
+        if all(stop == start for _, start, stop in runs):
             continue
-        scores = ranked.thresholds[start:stop]
-        expected = float(np.dot(ranked.pos[start:stop], scores))
-        expected += float(np.dot(ranked.neg[start:stop], scores))
-        observed = float(ranked.tps[stop - 1]) - (float(ranked.tps[start - 1]) if start else 0.0)
-        gap += abs(observed - expected)
+        expected = sum(_mass_times_score(side, start, stop) for side, start, stop in runs)
+        gap += abs(float(pos_mass[i] - pos_mass[i + 1]) - expected)
     return gap
+
+
+def _bin_cuts(side: ClassScores, edges: Floats) -> Indices:
+    """Where each bin starts in the class's scores (every score is >= 0; 1.0 belongs to the
+    last bin)."""
+    cuts = np.searchsorted(side.scores, edges, side="left")
+    cuts[0], cuts[-1] = 0, side.size
+    return cuts
+
+
+def _mass_times_score(side: ClassScores, start: int, stop: int) -> float:
+    scores = side.scores[start:stop]
+    if side.mass is None:
+        return float(scores.sum())
+    return inner(side.mass[start:stop], scores)

@@ -26,10 +26,11 @@ from numpy.typing import NDArray
 
 from evalserve.core._distributions import normal_two_sided_p, t_two_sided_p
 from evalserve.core._errors import InvalidInputError
+from evalserve.core._inner import inner
 from evalserve.core._options import Options
 from evalserve.core._validation import BinaryInputs, binary_inputs, finite_floats, same_length
 from evalserve.core.binary._delong import Placements, placements
-from evalserve.core.binary._stats import BinaryStats
+from evalserve.core.binary._sweep import sweep_of_rows
 
 __all__ = ["BASELINE_FIELDS", "comparison_test", "drift_test"]
 
@@ -69,12 +70,12 @@ def _against_payload(
         baseline.get("labels"), baseline.get("scores"), None, baseline.get("weights"),
         prefix="baseline.",
     )  # fmt: skip
-    stats = BinaryStats.from_arrays(rows.labels, rows.scores, rows.weights)
-    if stats.pos.sum() == 0 or stats.neg.sum() == 0:
+    reference_sweep = sweep_of_rows(rows.labels, rows.scores, rows.weights)
+    if reference_sweep.n_positive == 0 or reference_sweep.n_negative == 0:
         raise InvalidInputError(
             "baseline.labels", "the baseline needs both classes to have an AUC, but has one"
         )
-    reference = placements(stats)
+    reference = placements(reference_sweep)
     test: Test = {"baseline": reference.auc, "method": "delong-unpaired"}
     short = _too_few(current, options) or _too_few(reference, options, "the baseline")
     if current is None or short:
@@ -162,12 +163,12 @@ def comparison_test(
         raise InvalidInputError(f"challenger.{unknown[0]}", "unknown field; expected 'scores'")
     scores = finite_floats("challenger.scores", challenger.get("scores"))
     same_length("challenger.scores", scores.size, rows.labels.size)
-    other_stats = BinaryStats.from_arrays(rows.labels, scores, rows.weights)
+    other_sweep = sweep_of_rows(rows.labels, scores, rows.weights)
     if champion is None:
         return _insufficient(
             {"challenger": None, "method": "delong-paired"}, "only one class is present"
         )
-    other = placements(other_stats)
+    other = placements(other_sweep)
     test: Test = {"challenger": other.auc, "method": "delong-paired"}
     short = _too_few(champion, options)
     if short:
@@ -186,20 +187,15 @@ def _covariance(
 ) -> float:  # fmt: skip
     """DeLong's covariance of two AUCs on the same rows, from each row's placement values."""
     weights = rows.weights if rows.weights is not None else np.ones(rows.labels.size)
-    at_first = np.searchsorted(first.stats.scores, first_scores)
-    at_second = np.searchsorted(second.stats.scores, second_scores)
-    # Rows of weight zero may have no distinct score of their own: clip, they count 0 anyway.
-    np.minimum(at_first, first.stats.scores.size - 1, out=at_first)
-    np.minimum(at_second, second.stats.scores.size - 1, out=at_second)
     positive = rows.labels
     negative = ~positive
-    s10 = np.dot(
-        weights[positive] * (first.v10[at_first[positive]] - first.auc),
-        second.v10[at_second[positive]] - second.auc,
+    s10 = inner(
+        weights[positive] * (first.v10_at(first_scores[positive]) - first.auc),
+        second.v10_at(second_scores[positive]) - second.auc,
     ) / (first.positives - 1.0)
-    s01 = np.dot(
-        weights[negative] * (first.v01[at_first[negative]] - first.auc),
-        second.v01[at_second[negative]] - second.auc,
+    s01 = inner(
+        weights[negative] * (first.v01_at(first_scores[negative]) - first.auc),
+        second.v01_at(second_scores[negative]) - second.auc,
     ) / (first.negatives - 1.0)
     return float(s10) / first.positives + float(s01) / first.negatives
 

@@ -7,12 +7,13 @@ P_at(s)/2) / P. AUC = mean V10 over positives = mean V01 over negatives, and
 
     Var(AUC) = S10 / P + S01 / N,   S10 = sum over positives (V10 - AUC)^2 / (P - 1),
 
-with S01 alike over negatives (pROC's ``var(roc, method = "delong")``). Every row at one distinct
-score shares its placement, so the sums run over distinct scores with the class mass as the
-multiplicity: O(distinct scores) after the sort that built the statistic, tie-aware by
-construction. The widely copied "fast DeLong" (Sun & Xu 2014) computes midranks per row and
-gets tied scores with different weights wrong; here a weight is a multiplicity (frequency
-weight: weight 2 is the same as the row twice), which is what makes the weighted case exact.
+with S01 alike over negatives (pROC's ``var(roc, method = "delong")``). Every row at one
+distinct score shares its placement, and so does every negative between two consecutive positive
+scores, so the sums run over the hits of the ``Sweep`` with the class mass as the multiplicity:
+O(distinct positive scores) after the sorts that built it, tie-aware by construction. The widely
+copied "fast DeLong" (Sun & Xu 2014) computes midranks per row and gets tied scores with
+different weights wrong; here a weight is a multiplicity (frequency weight: weight 2 is the same
+as the row twice), which is what makes the weighted case exact.
 """
 
 from __future__ import annotations
@@ -22,7 +23,9 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import NDArray
 
-from evalserve.core.binary._stats import BinaryStats
+from evalserve.core._inner import inner
+from evalserve.core.binary._classes import ClassScores
+from evalserve.core.binary._sweep import Sweep
 
 __all__ = ["Placements", "placements"]
 
@@ -31,46 +34,81 @@ Floats = NDArray[np.float64]
 
 @dataclass(frozen=True, slots=True, eq=False)
 class Placements:
-    """Placement values per distinct score (ascending, as ``BinaryStats``) and the AUC."""
+    """DeLong's placement values of one sweep: the AUC, its variance, and each row's placement
+    (``v10_at``/``v01_at``) for the covariance of two AUCs on the same rows."""
 
-    stats: BinaryStats
-    v10: Floats  # the placement of a positive at each distinct score
-    v01: Floats  # the placement of a negative at each distinct score
-    positives: float
-    negatives: float
+    sweep: Sweep
     auc: float
+    s10_sum: float  # mass-weighted sum of the positives' squared deviations from the AUC
+    s01_sum: float  # of the negatives'
+
+    @property
+    def positives(self) -> float:
+        return self.sweep.n_positive
+
+    @property
+    def negatives(self) -> float:
+        return self.sweep.n_negative
 
     @property
     def s10(self) -> float:
         """Weighted variance of the positives' placements (divisor P - 1)."""
-        centred = self.v10 - self.auc
-        return float(np.dot(self.stats.pos, centred * centred)) / (self.positives - 1.0)
+        return self.s10_sum / (self.positives - 1.0)
 
     @property
     def s01(self) -> float:
-        centred = self.v01 - self.auc
-        return float(np.dot(self.stats.neg, centred * centred)) / (self.negatives - 1.0)
+        return self.s01_sum / (self.negatives - 1.0)
 
     @property
     def variance(self) -> float:
         """DeLong's variance of the AUC; needs P > 1 and N > 1 (in units of weight)."""
         return max(0.0, self.s10 / self.positives + self.s01 / self.negatives)
 
+    def v10_at(self, scores: Floats) -> Floats:
+        """The placement of a positive row at each of ``scores``: the share of negatives it
+        beats, ties counting half."""
+        below, at = _below_and_at(self.sweep.negatives, scores)
+        return (below + 0.5 * at) / self.negatives
 
-def placements(stats: BinaryStats) -> Placements:
-    """The placement values of ``stats``; the caller makes sure both classes are present."""
-    pos, neg = stats.pos, stats.neg
-    positives, negatives = float(pos.sum()), float(neg.sum())
-    has_pos, has_neg = np.flatnonzero(pos), np.flatnonzero(neg)
+    def v01_at(self, scores: Floats) -> Floats:
+        """The placement of a negative row at each of ``scores``: the share of positives above
+        it, ties counting half."""
+        below, at = _below_and_at(self.sweep.positives, scores)
+        return (self.positives - below - 0.5 * at) / self.positives
+
+
+def _below_and_at(side: ClassScores, scores: Floats) -> tuple[Floats, Floats]:
+    """The class's mass strictly below each score, and at it."""
+    start = np.searchsorted(side.scores, scores, side="left")
+    stop = np.searchsorted(side.scores, scores, side="right")
+    at_or_above = side.mass_at_or_above(start)
+    return side.total - at_or_above, at_or_above - side.mass_at_or_above(stop)
+
+
+def placements(sweep: Sweep) -> Placements:
+    """The placement values of ``sweep``; the caller makes sure both classes are present.
+
+    Positives: one placement per hit. Negatives: those tied with hit k sit at (TP above + half
+    the hit's positives) / P; those strictly between hits k - 1 and k at TP above / P; those
+    above the top hit at 0 and those below the lowest at 1.
+    """
+    positives, negatives = sweep.n_positive, sweep.n_negative
+    pos_scores, neg_scores = sweep.positives.scores, sweep.negatives.scores
     # Separated classes: every placement is exactly 1 (or 0). Summing float weights in two
     # orders would leave an AUC of 1 + 2e-16 and a variance of 1e-33 instead.
-    if has_neg[-1] < has_pos[0] or has_pos[-1] < has_neg[0]:
-        side = 1.0 if has_neg[-1] < has_pos[0] else 0.0
-        every = np.full(pos.size, side)
-        return Placements(stats, every, every, positives, negatives, side)
-    neg_below = np.cumsum(neg) - neg  # negatives strictly below each distinct score
-    pos_above = positives - np.cumsum(pos)  # positives strictly above
-    v10 = (neg_below + 0.5 * neg) / negatives
-    v01 = (pos_above + 0.5 * pos) / positives
-    auc = min(1.0, max(0.0, float(np.dot(pos, v10)) / positives))
-    return Placements(stats, v10, v01, positives, negatives, auc)
+    if neg_scores[-1] < pos_scores[0] or pos_scores[-1] < neg_scores[0]:
+        return Placements(sweep, 1.0 if neg_scores[-1] < pos_scores[0] else 0.0, 0.0, 0.0)
+    v10 = (negatives - sweep.fps + 0.5 * sweep.neg) / negatives
+    auc = min(1.0, max(0.0, inner(sweep.pos, v10) / positives))
+    centred = v10 - auc
+    s10 = inner(sweep.pos, centred * centred)
+    # Negatives in groups: between hits (k - 1, k), tied with hit k, ..., below the last hit.
+    between = np.empty(sweep.size + 1)
+    between[0] = sweep.fps_above[0]
+    np.subtract(sweep.fps_above[1:], sweep.fps[:-1], out=between[1:-1])
+    between[-1] = negatives - sweep.fps[-1]
+    at_between = np.append(sweep.tps_above, positives) / positives - auc
+    at_tie = (sweep.tps_above + 0.5 * sweep.pos) / positives - auc
+    s01 = inner(between, at_between * at_between)
+    s01 += inner(sweep.neg, at_tie * at_tie)
+    return Placements(sweep, auc, s10, s01)

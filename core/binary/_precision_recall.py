@@ -11,8 +11,8 @@ and head precision/recall.
 * ``ap_all_point``: VOC 2010+, the area under the monotone envelope p(r) = max precision at
   recall >= r.
 
-Every one of them only needs the thresholds that add positives (``Hits``): between two of them
-recall stands still and precision only falls.
+Every one of them only needs the thresholds that add positives (the hits of the ``Sweep``):
+between two of them recall stands still and precision only falls.
 
 Ties: all rows at one score enter the ranking together (one point on the curve). For ``@k`` cuts
 that fall inside a tie group, the group counts at its expected value under a random order of
@@ -27,8 +27,8 @@ from typing import NamedTuple
 import numpy as np
 from numpy.typing import NDArray
 
-from evalserve.core._search import bisect_left
-from evalserve.core.binary._ranked import Hits, Ranked
+from evalserve.core._inner import inner
+from evalserve.core.binary._sweep import Sweep
 
 __all__ = ["PrAreas", "head_counts", "pr_areas"]
 
@@ -42,41 +42,46 @@ class PrAreas(NamedTuple):
     ap_all_point: float
 
 
-def pr_areas(positives: float, hit: Hits) -> PrAreas:
+def pr_areas(sweep: Sweep) -> PrAreas:
     """The four PR areas of one ranking, from its hits."""
-    precision = hit.tps / (hit.tps + hit.fps)
+    positives = sweep.n_positive
+    precision = sweep.tps / (sweep.tps + sweep.fps)
     envelope = np.maximum.accumulate(precision[::-1])[::-1]  # max precision at recall >= here
     # recall >= i/10  <=>  10 TP >= i P: compared exactly, not in rounded fractions
-    first = np.searchsorted(10 * hit.tps, np.arange(11) * positives, side="left")
+    first = np.searchsorted(10 * sweep.tps, np.arange(11) * positives, side="left")
     return PrAreas(
-        average_precision=float(np.dot(hit.pos, precision)) / positives,
-        pr_auc_trapezoid=_trapezoid(positives, hit, precision),
-        ap_11_point=float(envelope[first[first < hit.tps.size]].sum()) / 11,
-        ap_all_point=float(np.dot(hit.pos, envelope)) / positives,
+        average_precision=inner(sweep.pos, precision) / positives,
+        pr_auc_trapezoid=_trapezoid(sweep, precision),
+        ap_11_point=float(envelope[first[first < sweep.size]].sum()) / 11,
+        ap_all_point=inner(sweep.pos, envelope) / positives,
     )
 
 
-def _trapezoid(positives: float, hit: Hits, precision: Floats) -> float:
+def _trapezoid(sweep: Sweep, precision: Floats) -> float:
     """Trapezoids over the PR points from (0, 1) on.
 
     Recall only moves on a hit, so only the segment that ends on each hit has width. It starts
     at the point just above the hit's threshold: the previous hits' TP over all mass strictly
     above the threshold; with no mass above, that point is the start (R=0, P=1).
     """
-    width = np.diff(hit.tps, prepend=0.0) / positives
-    previous_tp = hit.tps - hit.pos
-    above = previous_tp + hit.fps - hit.neg
-    before = np.divide(previous_tp, above, out=np.ones_like(previous_tp), where=above > 0)
-    return float(np.dot(width, (before + precision) / 2))
+    width = np.diff(sweep.tps, prepend=0.0) / sweep.n_positive
+    above = sweep.tps_above + sweep.fps_above
+    before = np.divide(sweep.tps_above, above, out=np.ones_like(above), where=above > 0)
+    return inner(width, (before + precision) / 2)
 
 
-def head_counts(ranked: Ranked, k: float) -> float:
-    """Expected positive mass among the top ``k`` units of mass (ties at the cut pro rata)."""
-    tps, fps = ranked.tps, ranked.fps
-    cut = int(bisect_left(lambda i: tps[i] + fps[i], ranked.size, k))
-    if cut >= ranked.size:
-        return ranked.positives
-    above_mass = float(tps[cut - 1] + fps[cut - 1]) if cut else 0.0
-    above_pos = float(ranked.tps[cut - 1]) if cut else 0.0
-    group = float(ranked.pos[cut] + ranked.neg[cut])
-    return above_pos + (k - above_mass) / group * float(ranked.pos[cut])
+def head_counts(sweep: Sweep, k: float) -> float:
+    """Expected positive mass among the top ``k`` units of mass (ties at the cut pro rata).
+
+    The cut falls in the first group of tied rows (from the top) that reaches ``k``: a hit's
+    group, or a group of negatives only between two hits, whose positives above are the
+    previous hit's TP."""
+    first = int(np.searchsorted(sweep.tps + sweep.fps, k, side="left"))
+    if first >= sweep.size:
+        return sweep.n_positive
+    above_pos = float(sweep.tps_above[first])
+    above_mass = above_pos + float(sweep.fps_above[first])
+    if above_mass >= k:  # reached by negatives above this hit
+        return above_pos
+    group = float(sweep.pos[first] + sweep.neg[first])
+    return above_pos + (k - above_mass) / group * float(sweep.pos[first])

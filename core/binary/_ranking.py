@@ -14,7 +14,8 @@ from __future__ import annotations
 import numpy as np
 from numpy.typing import NDArray
 
-from evalserve.core.binary._ranked import Hits, Ranked
+from evalserve.core._inner import inner
+from evalserve.core.binary._sweep import Sweep
 
 __all__ = [
     "auc_pairs",
@@ -32,44 +33,49 @@ TIE_TOLERANCE = 1e-12
 Floats = NDArray[np.float64]
 
 
-def roc_auc(ranked: Ranked, hit: Hits) -> float:
+def roc_auc(sweep: Sweep) -> float:
     """P(score of a random positive > that of a random negative) + half P(tie).
 
     Each negative counts every positive strictly above it, and half of those tied with it. The
     caller makes sure both classes are present.
     """
-    return auc_pairs(ranked.negatives, hit) / (ranked.positives * ranked.negatives)
+    return auc_pairs(sweep) / (sweep.n_positive * sweep.n_negative)
 
 
-def auc_pairs(negatives: float, hit: Hits) -> float:
+def auc_pairs(sweep: Sweep) -> float:
     """Positive-negative pairs ranked right, ties counting half: each positive beats the
     negatives strictly below its threshold (N - FP) and ties with those at it."""
-    below = negatives - hit.fps
-    return float(np.dot(hit.pos, below)) + 0.5 * float(np.dot(hit.pos, hit.neg))
+    below = sweep.n_negative - sweep.fps
+    return inner(sweep.pos, below) + 0.5 * inner(sweep.pos, sweep.neg)
 
 
-def partial_roc_auc(ranked: Ranked, max_fpr: float) -> float:
+def partial_roc_auc(sweep: Sweep, max_fpr: float) -> float:
     """McClish-standardized area of the ROC curve over FPR in [0, max_fpr].
 
     As scikit-learn: the curve is cut at max_fpr with a linearly interpolated point, and the
     area A is mapped to 0.5 * (1 + (A - m^2/2) / (m - m^2/2)), so 0.5 is chance and 1 is
-    perfect. Only the prefix of the curve up to the first point past max_fpr is built.
+    perfect. Before each hit the curve runs flat (at the previous hit's TP) and through the
+    hit's ties it runs diagonally; only the hits whose flat run starts below max_fpr count:
+    those whose diagonal starts there, and the next one.
     """
-    # The first threshold whose FPR exceeds max_fpr (the last one when max_fpr = 1).
-    past = min(
-        int(np.searchsorted(ranked.fps, max_fpr * ranked.negatives, side="right")),
-        ranked.size - 1,
+    positives, negatives = sweep.n_positive, sweep.n_negative
+    limit = max_fpr * negatives
+    hits = min(int(np.searchsorted(sweep.fps_above, limit, side="right")) + 1, sweep.size)
+    fps, fps_above = sweep.fps[:hits], sweep.fps_above[:hits]
+    tps, tps_above = sweep.tps[:hits], sweep.tps_above[:hits]
+    flat_start = np.empty(hits)
+    flat_start[:1] = 0.0
+    flat_start[1:] = fps[:-1]
+    area = inner(np.maximum(np.minimum(fps_above, limit) - flat_start, 0.0), tps_above)
+    # Diagonals, the last one cut at the limit with its interpolated TP.
+    width = np.maximum(np.minimum(fps, limit) - fps_above, 0.0)
+    rise = np.divide(
+        (tps - tps_above) * width, fps - fps_above, out=tps - tps_above, where=fps > fps_above
     )
-    fpr = np.concatenate(([0.0], ranked.fps[: past + 1] / ranked.negatives))
-    tpr = np.concatenate(([0.0], ranked.tps[: past + 1] / ranked.positives))
-    if max_fpr == 1:
-        return float(np.trapezoid(tpr, fpr))
-    stop = int(np.searchsorted(fpr, max_fpr, side="right"))
-    x_interp = (fpr[stop - 1], fpr[stop])
-    y_interp = (tpr[stop - 1], tpr[stop])
-    cut_tpr = np.append(tpr[:stop], np.interp(max_fpr, x_interp, y_interp))
-    cut_fpr = np.append(fpr[:stop], max_fpr)
-    area = float(np.trapezoid(cut_tpr, cut_fpr))
+    area += inner(width, tps_above + 0.5 * rise)
+    if hits == sweep.size:  # the flat run after the lowest hit
+        area += max(limit - (float(fps[-1]) if hits else 0.0), 0.0) * positives
+    area /= positives * negatives
     min_area = 0.5 * max_fpr**2
     return 0.5 * (1 + (area - min_area) / (max_fpr - min_area))
 
@@ -81,39 +87,50 @@ def first_max(values: Floats) -> int:
     return int(np.argmax(values >= best - TIE_TOLERANCE * abs(best)))
 
 
-def ks_and_youden(ranked: Ranked, hit: Hits) -> tuple[float, float, float]:
+def ks_and_youden(sweep: Sweep) -> tuple[float, float, float]:
     """(KS statistic, its threshold, Youden-optimal threshold).
 
     KS is max |TPR - FPR| (the largest vertical distance between the ROC curve and the
     diagonal), equal to the two-sample KS statistic of the class-wise scores
     (``scipy.stats.ks_2samp``); Youden's J = TPR - FPR is maximized without the absolute value.
     TPR - FPR rises only at hits and falls only along runs of negatives, so its maximum is at a
-    hit and its minimum at the end of such a run: just before a hit, or the last threshold.
-    Only those candidates are evaluated, as TP N - FP P: exact for counts below
-    2^53 / max(P, N), so ties in exact arithmetic stay ties.
+    hit and its minimum at the end of such a run: just before a hit, or the lowest score (where
+    it is 0). Only those candidates are evaluated, as TP N - FP P: exact for counts below
+    2^53 / max(P, N), so ties in exact arithmetic stay ties. Candidates are taken in
+    descending threshold order (before hit 0, hit 0, before hit 1, ...): ties go to the
+    highest threshold.
     """
-    positives, negatives = ranked.positives, ranked.negatives
-    # Hit indices ascend strictly, so (i0 - 1, i0, i1 - 1, i1, ..., last) is already sorted:
-    # interleave instead of sorting, then drop -1 and repeats (i - 1 equal to the previous hit).
-    candidates = np.empty(2 * hit.index.size + 1, dtype=np.int64)
-    np.subtract(hit.index, 1, out=candidates[0:-1:2])
-    candidates[1::2] = hit.index
-    candidates[-1] = ranked.size - 1
-    keep = np.empty(candidates.size, dtype=np.bool_)
-    keep[0] = candidates[0] >= 0
-    np.greater(candidates[1:], candidates[:-1], out=keep[1:])
-    candidates = candidates[keep]
-    gap = ranked.tps[candidates] * negatives - ranked.fps[candidates] * positives
-    distance = np.abs(gap)
+    positives, negatives = sweep.n_positive, sweep.n_negative
+    at_hit = sweep.tps * negatives - sweep.fps * positives
+    before = sweep.tps_above * negatives - sweep.fps_above * positives
+    distance = np.abs(at_hit)
+    distance_before = np.abs(before)
+    # Nothing lies above the top score: the point before it is the start, not a candidate.
+    if not np.isfinite(sweep.above_threshold(0)):
+        before[0] = distance_before[0] = -np.inf
+    statistic = max(float(distance.max()), float(distance_before.max()), 0.0)
     return (
-        float(distance.max()) / (positives * negatives),
-        float(ranked.thresholds[candidates[first_max(distance)]]),
-        float(ranked.thresholds[candidates[first_max(gap)]]),
+        statistic / (positives * negatives),
+        _first_at_max(sweep, distance_before, distance, statistic),
+        _first_at_max(sweep, before, at_hit, max(float(at_hit.max()), float(before.max()))),
     )
 
 
-def f1_optimal_threshold(positives: float, hit: Hits) -> float:
+def _first_at_max(sweep: Sweep, before: Floats, at_hit: Floats, best: float) -> float:
+    """The threshold of the first candidate (before hit 0, hit 0, before hit 1, ..., the
+    lowest score, whose value is 0) that ties with ``best`` (within ``TIE_TOLERANCE``)."""
+    floor = best - TIE_TOLERANCE * abs(best)
+    first_before = int(np.argmax(before >= floor)) if (before >= floor).any() else sweep.size
+    first_hit = int(np.argmax(at_hit >= floor)) if (at_hit >= floor).any() else sweep.size
+    if first_before <= first_hit and first_before < sweep.size:
+        return sweep.above_threshold(first_before)
+    if first_hit < sweep.size:
+        return float(sweep.thresholds[first_hit])
+    return sweep.lowest()
+
+
+def f1_optimal_threshold(sweep: Sweep) -> float:
     """Threshold maximizing F1 = 2 TP / (TP + FP + P). Adding negatives only lowers F1, so the
     maximum is at a threshold that adds positives; the highest one on ties."""
-    f1 = hit.tps / (hit.tps + hit.fps + positives)
-    return float(hit.thresholds[first_max(f1)])
+    f1 = sweep.tps / (sweep.tps + sweep.fps + sweep.n_positive)
+    return float(sweep.thresholds[first_max(f1)])

@@ -20,7 +20,9 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import NDArray
 
-__all__ = ["BinaryStats"]
+from evalserve.core.binary._classes import ClassScores, classes_of_rows
+
+__all__ = ["BinaryStats", "union"]
 
 Floats = NDArray[np.float64]
 Bools = NDArray[np.bool_]
@@ -49,23 +51,21 @@ class BinaryStats:
     def from_arrays(
         cls, y_true: Bools, y_score: Floats, sample_weight: Floats | None = None
     ) -> BinaryStats:
-        """Build the statistic from validated arrays (bool labels, finite float64 scores).
+        """Build the statistic from validated arrays (bool labels, finite float64 scores)."""
+        positives, negatives = classes_of_rows(y_true, y_score, sample_weight)
+        return cls.of_classes(positives, negatives, int(y_true.size), sample_weight is not None)
 
-        Each class is sorted on its own: the two sorts cost about one sort of all rows, and no
-        label has to travel with the scores through the sort.
-        """
-        negative = ~y_true
-        if sample_weight is None:
-            pos_scores, pos_mass = _histogram(y_score[y_true])
-            neg_scores, neg_mass = _histogram(y_score[negative])
-        else:
-            pos_scores, pos_mass = _weighted_histogram(y_score[y_true], sample_weight[y_true])
-            neg_scores, neg_mass = _weighted_histogram(y_score[negative], sample_weight[negative])
-        scores, pos, neg = _union(
-            (pos_scores, pos_mass, np.zeros_like(pos_mass)),
-            (neg_scores, np.zeros_like(neg_mass), neg_mass),
+    @classmethod
+    def of_classes(
+        cls, positives: ClassScores, negatives: ClassScores, n_rows: int, weighted: bool
+    ) -> BinaryStats:
+        """The statistic of two classes' scores."""
+        pos_mass, neg_mass = positives.masses(), negatives.masses()
+        scores, pos, neg = union(
+            (positives.scores, pos_mass, np.zeros_like(pos_mass)),
+            (negatives.scores, np.zeros_like(neg_mass), neg_mass),
         )
-        return _drop_empty(cls(scores, pos, neg, int(y_true.size), sample_weight is not None))
+        return cls(scores, pos, neg, n_rows, weighted)
 
     def update(
         self, y_true: Bools, y_score: Floats, sample_weight: Floats | None = None
@@ -79,7 +79,7 @@ class BinaryStats:
             return self
         if self.scores.size == 0 and self.n_rows == 0:
             return other
-        scores, pos, neg = _union(
+        scores, pos, neg = union(
             (self.scores, self.pos, self.neg), (other.scores, other.pos, other.neg)
         )
         return BinaryStats(
@@ -91,47 +91,10 @@ class BinaryStats:
         return int(self.scores.size)
 
 
-def _run_starts(ordered: Floats) -> NDArray[np.intp]:
-    """Where each run of equal values begins in a sorted array."""
-    new_value = np.empty(ordered.size, dtype=np.bool_)
-    new_value[:1] = True
-    np.not_equal(ordered[1:], ordered[:-1], out=new_value[1:])
-    return np.flatnonzero(new_value)
-
-
-def _histogram(values: Floats) -> tuple[Floats, Floats]:
-    """Distinct values (ascending) and how often each occurs."""
-    if values.size == 0:
-        return np.empty(0), np.empty(0)
-    values.sort()  # ``values`` is a fresh copy made by boolean indexing
-    starts = _run_starts(values)
-    counts = np.empty(starts.size, dtype=np.float64)
-    np.subtract(starts[1:], starts[:-1], out=counts[:-1])
-    counts[-1] = values.size - starts[-1]
-    return values[starts], counts
-
-
-def _weighted_histogram(values: Floats, weights: Floats) -> tuple[Floats, Floats]:
-    """Distinct values (ascending) and the total weight at each.
-
-    Scores and weights travel together as one complex number (score + i weight): numpy sorts
-    complex numbers by real part first, so one direct sort replaces an argsort and two gathers.
-    """
-    if values.size == 0:
-        return np.empty(0), np.empty(0)
-    pairs = np.empty(values.size, dtype=np.complex128)
-    pairs.real = values
-    pairs.imag = weights
-    pairs.sort()
-    ordered = pairs.real
-    starts = _run_starts(ordered)
-    return ordered[starts], np.add.reduceat(pairs.imag, starts)
-
-
 Part = tuple[Floats, Floats, Floats]  # distinct scores (ascending), positive mass, negative mass
 
 
-def _union(first: Part, second: Part) -> Part:
+def union(first: Part, second: Part) -> Part:
     """Merge two distinct-score sets, adding the masses at scores present in both.
 
     The smaller set is inserted into the larger one: a binary search per inserted score and two
@@ -165,16 +128,4 @@ def _union(first: Part, second: Part) -> Part:
         interleave(large_scores, small_scores),
         interleave(columns[0], small[1]),
         interleave(columns[1], small[2]),
-    )
-
-
-def _drop_empty(stats: BinaryStats) -> BinaryStats:
-    """Remove distinct scores whose rows all had weight zero."""
-    if not stats.weighted:
-        return stats
-    occupied = (stats.pos > 0) | (stats.neg > 0)
-    if occupied.all():
-        return stats
-    return BinaryStats(
-        stats.scores[occupied], stats.pos[occupied], stats.neg[occupied], stats.n_rows, True
     )

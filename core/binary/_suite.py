@@ -1,22 +1,22 @@
-"""Every binary metric, derived from one ``BinaryStats``: ``BinaryStats.update`` accumulates,
-``compute`` here turns the statistic into numbers (the torchmetrics ``_update``/``_compute``
-split). Each step is a few linear passes over the distinct scores; the only sorts happen while
-the statistic is built."""
+"""Every binary metric, derived from one ``Sweep`` of the two classes' scores (built from rows,
+or from the mergeable ``BinaryStats`` that ``update`` accumulates): ``compute`` turns it into
+numbers (the torchmetrics ``_update``/``_compute`` split). The only sorts happen while each
+class's scores are built; after them the work is linear in the hits, plus a few passes over the
+negatives' scores for the probability metrics."""
 
 from __future__ import annotations
 
 import numpy as np
 from numpy.typing import NDArray
 
-from evalserve.core._curves import sample_along
 from evalserve.core._options import Options
 from evalserve.core._result import MetricSink
 from evalserve.core.binary._bootstrap import bootstrap_intervals
 from evalserve.core.binary._calibration import calibration_metrics
 from evalserve.core.binary._delong import placements
 from evalserve.core.binary._intervals import auc_interval, wilson_intervals
+from evalserve.core.binary._points import curve_points
 from evalserve.core.binary._precision_recall import head_counts, pr_areas
-from evalserve.core.binary._ranked import Hits, Ranked, hits, rank
 from evalserve.core.binary._ranking import (
     f1_optimal_threshold,
     ks_and_youden,
@@ -24,6 +24,7 @@ from evalserve.core.binary._ranking import (
     roc_auc,
 )
 from evalserve.core.binary._stats import BinaryStats
+from evalserve.core.binary._sweep import Sweep
 from evalserve.core.binary._threshold import NO_NEGATIVES, NO_POSITIVES, confusion_metrics
 
 __all__ = ["RANKING_METRICS", "compute", "head_metric_names"]
@@ -54,67 +55,72 @@ def head_metric_names(k: float) -> tuple[str, str]:
 
 
 def compute(
-    stats: BinaryStats, options: Options, *, predictions: BinaryStats | None = None
+    sweep: Sweep, options: Options, *, n_rows: int, predictions: Sweep | None = None
 ) -> tuple[MetricSink, Curves]:
-    """All binary metrics and curves. ``predictions`` (the statistic of hard 0/1 predictions)
-    replaces the threshold rule for the confusion counts when the caller sent them."""
+    """All binary metrics and curves of ``n_rows`` rows. ``predictions`` (the sweep of hard 0/1
+    predictions) replaces the threshold rule for the confusion counts when the caller sent
+    them."""
     sink = MetricSink()
-    sink.set("n_samples", stats.n_rows)
-    ranked = rank(stats)
+    sink.set("n_samples", n_rows)
     if predictions is None:
-        tp, fp = ranked.counts_at(options.threshold)
+        tp, fp = sweep.counts_at(options.threshold)
     else:
-        tp, fp = rank(predictions).counts_at(0.5)
-    tn, fn = ranked.negatives - fp, ranked.positives - tp
+        tp, fp = predictions.counts_at(0.5)
+    positives, negatives = sweep.n_positive, sweep.n_negative
+    tn, fn = negatives - fp, positives - tp
     confusion_metrics(sink, tp, fp, tn, fn, beta=options.beta)
     wilson_intervals(sink.intervals, sink, (tp, fp, tn, fn), options.confidence_level)
-    hit = hits(ranked)
     curves: Curves = {}
-    if ranked.positives == 0 or ranked.negatives == 0:
-        reason = NO_POSITIVES if ranked.positives == 0 else NO_NEGATIVES
+    if positives == 0 or negatives == 0:
+        reason = NO_POSITIVES if positives == 0 else NO_NEGATIVES
         reason = f"only one class is present: {reason}"
         for name in RANKING_METRICS:
             if name != "roc_auc_partial" or options.max_fpr is not None:
                 sink.undefine(name, reason)
         sink.warn(f"ranking metrics are undefined: {reason}")
     else:
-        curves = _ranking_metrics(sink, ranked, hit, options)
-        _ranking_intervals(sink, stats, options, (tp, fp))
-    _head_metrics(sink, ranked, options)
-    if ranked.size:
-        calibration_metrics(sink, ranked, hit, bins=options.calibration_bins)
+        curves = _ranking_metrics(sink, sweep, options)
+        _ranking_intervals(sink, sweep, options, (tp, fp), n_rows)
+    _head_metrics(sink, sweep, options)
+    if positives + negatives > 0:
+        calibration_metrics(sink, sweep, bins=options.calibration_bins)
     return sink, curves
 
 
-def _ranking_metrics(sink: MetricSink, ranked: Ranked, hit: Hits, options: Options) -> Curves:
-    sink.set("roc_auc", roc_auc(ranked, hit))
+def _ranking_metrics(sink: MetricSink, sweep: Sweep, options: Options) -> Curves:
+    sink.set("roc_auc", roc_auc(sweep))
     if options.max_fpr is not None:
-        sink.set("roc_auc_partial", partial_roc_auc(ranked, options.max_fpr))
-    areas = pr_areas(ranked.positives, hit)
+        sink.set("roc_auc_partial", partial_roc_auc(sweep, options.max_fpr))
+    areas = pr_areas(sweep)
     for name, value in areas._asdict().items():
         sink.set(name, value)
     # Break-even point as R-precision: precision at k = P, where precision equals recall.
-    sink.set("break_even_point", head_counts(ranked, ranked.positives) / ranked.positives)
-    statistic, ks_threshold, youden_threshold = ks_and_youden(ranked, hit)
+    positives = sweep.n_positive
+    sink.set("break_even_point", head_counts(sweep, positives) / positives)
+    statistic, ks_threshold, youden_threshold = ks_and_youden(sweep)
     sink.set("ks_statistic", statistic)
     sink.set("ks_threshold", ks_threshold)
     sink.set("optimal_threshold_youden", youden_threshold)
-    sink.set("optimal_threshold_f1", f1_optimal_threshold(ranked.positives, hit))
+    sink.set("optimal_threshold_f1", f1_optimal_threshold(sweep))
     if options.max_curve_points == 0:
         return {}
-    return _curves(ranked, options.max_curve_points)
+    return _curves(sweep, options.max_curve_points)
 
 
 def _ranking_intervals(
-    sink: MetricSink, stats: BinaryStats, options: Options, confusion: tuple[float, float]
+    sink: MetricSink,
+    sweep: Sweep,
+    options: Options,
+    confusion: tuple[float, float],
+    n_rows: int,
 ) -> None:
     """DeLong's interval of the AUC and the bootstrap intervals (both classes present)."""
-    interval = auc_interval(placements(stats), options.confidence_level, options.auc_interval)
+    interval = auc_interval(placements(sweep), options.confidence_level, options.auc_interval)
     if isinstance(interval, str):
         sink.warn(f"no interval for roc_auc: {interval}")
     else:
         sink.intervals["roc_auc"] = interval
-    if options.bootstrap_replicates and min(stats.pos.sum(), stats.neg.sum()) < 2:
+    if options.bootstrap_replicates and min(sweep.n_positive, sweep.n_negative) < 2:
         sink.warn(
             "no bootstrap intervals: the bootstrap needs at least 2 positives and 2 negatives"
             " (in units of sample weight)"
@@ -123,7 +129,12 @@ def _ranking_intervals(
         exact = {name: value for name, value in sink.metrics.items() if value is not None}
         sink.intervals.update(
             bootstrap_intervals(
-                stats,
+                BinaryStats.of_classes(
+                    sweep.positives,
+                    sweep.negatives,
+                    n_rows,
+                    weighted=sweep.positives.mass is not None or sweep.negatives.mass is not None,
+                ),
                 exact,
                 confusion,
                 replicates=options.bootstrap_replicates,
@@ -133,22 +144,15 @@ def _ranking_intervals(
         )
 
 
-def _curves(ranked: Ranked, max_points: int) -> Curves:
-    """ROC and PR points at the same thresholds, sampled along the sweep, each curve led by its
+def _curves(sweep: Sweep, max_points: int) -> Curves:
+    """ROC and PR points at the same thresholds, sampled along the curve, each curve led by its
     start point (threshold +inf): ROC (0, 0), PR (recall 0, precision 1)."""
-    tps_all, fps_all = ranked.tps, ranked.fps
-    positives, negatives = ranked.positives, ranked.negatives
-    # The ROC curve's L1 arc length scaled by P N: strictly increasing, as every threshold
-    # holds some mass.
-    kept = sample_along(
-        lambda i: tps_all[i] * negatives + fps_all[i] * positives, ranked.size, max_points - 1
-    )
-    tps, fps = ranked.tps[kept], ranked.fps[kept]
-    thresholds = np.concatenate(([np.inf], ranked.thresholds[kept]))
-    recall = np.concatenate(([0.0], tps / ranked.positives))
+    kept_thresholds, tps, fps = curve_points(sweep, max_points - 1)
+    thresholds = np.concatenate(([np.inf], kept_thresholds))
+    recall = np.concatenate(([0.0], tps / sweep.n_positive))
     return {
         "roc": {
-            "fpr": np.concatenate(([0.0], fps / ranked.negatives)),
+            "fpr": np.concatenate(([0.0], fps / sweep.n_negative)),
             "tpr": recall,
             "thresholds": thresholds,
         },
@@ -160,14 +164,14 @@ def _curves(ranked: Ranked, max_points: int) -> Curves:
     }
 
 
-def _head_metrics(sink: MetricSink, ranked: Ranked, options: Options) -> None:
-    total = ranked.positives + ranked.negatives
+def _head_metrics(sink: MetricSink, sweep: Sweep, options: Options) -> None:
+    total = sweep.n_positive + sweep.n_negative
     for k in options.head_k:
         precision_name, recall_name = head_metric_names(k)
         cut = k
         if k > total:
             sink.warn(f"head_k {k:g} exceeds the total sample weight {total:g}; capped at it")
             cut = total
-        found = head_counts(ranked, cut)
+        found = head_counts(sweep, cut)
         sink.set(precision_name, found / cut)
-        sink.ratio(recall_name, found, ranked.positives, NO_POSITIVES)
+        sink.ratio(recall_name, found, sweep.n_positive, NO_POSITIVES)

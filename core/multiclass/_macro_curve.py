@@ -26,7 +26,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from evalserve.core._curves import sample_along
-from evalserve.core.binary._ranked import Ranked
+from evalserve.core.binary._sweep import Sweep
 
 __all__ = ["ClassCurve", "class_curve", "macro_roc_curve", "vertical_average"]
 
@@ -34,11 +34,11 @@ Floats = NDArray[np.float64]
 ClassCurve = tuple[Floats, Floats]  # (fpr, tpr), both non-decreasing, from (0, 0) to (1, 1)
 
 
-def class_curve(ranked: Ranked) -> ClassCurve:
-    """The ROC points of one class, threshold by threshold from the top, led by (0, 0)."""
-    fpr = np.concatenate(([0.0], ranked.fps / ranked.negatives))
-    tpr = np.concatenate(([0.0], ranked.tps / ranked.positives))
-    return fpr, tpr
+def class_curve(sweep: Sweep) -> ClassCurve:
+    """The ROC curve of one class from (0, 0) to (1, 1), as the corners of its polyline (the
+    points between corners lie on straight segments and add nothing)."""
+    fps, tps = sweep.roc_corners()
+    return fps / sweep.n_negative, tps / sweep.n_positive
 
 
 def _ends(curve: ClassCurve, at: Floats) -> tuple[Floats, Floats]:

@@ -20,9 +20,9 @@ from evalserve.core._result import MetricSink
 from evalserve.core.binary._delong import placements
 from evalserve.core.binary._intervals import auc_interval
 from evalserve.core.binary._precision_recall import pr_areas
-from evalserve.core.binary._ranked import Ranked, hits, rank
 from evalserve.core.binary._ranking import ks_and_youden, roc_auc
 from evalserve.core.binary._stats import BinaryStats
+from evalserve.core.binary._sweep import Sweep, sweep_of
 from evalserve.core.multiclass._confusion import (
     ABSENT,
     NEITHER,
@@ -46,7 +46,7 @@ class ClassRanking:
 
     values: dict[str, float | None]
     reason: str | None = None
-    ranked: Ranked | None = None
+    sweep: Sweep | None = None
     interval: dict[str, Any] | None = None
     interval_reason: str | None = None
     undefined: dict[str, str] = field(default_factory=dict)
@@ -59,17 +59,16 @@ def class_ranking(stats: BinaryStats, options: Options) -> ClassRanking:
         return ClassRanking(
             dict.fromkeys(RANKING), reason, undefined=dict.fromkeys(RANKING, reason)
         )
-    ranked = rank(stats)
-    hit = hits(ranked)
+    sweep = sweep_of(stats)
     values: dict[str, float | None] = {
-        "roc_auc": roc_auc(ranked, hit),
-        "average_precision": pr_areas(ranked.positives, hit).average_precision,
-        "ks_statistic": ks_and_youden(ranked, hit)[0],
+        "roc_auc": roc_auc(sweep),
+        "average_precision": pr_areas(sweep).average_precision,
+        "ks_statistic": ks_and_youden(sweep)[0],
     }
-    interval = auc_interval(placements(stats), options.confidence_level, options.auc_interval)
+    interval = auc_interval(placements(sweep), options.confidence_level, options.auc_interval)
     if isinstance(interval, str):
-        return ClassRanking(values, ranked=ranked, interval_reason=interval)
-    return ClassRanking(values, ranked=ranked, interval=interval)
+        return ClassRanking(values, sweep=sweep, interval_reason=interval)
+    return ClassRanking(values, sweep=sweep, interval=interval)
 
 
 def ranking_averages(

@@ -119,7 +119,7 @@ def _curves(
             "shape": np.array([n_classes, n_classes], dtype=np.float64),
         }
     }
-    averaged = [class_curve(r.ranked) for r in rankings if r.ranked is not None]
+    averaged = [class_curve(r.sweep) for r in rankings if r.sweep is not None]
     if averaged:
         curves["roc_macro"] = macro_roc_curve(averaged, max_points)
     return curves

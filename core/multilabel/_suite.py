@@ -15,9 +15,8 @@ from numpy.typing import NDArray
 from evalserve.core._options import Options
 from evalserve.core._result import MetricSink, TaskOutput
 from evalserve.core.binary._precision_recall import pr_areas
-from evalserve.core.binary._ranked import hits, rank
 from evalserve.core.binary._ranking import roc_auc
-from evalserve.core.binary._stats import BinaryStats
+from evalserve.core.binary._sweep import sweep_of_rows
 from evalserve.core.binary._threshold import NO_NEGATIVES, NO_POSITIVES
 from evalserve.core.multilabel._catalog import CONVENTIONS
 from evalserve.core.multilabel._inputs import MultilabelInputs, multilabel_inputs
@@ -107,17 +106,16 @@ def _micro_ranking(rows: MultilabelInputs) -> dict[str, float | str]:
     own code; a string is the reason a value is undefined."""
     n_labels = rows.labels.shape[1]
     weights = None if rows.weights is None else np.repeat(rows.weights, n_labels)
-    cells = rank(BinaryStats.from_arrays(rows.labels.ravel(), rows.scores.ravel(), weights))
-    cell_hits = hits(cells)
-    positives, negatives = cells.positives, cells.negatives
+    cells = sweep_of_rows(rows.labels.ravel(), rows.scores.ravel(), weights)
+    positives, negatives = cells.n_positive, cells.n_negative
     micro: dict[str, float | str] = {}
     if positives > 0 and negatives > 0:
-        micro["roc_auc"] = min(1.0, roc_auc(cells, cell_hits))
+        micro["roc_auc"] = min(1.0, roc_auc(cells))
     else:
         reason = NO_POSITIVES if positives == 0 else NO_NEGATIVES
         micro["roc_auc"] = f"{ONE_CLASS}{reason} in any label cell"
     if positives > 0:
-        micro["average_precision"] = min(1.0, pr_areas(positives, cell_hits).average_precision)
+        micro["average_precision"] = min(1.0, pr_areas(cells).average_precision)
     else:
         micro["average_precision"] = f"{NO_POSITIVES} in any label cell"
     return micro

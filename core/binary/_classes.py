@@ -1,0 +1,127 @@
+"""One class's scores: distinct, ascending, each with the mass (count or total weight) there.
+
+A class's scores are *canonical*: distinct, ascending, each with positive mass; the mass is
+``None`` exactly when every score holds one unit (unweighted rows, no ties: the common case of
+continuous scores, where the mass below position ``i`` is ``i`` itself, and the sorted rows are
+the distinct scores with nothing more to build). Rows and the mergeable statistic
+(``BinaryStats``) arrive at the same ``ClassScores`` for the same rows, so whatever is computed
+from them is computed with the same arithmetic: bit for bit with counts or integer weights.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+from numpy.typing import NDArray
+
+__all__ = ["ClassScores", "class_scores", "classes_of_rows"]
+
+Floats = NDArray[np.float64]
+Indices = NDArray[np.intp]
+Bools = NDArray[np.bool_]
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class ClassScores:
+    """One class's distinct scores (ascending) and the mass at each.
+
+    ``mass`` is None when every score holds exactly one unit. ``from_top[j]`` is the mass of
+    the ``j`` highest scores (``size + 1`` entries; None with unit mass, where it is ``j``):
+    summed from the top, so the small masses near the top of a curve (its first FPRs) carry
+    no rounding of the bulk below them.
+    """
+
+    scores: Floats
+    mass: Floats | None
+    from_top: Floats | None
+    total: float
+
+    @property
+    def size(self) -> int:
+        return int(self.scores.size)
+
+    def masses(self) -> Floats:
+        """The mass at each score, ones included."""
+        return np.ones(self.scores.size) if self.mass is None else self.mass
+
+    def mass_at_or_above(self, index: Indices) -> Floats:
+        """The mass of the scores from position ``index`` up."""
+        if self.from_top is None:
+            return np.subtract(self.size, index, dtype=np.float64)
+        return self.from_top[self.size - index]
+
+
+EMPTY = np.empty(0, dtype=np.float64)
+
+
+def class_scores(scores: Floats, mass: Floats | None) -> ClassScores:
+    """From distinct ascending scores and their masses; scores of mass zero are dropped (rows of
+    weight zero leave no trace) and all-ones masses become ``None``."""
+    if mass is not None:
+        if scores.size and not mass.all():
+            held = mass != 0
+            scores, mass = scores[held], mass[held]
+        if bool((mass == 1.0).all()):
+            mass = None
+    if mass is None:
+        return ClassScores(scores, None, None, float(scores.size))
+    from_top = np.empty(mass.size + 1, dtype=np.float64)
+    from_top[0] = 0.0
+    np.cumsum(mass[::-1], out=from_top[1:])
+    return ClassScores(scores, mass, from_top, float(from_top[-1]))
+
+
+def classes_of_rows(
+    labels: Bools, scores: Floats, weights: Floats | None
+) -> tuple[ClassScores, ClassScores]:
+    """The positives' and the negatives' ``ClassScores`` of validated rows (bool labels,
+    finite scores, optional non-negative weights). Each class is sorted on its own: the two
+    sorts cost about one sort of all rows, and no label travels through the sort."""
+    negative = ~labels
+    if weights is None:
+        return _unweighted(scores[labels]), _unweighted(scores[negative])
+    return _weighted(scores, weights, labels), _weighted(scores, weights, negative)
+
+
+def _unweighted(scores: Floats) -> ClassScores:
+    """From one class's scores, a fresh copy (sorted in place)."""
+    if scores.size == 0:
+        return class_scores(EMPTY, None)
+    scores.sort()
+    starts = _run_starts(scores)
+    if starts is None:  # no ties: the sorted rows are the distinct scores
+        return class_scores(scores, None)
+    counts = np.empty(starts.size, dtype=np.float64)
+    np.subtract(starts[1:], starts[:-1], out=counts[:-1])
+    counts[-1] = scores.size - starts[-1]
+    return class_scores(scores[starts], counts)
+
+
+def _weighted(scores: Floats, weights: Floats, rows: Bools) -> ClassScores:
+    """From the scores and weights of the ``rows`` of one class: one argsort of the class's
+    scores orders both columns (an argsort is the floor a weighted evaluation is measured
+    against; numpy's is vectorized where the CPU allows)."""
+    column = scores[rows]
+    if column.size == 0:
+        return class_scores(EMPTY, None)
+    order = np.argsort(column)
+    # take without bounds checks (the order is a permutation): a quarter faster than indexing.
+    ordered = np.take(column, order, mode="clip")
+    column = weights[rows]
+    mass = np.take(column, order, mode="clip")
+    del column, order
+    starts = _run_starts(ordered)
+    if starts is None:
+        return class_scores(ordered, mass)
+    return class_scores(ordered[starts], np.add.reduceat(mass, starts))
+
+
+def _run_starts(ordered: Floats) -> Indices | None:
+    """Where each run of equal values begins in a sorted array; None when there are no ties."""
+    new_value = np.empty(ordered.size, dtype=np.bool_)
+    new_value[0] = True
+    np.not_equal(ordered[1:], ordered[:-1], out=new_value[1:])
+    if new_value.all():
+        return None
+    return np.flatnonzero(new_value)

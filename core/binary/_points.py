@@ -1,0 +1,134 @@
+"""The points of the ROC and PR curves: one per distinct score, or a thinned sample of them.
+
+The full curve has a point at every distinct score of either class, from the top down. Without
+building it, the sweep knows each point: a hit's point is its (TP, FP); a score that holds
+negatives only, between hits k - 1 and k, has the TP above hit k and the FP of the negatives at
+or above it. For transport the curve is thinned to points evenly spaced along its arc length
+TP N + FP P (the L1 length of the ROC curve scaled by P N: strictly increasing), so steep and
+flat stretches are sampled alike and the ROC and PR curves share thresholds; each sample is
+found by a binary search among the hits, then among the negatives between two hits.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+from numpy.typing import NDArray
+
+from evalserve.core.binary._sweep import Sweep
+
+__all__ = ["curve_points"]
+
+Floats = NDArray[np.float64]
+Indices = NDArray[np.intp]
+Points = tuple[Floats, Floats, Floats]  # thresholds (descending), TP, FP
+
+
+def curve_points(sweep: Sweep, max_points: int) -> Points:
+    """Every point when there are at most ``max_points``; else ``max_points`` evenly spaced
+    along the arc, the first and the last included (only the last when there is room for one).
+    """
+    if sweep.n_distinct <= max_points:
+        return _every_point(sweep)
+    if max_points == 1:
+        return (
+            np.array([sweep.lowest()]),
+            np.array([sweep.n_positive]),
+            np.array([sweep.n_negative]),
+        )
+    return _sampled(sweep, max_points)
+
+
+def _segments(sweep: Sweep) -> tuple[Indices, Indices, Floats]:
+    """Per gap between hits (above hit 0, between hits k - 1 and k, below the last hit): the
+    range [start, stop) of negative positions in it, and the TP of its points."""
+    hits = sweep.size
+    start = np.empty(hits + 1, dtype=np.intp)
+    stop = np.empty(hits + 1, dtype=np.intp)
+    start[:-1] = sweep.neg_above
+    start[-1] = 0
+    stop[0] = sweep.negatives.size
+    stop[1:] = sweep.neg_from
+    tp = np.append(sweep.tps_above, sweep.tps[-1] if hits else 0.0)
+    return start, stop, tp
+
+
+def _negative_fp(sweep: Sweep, position: Indices) -> Floats:
+    """FP at the point of the negative score at ``position``: the negatives at or above it."""
+    return sweep.negatives.mass_at_or_above(position)
+
+
+def _every_point(sweep: Sweep) -> Points:
+    """The point of every distinct score, from the top down."""
+    start, stop, tp = _segments(sweep)
+    count = np.maximum(stop - start, 0)
+    hits = sweep.size
+    size = hits + int(count.sum())
+    # Gap k's points come before hit k; a gap's points in descending score order.
+    gap_offset = np.cumsum(count) - count + np.arange(hits + 1)
+    hit_slot = gap_offset[:-1] + count[:-1]
+    in_gap = np.ones(size, dtype=np.bool_)
+    in_gap[hit_slot] = False
+    gap_of = np.repeat(np.arange(hits + 1), count)
+    rank_in_gap = np.arange(gap_of.size) - np.repeat(np.cumsum(count) - count, count)
+    position = stop[gap_of] - 1 - rank_in_gap
+    thresholds, tps, fps = np.empty(size), np.empty(size), np.empty(size)
+    thresholds[hit_slot], tps[hit_slot], fps[hit_slot] = sweep.thresholds, sweep.tps, sweep.fps
+    thresholds[in_gap] = sweep.negatives.scores[position]
+    tps[in_gap] = tp[gap_of]
+    fps[in_gap] = _negative_fp(sweep, position)
+    return thresholds, tps, fps
+
+
+def _sampled(sweep: Sweep, max_points: int) -> Points:
+    positives, negatives = sweep.n_positive, sweep.n_negative
+    start, stop, tp = _segments(sweep)
+    hit_arc = sweep.tps * negatives + sweep.fps * positives
+    # The first point: the top hit, or the top negative when a negative scores higher.
+    first_arc = (
+        float(hit_arc[0])
+        if sweep.size and stop[0] == start[0]
+        else float(_negative_fp(sweep, np.array([stop[0] - 1]))[0] * positives)
+    )
+    marks = np.linspace(first_arc, positives * negatives + negatives * positives, max_points)
+    # The first hit at or past each mark, then the highest negative of the gap before it that
+    # is at or past the mark (arcs grow downwards through a gap), if any.
+    gap = np.searchsorted(hit_arc, marks, side="left")
+    low, high = start[gap].copy(), stop[gap].copy()
+    open_ = low < high
+    if open_.any():
+        # Within a gap the arc falls as the position rises: find the first position whose
+        # arc is below the mark.
+        lo, hi = low[open_], high[open_]
+        wanted, gap_tp = marks[open_], tp[gap[open_]]
+        while True:
+            searching = lo < hi
+            if not searching.any():
+                break
+            middle = (lo + hi) // 2
+            arc = (
+                gap_tp * negatives + _negative_fp(sweep, np.where(searching, middle, 0)) * positives
+            )
+            below = searching & (arc < wanted)
+            hi = np.where(below, middle, hi)
+            lo = np.where(searching & ~below, middle + 1, lo)
+        high[open_] = lo
+    # ``high - 1`` is the highest qualifying negative of the gap; none when it is below start.
+    on_negative = high > low
+    position = high - 1
+    # One point per sample, in descending order: repeats are neighbours.
+    key = np.where(on_negative, -1 - position, gap)
+    keep = np.ones(marks.size, dtype=np.bool_)
+    keep[1:] = key[1:] != key[:-1]
+    gap, position, on_negative = gap[keep], position[keep], on_negative[keep]
+    thresholds = np.where(
+        on_negative,
+        sweep.negatives.scores[np.where(on_negative, position, 0)],
+        sweep.thresholds[np.minimum(gap, sweep.size - 1)] if sweep.size else 0.0,
+    )
+    tps = np.where(on_negative, tp[gap], sweep.tps[np.minimum(gap, sweep.size - 1)])
+    fps = np.where(
+        on_negative,
+        _negative_fp(sweep, np.where(on_negative, position, 0)),
+        sweep.fps[np.minimum(gap, sweep.size - 1)],
+    )
+    return thresholds, tps, fps

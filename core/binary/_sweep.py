@@ -1,0 +1,172 @@
+"""The threshold sweep of both classes' scores, from the top score down.
+
+Every binary metric is a function of the two class-conditional score distributions. Almost all
+of them change only at thresholds that hold a positive, the *hits*: recall grows only there,
+precision, F1 and Youden's J reach their maxima there, and between two hits the ROC curve runs
+flat (Fawcett 2006, "An introduction to ROC analysis", algorithm 2). So nothing here builds the
+union of all distinct scores. Each class keeps its own sorted distinct scores with their mass
+(``ClassScores``); one binary search places every positive score among the negatives; and the
+``Sweep`` holds, per hit, the masses every metric is made of. After the two sorts that build
+the classes, the work is linear in the number of hits, with a handful of passes over the
+negatives where a metric truly needs each of them (log loss, Brier score, calibration bins).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+from numpy.typing import NDArray
+
+from evalserve.core.binary._classes import ClassScores, class_scores, classes_of_rows
+from evalserve.core.binary._stats import BinaryStats
+
+__all__ = [
+    "Sweep",
+    "sweep",
+    "sweep_of",
+    "sweep_of_rows",
+]
+
+Floats = NDArray[np.float64]
+Indices = NDArray[np.intp]
+Bools = NDArray[np.bool_]
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class Sweep:
+    """Both classes from the top score down, at the hits (distinct scores with positive mass),
+    in descending order.
+
+    Per hit: its score (``thresholds``), the positive mass there (``pos``), the negative mass
+    tied with it (``neg``), the positive and negative mass at or above it (``tps``, ``fps``),
+    the positive mass strictly above it (``tps_above``, the previous hit's ``tps``) and the
+    negative mass strictly above it (``fps_above``). ``neg_from`` and ``neg_above`` are the
+    positions in ``negatives.scores`` of the lowest negative score at or above the hit and
+    strictly above it (they differ where a negative ties with the hit).
+    """
+
+    positives: ClassScores
+    negatives: ClassScores
+    thresholds: Floats
+    pos: Floats
+    neg: Floats
+    tps: Floats
+    fps: Floats
+    tps_above: Floats
+    fps_above: Floats
+    neg_from: Indices
+    neg_above: Indices
+
+    @property
+    def n_positive(self) -> float:
+        """The positive mass, as the sweep sums it (so that P - TP is never below 0)."""
+        return float(self.tps[-1]) if self.size else 0.0
+
+    @property
+    def n_negative(self) -> float:
+        return self.negatives.total
+
+    @property
+    def size(self) -> int:
+        """Hits."""
+        return int(self.thresholds.size)
+
+    @property
+    def n_distinct(self) -> int:
+        """Distinct scores over both classes: the points of the full ROC curve."""
+        shared = int(np.count_nonzero(self.neg_above - self.neg_from))
+        return self.positives.size + self.negatives.size - shared
+
+    def highest(self) -> float:
+        """The highest score of either class (the data must not be empty)."""
+        tops = [c.scores[-1] for c in (self.positives, self.negatives) if c.size]
+        return float(max(tops))
+
+    def lowest(self) -> float:
+        bottoms = [c.scores[0] for c in (self.positives, self.negatives) if c.size]
+        return float(min(bottoms))
+
+    def above_threshold(self, hit: int) -> float:
+        """The lowest distinct score above hit ``hit`` (+inf where there is none): the
+        threshold of the ROC point just before the hit."""
+        above = np.inf
+        position = int(self.neg_above[hit])
+        if position < self.negatives.size:
+            above = float(self.negatives.scores[position])
+        if hit > 0:
+            above = min(above, float(self.thresholds[hit - 1]))
+        return above
+
+    def roc_corners(self) -> tuple[Floats, Floats]:
+        """(FP, TP) at the corners of the ROC curve from (0, 0) to (N, P): before each hit and
+        at it, then the end. Between corners the curve is straight (flat between hits, vertical
+        or diagonal through a hit), so these points trace the whole curve."""
+        fps = np.empty(2 * self.size + 2)
+        tps = np.empty(2 * self.size + 2)
+        fps[0] = tps[0] = 0.0
+        fps[1:-1:2], fps[2:-1:2] = self.fps_above, self.fps
+        tps[1:-1:2], tps[2:-1:2] = self.tps_above, self.tps
+        fps[-1], tps[-1] = self.n_negative, self.n_positive
+        return fps, tps
+
+    def counts_at(self, threshold: float) -> tuple[float, float]:
+        """(true positives, false positives) when ``score >= threshold`` is called positive."""
+        hits_at_or_above = self.size - int(
+            np.searchsorted(self.positives.scores, threshold, side="left")
+        )
+        tp = float(self.tps[hits_at_or_above - 1]) if hits_at_or_above else 0.0
+        below = np.searchsorted(self.negatives.scores, [threshold], side="left")
+        fp = float(self.negatives.mass_at_or_above(below)[0])
+        return tp, fp
+
+
+def sweep(positives: ClassScores, negatives: ClassScores) -> Sweep:
+    """The sweep of two classes (either may be empty)."""
+    ascending = positives.scores
+    # Canonical negatives are distinct: at most one ties with each positive score.
+    below = np.searchsorted(negatives.scores, ascending, side="left")
+    if negatives.size:
+        probe = np.minimum(below, negatives.size - 1)
+        tied = np.take(negatives.scores, probe, mode="clip") == ascending
+        tied &= below < negatives.size
+    else:
+        tied = np.zeros(ascending.size, dtype=np.bool_)
+    # From here on in descending order, each array contiguous.
+    neg_from = below[::-1].copy()
+    neg_above = neg_from + tied[::-1]
+    fps = negatives.mass_at_or_above(neg_from)
+    fps_above = negatives.mass_at_or_above(neg_above)
+    hits = positives.size
+    # The positive mass from the top: what the class already summed from the top.
+    tps = np.arange(1.0, hits + 1.0) if positives.from_top is None else positives.from_top[1:]
+    tps_above = np.empty(hits)
+    tps_above[:1] = 0.0
+    tps_above[1:] = tps[:-1]
+    return Sweep(
+        positives=positives,
+        negatives=negatives,
+        thresholds=ascending[::-1].copy(),
+        pos=np.ones(hits) if positives.mass is None else positives.mass[::-1].copy(),
+        neg=fps - fps_above,
+        tps=tps,
+        fps=fps,
+        tps_above=tps_above,
+        fps_above=fps_above,
+        neg_from=neg_from,
+        neg_above=neg_above,
+    )
+
+
+def sweep_of(stats: BinaryStats) -> Sweep:
+    """The sweep of a mergeable statistic (streams, merged shards)."""
+    has_pos, has_neg = stats.pos > 0, stats.neg > 0
+    return sweep(
+        class_scores(stats.scores[has_pos], stats.pos[has_pos]),
+        class_scores(stats.scores[has_neg], stats.neg[has_neg]),
+    )
+
+
+def sweep_of_rows(labels: Bools, scores: Floats, weights: Floats | None) -> Sweep:
+    """The sweep of validated rows (bool labels, finite scores, optional weights)."""
+    return sweep(*classes_of_rows(labels, scores, weights))
