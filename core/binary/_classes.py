@@ -35,11 +35,15 @@ class ClassScores:
     scores: Floats
     mass: Floats | None
     from_top: Floats | None
-    total: float
 
     @property
     def size(self) -> int:
         return int(self.scores.size)
+
+    @property
+    def total(self) -> float:
+        """The class's whole mass (summed from the top, as every partial mass here)."""
+        return float(self.size) if self.from_top is None else float(self.from_top[-1])
 
     def masses(self) -> Floats:
         """The mass at each score, ones included."""
@@ -65,11 +69,11 @@ def class_scores(scores: Floats, mass: Floats | None) -> ClassScores:
         if bool((mass == 1.0).all()):
             mass = None
     if mass is None:
-        return ClassScores(scores, None, None, float(scores.size))
+        return ClassScores(scores, None, None)
     from_top = np.empty(mass.size + 1, dtype=np.float64)
     from_top[0] = 0.0
     np.cumsum(mass[::-1], out=from_top[1:])
-    return ClassScores(scores, mass, from_top, float(from_top[-1]))
+    return ClassScores(scores, mass, from_top)
 
 
 def classes_of_rows(

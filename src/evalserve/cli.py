@@ -44,7 +44,9 @@ def _settings_class() -> type[Settings] | None:
     return Settings
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(settings: type[Settings] | None) -> argparse.ArgumentParser:
+    """The command line; ``serve`` takes a flag per field of ``settings`` (none without the
+    service extra)."""
     parser = argparse.ArgumentParser(prog="evalserve", description=__doc__)
     commands = parser.add_subparsers(dest="command", required=True)
     offline_cmd = commands.add_parser(
@@ -58,7 +60,6 @@ def build_parser() -> argparse.ArgumentParser:
     serve_cmd = commands.add_parser(
         "serve", help="run the REST and gRPC servers (defaults from EVALSERVE_* variables)"
     )
-    settings = _settings_class()
     for name, field in settings.model_fields.items() if settings else ():
         flag = "--" + name.replace("_", "-")
         kind: Callable[[str], Any] = _PARSERS.get(str(field.annotation), str)
@@ -83,9 +84,7 @@ def _settings(settings: type[Settings], args: argparse.Namespace) -> Settings:
         raise SystemExit(f"evalserve: bad setting: {problems}") from None
 
 
-def _serve(args: argparse.Namespace) -> int:
-    settings = _settings_class()
-    assert settings is not None  # main() answered already
+def _serve(settings: type[Settings], args: argparse.Namespace) -> int:
     try:
         from evalserve.service.server import serve
     except ImportError:
@@ -95,17 +94,19 @@ def _serve(args: argparse.Namespace) -> int:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = build_parser()
+    settings = _settings_class()
+    parser = build_parser(settings)
     # Known arguments first: without the service extra, serve's flags are unknown here, and the
     # answer is the extra to install, not a usage error.
     args, unknown = parser.parse_known_args(argv)
-    if args.command == "serve" and _settings_class() is None:
+    if args.command == "serve" and settings is None:
         print(SERVICE_EXTRA_MISSING, file=sys.stderr)
         return 2
     if unknown:
         parser.error(f"unrecognized arguments: {' '.join(unknown)}")
     if args.command == "serve":
-        return _serve(args)
+        assert settings is not None
+        return _serve(settings, args)
     retain_freed_memory()  # as the server does: big arrays reuse freed pages
     return offline.run(args.file, task=args.task, options=args.options, out=sys.stdout)
 
