@@ -1,8 +1,9 @@
 """evalserve's numpy core: arrays in, numbers and arrays out. No I/O, no service imports."""
 
+from evalserve.core._accumulator import Accumulator
 from evalserve.core._catalog import CATALOG, catalog_entries, catalog_entry
 from evalserve.core._coverage import check_coverage
-from evalserve.core._errors import InvalidInputError
+from evalserve.core._errors import InvalidInputError, StateTooLargeError
 from evalserve.core._evaluate import check_baseline, evaluate, evaluate_binary_stats
 from evalserve.core._metric_info import MetricInfo, MetricRange
 from evalserve.core._options import OPTIONS, Options, OptionSpec, parse_options
@@ -14,6 +15,7 @@ __all__ = [
     "CATALOG",
     "OPTIONS",
     "TASKS",
+    "Accumulator",
     "BinaryStats",
     "EvaluationResult",
     "InvalidInputError",
@@ -21,6 +23,7 @@ __all__ = [
     "MetricRange",
     "OptionSpec",
     "Options",
+    "StateTooLargeError",
     "catalog_entries",
     "catalog_entry",
     "check_baseline",

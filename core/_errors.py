@@ -6,7 +6,7 @@ knows nothing of transports.
 
 from __future__ import annotations
 
-__all__ = ["InvalidInputError"]
+__all__ = ["InvalidInputError", "StateTooLargeError"]
 
 
 class InvalidInputError(ValueError):
@@ -16,3 +16,9 @@ class InvalidInputError(ValueError):
         super().__init__(f"{field}: {message}")
         self.field = field
         self.message = message
+
+
+class StateTooLargeError(InvalidInputError):
+    """An accumulated state grew past its cap (``Accumulator(max_state_bytes=...)``): the
+    caller should round the scores, split the work, or raise the cap. The service answers it
+    as 413 / RESOURCE_EXHAUSTED."""

@@ -8,7 +8,7 @@ from typing import Any
 from evalserve.core._coverage import check_coverage, coverage_report
 from evalserve.core._errors import InvalidInputError
 from evalserve.core._options import Options, parse_options
-from evalserve.core._result import EvaluationResult
+from evalserve.core._result import EvaluationResult, TaskOutput
 from evalserve.core._tasks import TASKS, check_task
 from evalserve.core._validation import binary_inputs
 from evalserve.core.binary._catalog import CONVENTIONS as BINARY_CONVENTIONS
@@ -26,7 +26,7 @@ from evalserve.core.multilabel import compute_multilabel
 from evalserve.core.regression import CONVENTIONS as REGRESSION_CONVENTIONS
 from evalserve.core.regression import compute_regression
 
-__all__ = ["TASKS", "check_baseline", "evaluate", "evaluate_binary_stats"]
+__all__ = ["TASKS", "check_baseline", "evaluate", "evaluate_binary_stats", "task_result"]
 
 
 def evaluate(
@@ -147,13 +147,11 @@ def _other_task(
             y_true, y_score, y_pred=y_pred, sample_weight=sample_weight, classes=classes,
             options=options,
         )  # fmt: skip
-        conventions = MULTICLASS_CONVENTIONS
     elif task == "multilabel":
         output = compute_multilabel(
             y_true, y_score, y_pred=y_pred, sample_weight=sample_weight, classes=classes,
             options=options,
         )  # fmt: skip
-        conventions = MULTILABEL_CONVENTIONS
     elif task == "regression":
         predicted = y_pred if y_pred is not None else y_score
         if y_pred is not None and y_score is not None:
@@ -163,13 +161,25 @@ def _other_task(
         if classes is not None:
             raise InvalidInputError("classes", "task 'regression' takes no class names")
         output = compute_regression(y_true, predicted, sample_weight=sample_weight, options=options)
-        conventions = REGRESSION_CONVENTIONS
     else:
         if y_pred is not None or sample_weight is not None:
             field = "predictions" if y_pred is not None else "weights"
             raise InvalidInputError(field, "task 'detection' takes images, not row columns")
         output = compute_detection(y_true, y_score, classes=classes, options=options)
-        conventions = DETECTION_CONVENTIONS
+    return task_result(task, output)
+
+
+_CONVENTIONS = {
+    "multiclass": MULTICLASS_CONVENTIONS,
+    "multilabel": MULTILABEL_CONVENTIONS,
+    "regression": REGRESSION_CONVENTIONS,
+    "detection": DETECTION_CONVENTIONS,
+}
+
+
+def task_result(task: str, output: TaskOutput) -> EvaluationResult:
+    """The result of a task other than binary from what its ``compute`` (or its state's
+    ``output``) gave."""
     sink = output.sink
     # Detection counts images: its rows are the images of the request.
     n_samples = sink.metrics.get("n_samples", sink.metrics.get("n_images"))
@@ -181,7 +191,7 @@ def _other_task(
         curves=output.curves,
         intervals=sink.intervals,
         per_class=output.per_class,
-        conventions={**conventions, **output.conventions},
+        conventions={**_CONVENTIONS[task], **output.conventions},
         warnings=sink.warnings,
     )
 

@@ -1,0 +1,249 @@
+"""``Accumulator``: evaluate rows that arrive in batches or live on several machines.
+
+``update`` adds a batch, ``merge`` combines accumulators built apart (other shards, other
+processes, other machines through ``to_bytes`` / ``from_bytes``), and ``result`` gives what
+``evaluate`` would give on all the rows. The state behind it is each task's exact sufficient
+statistic (:mod:`core._state`): its size grows with what the metrics need (distinct scores per
+class, confusion counts, residuals), never by sampling or binning.
+
+Batches are merged like a binary counter: a state is merged into the one below it only when that
+one is not more than twice its size, so each entry takes part in about log2(batches) merges
+instead of one per batch.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import numpy as np
+
+from evalserve.core._coverage import check_coverage, coverage_report
+from evalserve.core._errors import InvalidInputError, StateTooLargeError
+from evalserve.core._evaluate import evaluate_binary_stats, task_result
+from evalserve.core._options import OPTIONS, Options, parse_options
+from evalserve.core._result import EvaluationResult
+from evalserve.core._state import StateKind, TaskState
+from evalserve.core._state_format import StateDocument, decode, encode
+from evalserve.core._tasks import check_task
+from evalserve.core.binary._state import BINARY_STATE, BinaryState
+
+__all__ = ["Accumulator"]
+
+STATE_KINDS: dict[str, StateKind] = {"binary": BINARY_STATE}
+
+
+class Accumulator:
+    """The exact, mergeable evaluation state of one task.
+
+    ``Accumulator(task, options, classes)`` fixes what every batch is evaluated with: accumulators
+    merge only with others of the same task, options and classes. ``max_state_bytes`` caps the
+    memory of the state: an ``update`` or ``merge`` that would grow it past the cap raises
+    ``StateTooLargeError`` and leaves the accumulator as it was.
+    """
+
+    def __init__(
+        self,
+        task: str,
+        options: Mapping[str, Any] | Options | None = None,
+        classes: Sequence[str] | None = None,
+        *,
+        max_state_bytes: int | None = None,
+    ) -> None:
+        self.task = check_task(task)
+        self.options = parse_options(options)
+        self.classes = _class_names(classes)
+        if self.task not in STATE_KINDS:
+            raise InvalidInputError("task", f"task {task!r} has no accumulator in this version")
+        self.kind = STATE_KINDS[self.task]
+        if max_state_bytes is not None and max_state_bytes < 0:
+            raise InvalidInputError("max_state_bytes", f"expected >= 0, got {max_state_bytes}")
+        self.max_state_bytes = max_state_bytes
+        self._levels: list[TaskState] = []
+
+    # --- adding rows --------------------------------------------------------------------------
+
+    def update(
+        self,
+        y_true: Any,
+        y_score: Any = None,
+        *,
+        y_pred: Any = None,
+        sample_weight: Any = None,
+    ) -> Accumulator:
+        """Add one batch of rows (the arguments of ``evaluate``); returns this accumulator.
+
+        A batch without rows changes nothing. Bad rows raise ``InvalidInputError`` naming the
+        field, and the accumulator stays as it was."""
+        if _no_rows(y_true, y_score, y_pred, sample_weight):
+            return self
+        state = self.kind.of_batch(
+            y_true, y_score, y_pred, sample_weight, self.options, self.classes
+        )
+        self._levels = self._pushed(list(self._levels), state)
+        return self
+
+    def merge(self, other: Accumulator) -> Accumulator:
+        """A new accumulator holding the rows of both (neither is changed). Raises
+        ``InvalidInputError`` when the two differ in task, options or classes."""
+        if not isinstance(other, Accumulator):
+            raise InvalidInputError("other", f"expected an Accumulator, got {type(other).__name__}")
+        for name in ("task", "options", "classes"):
+            if getattr(self, name) != getattr(other, name):
+                raise InvalidInputError(
+                    name,
+                    f"cannot merge accumulators of different {name}: "
+                    f"{_shown(getattr(self, name))} and {_shown(getattr(other, name))}",
+                )
+        merged = Accumulator(self.task, self.options, self.classes,
+                             max_state_bytes=self.max_state_bytes)  # fmt: skip
+        levels: list[TaskState] = []
+        for state in (self._state(), other._state()):
+            if state is not None:
+                levels = self._pushed(levels, state)
+        merged._levels = levels
+        return merged
+
+    def _pushed(self, levels: list[TaskState], state: TaskState) -> list[TaskState]:
+        while levels and levels[-1].size <= 2 * state.size:
+            state = levels.pop().merge(state)
+        levels.append(state)
+        cap = self.max_state_bytes
+        if cap is not None and sum(level.nbytes for level in levels) > cap:
+            # The levels may share entries: merge them all to measure the state exactly.
+            levels = [_merge_all(levels)]
+            if levels[0].nbytes > cap:
+                raise StateTooLargeError(
+                    "state",
+                    f"the {self.task} state would hold {levels[0].nbytes} bytes, over its cap "
+                    f"of {cap} bytes (it grows with the distinct scores: round them, for "
+                    "example to 6 decimals, or split the work and raise the cap)",
+                )
+        return levels
+
+    def _state(self) -> TaskState | None:
+        if not self._levels:
+            return None
+        if len(self._levels) > 1:
+            self._levels = [_merge_all(self._levels)]
+        return self._levels[0]
+
+    # --- reading ------------------------------------------------------------------------------
+
+    @property
+    def n_rows(self) -> int:
+        """Rows added so far (images for task detection)."""
+        return sum(level.n_rows for level in self._levels)
+
+    @property
+    def nbytes(self) -> int:
+        """Bytes of the state's arrays."""
+        return sum(level.nbytes for level in self._levels)
+
+    def result(
+        self,
+        *,
+        baseline: Mapping[str, Any] | None = None,
+        coverage: Mapping[str, Any] | None = None,
+    ) -> EvaluationResult:
+        """What ``evaluate`` gives on all rows added (and merged) so far; ``baseline`` (task
+        binary) and ``coverage`` as in ``evaluate``. Raises ``InvalidInputError`` when no row
+        was added."""
+        state = self._state()
+        if state is None:
+            raise InvalidInputError("labels", "is empty; no rows were added")
+        if self.task == "binary":
+            assert isinstance(state, BinaryState)
+            return evaluate_binary_stats(
+                state.scores, self.options, predictions=state.predictions, baseline=baseline,
+                coverage=coverage,
+            )  # fmt: skip
+        if baseline is not None:
+            raise InvalidInputError(
+                "baseline", f"drift tests take task 'binary', not {self.task!r}"
+            )
+        result = task_result(self.task, state.output(self.options, self.classes))
+        if coverage is not None:
+            check_coverage(coverage)
+            result.coverage = coverage_report(coverage, result.n_samples)
+        return result
+
+    # --- bytes --------------------------------------------------------------------------------
+
+    def to_bytes(self) -> bytes:
+        """The accumulator in the versioned binary format of :mod:`core._state_format`."""
+        state = self._state()
+        arrays = {} if state is None else state.to_arrays()
+        return encode(StateDocument(self.task, _options_json(self.options), self.classes, arrays))
+
+    @classmethod
+    def from_bytes(
+        cls, data: bytes | bytearray | memoryview, *, max_state_bytes: int | None = None
+    ) -> Accumulator:
+        """The accumulator ``to_bytes`` wrote. Raises ``InvalidInputError`` (field ``state``)
+        for bytes of another format version, damaged or truncated bytes, or arrays no
+        accumulator could have written."""
+        document = decode(data)
+        try:
+            accumulator = cls(document.task, document.options, document.classes,
+                              max_state_bytes=max_state_bytes)  # fmt: skip
+        except InvalidInputError as error:
+            message = f"holds a bad {error.field}: {error.message}"
+            raise InvalidInputError("state", message) from None
+        if document.arrays:
+            state = accumulator.kind.from_arrays(
+                document.arrays, accumulator.options, accumulator.classes
+            )
+            accumulator._levels = accumulator._pushed([], state)
+        return accumulator
+
+    def __repr__(self) -> str:
+        return f"Accumulator({self.task!r}, n_rows={self.n_rows}, nbytes={self.nbytes})"
+
+
+def _merge_all(levels: list[TaskState]) -> TaskState:
+    state = levels[-1]
+    for level in reversed(levels[:-1]):  # smallest first
+        state = level.merge(state)
+    return state
+
+
+def _class_names(classes: Sequence[str] | None) -> tuple[str, ...] | None:
+    if classes is None:
+        return None
+    if isinstance(classes, str) or not isinstance(classes, Sequence | np.ndarray):
+        raise InvalidInputError("classes", f"expected a list of class names, but got {classes!r}")
+    names = tuple(classes)
+    for index, name in enumerate(names):
+        if not isinstance(name, str):
+            raise InvalidInputError(
+                "classes", f"expected class names (strings), but entry {index} is {name!r}"
+            )
+    return names
+
+
+def _options_json(options: Options) -> dict[str, Any]:
+    values = {}
+    for name in OPTIONS:
+        value = getattr(options, name)
+        values[name] = list(value) if isinstance(value, tuple) else value
+    return values
+
+
+def _length(value: Any) -> int | None:
+    if value is None:
+        return None
+    try:
+        return len(value)
+    except TypeError:
+        return -1  # a scalar or an object without length: the task's checks say what is wrong
+
+
+def _no_rows(*columns: Any) -> bool:
+    lengths = [_length(column) for column in columns]
+    return lengths[0] == 0 and all(length in (None, 0) for length in lengths[1:])
+
+
+def _shown(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 120 else text[:117] + "..."

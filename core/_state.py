@@ -1,0 +1,157 @@
+"""What every task's exact, mergeable state offers the ``Accumulator``.
+
+A task state is the sufficient statistic of the rows seen so far: immutable, merged into a new
+state (associative and commutative), exact (it never samples or bins), and made of numpy
+arrays only, so that :mod:`core._state_format` writes and reads it without pickle. Each task
+registers a :class:`StateKind`: how to build the state of one batch of rows, and how to rebuild
+a state from its arrays (checking them, since they may come from anywhere).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any, Protocol, TypeVar
+
+import numpy as np
+from numpy.typing import NDArray
+
+from evalserve.core._errors import InvalidInputError
+from evalserve.core._options import Options
+from evalserve.core._result import TaskOutput
+
+__all__ = [
+    "Arrays",
+    "StateKind",
+    "TaskState",
+    "array_of",
+    "check_ascending",
+    "check_masses",
+    "count_of",
+    "flag_of",
+]
+
+Arrays = dict[str, NDArray[Any]]
+
+
+class TaskState(Protocol):
+    """One task's state. ``merge`` takes a state of the same task built with the same options
+    and classes (the ``Accumulator`` checks those) and raises ``InvalidInputError`` when the two
+    cannot be combined for a reason of their own (a different number of columns, predictions in
+    one and not the other)."""
+
+    @property
+    def n_rows(self) -> int:
+        """Rows that went in (weight-zero rows included)."""
+        ...
+
+    @property
+    def size(self) -> int:
+        """Entries held (distinct scores, cells, matched detections): what a merge costs."""
+        ...
+
+    @property
+    def nbytes(self) -> int:
+        """Bytes of the arrays held."""
+        ...
+
+    def merge(self, other: Any) -> Any:
+        """The state of both row sets."""
+        ...
+
+    def to_arrays(self) -> Arrays:
+        """Every value of the state as named arrays (scalars as 0-d arrays of float64, int64 or
+        bool); ``StateKind.from_arrays`` is its inverse."""
+        ...
+
+    def output(self, options: Options, classes: tuple[str, ...] | None) -> TaskOutput:
+        """Every metric of the task from the state, as ``compute_<task>`` gives on all rows."""
+        ...
+
+
+S = TypeVar("S", bound=TaskState, covariant=True)
+
+
+class BatchBuilder(Protocol[S]):
+    def __call__(
+        self,
+        y_true: Any,
+        y_score: Any,
+        y_pred: Any,
+        sample_weight: Any,
+        options: Options,
+        classes: tuple[str, ...] | None,
+    ) -> S: ...
+
+
+class ArrayReader(Protocol[S]):
+    def __call__(
+        self, arrays: Mapping[str, NDArray[Any]], options: Options, classes: tuple[str, ...] | None
+    ) -> S: ...
+
+
+@dataclass(frozen=True, slots=True)
+class StateKind:
+    """How a task makes its state: ``of_batch`` checks one batch of rows (raising
+    ``InvalidInputError`` naming the field, as ``evaluate`` does) and returns its state;
+    ``from_arrays`` rebuilds a state from ``to_arrays``'s output, raising
+    ``InvalidInputError`` (field ``state``) for arrays no state could have written."""
+
+    of_batch: BatchBuilder[Any]
+    from_arrays: ArrayReader[Any]
+
+
+# --- helpers for ``from_arrays``: every read checks what it reads -----------------------------
+
+
+def _bad(name: str, what: str) -> InvalidInputError:
+    return InvalidInputError("state", f"array {name!r} {what}")
+
+
+def array_of(
+    arrays: Mapping[str, NDArray[Any]],
+    name: str,
+    dtype: type[np.generic],
+    ndim: int,
+    *,
+    length: int | None = None,
+) -> NDArray[Any]:
+    """``arrays[name]``, checked to exist with this dtype, number of dimensions and (when
+    given) first dimension."""
+    if name not in arrays:
+        raise _bad(name, "is missing")
+    array = arrays[name]
+    if array.dtype != np.dtype(dtype):
+        raise _bad(name, f"has dtype {array.dtype}, expected {np.dtype(dtype)}")
+    if array.ndim != ndim:
+        raise _bad(name, f"has {array.ndim} dimensions, expected {ndim}")
+    if length is not None and array.shape[0] != length:
+        raise _bad(name, f"has {array.shape[0]} entries, expected {length}")
+    return array
+
+
+def count_of(arrays: Mapping[str, NDArray[Any]], name: str) -> int:
+    """A non-negative 0-d int64 count."""
+    value = int(array_of(arrays, name, np.int64, 0))
+    if value < 0:
+        raise _bad(name, f"is {value}, expected a count >= 0")
+    return value
+
+
+def flag_of(arrays: Mapping[str, NDArray[Any]], name: str) -> bool:
+    """A 0-d bool."""
+    return bool(array_of(arrays, name, np.bool_, 0))
+
+
+def check_ascending(name: str, values: NDArray[np.float64]) -> None:
+    """Finite, strictly ascending values (the distinct scores of a state)."""
+    if values.size and not np.isfinite(values).all():
+        raise _bad(name, "holds a value that is not finite")
+    if values.size > 1 and not (values[1:] > values[:-1]).all():
+        raise _bad(name, "is not strictly ascending")
+
+
+def check_masses(name: str, values: NDArray[np.float64]) -> None:
+    """Finite, non-negative masses (counts or sums of weights)."""
+    if values.size and not (np.isfinite(values).all() and (values >= 0).all()):
+        raise _bad(name, "holds a mass that is negative or not finite")
