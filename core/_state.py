@@ -95,10 +95,13 @@ class StateKind:
     """How a task makes its state: ``of_batch`` checks one batch of rows (raising
     ``InvalidInputError`` naming the field, as ``evaluate`` does) and returns its state;
     ``from_arrays`` rebuilds a state from ``to_arrays``'s output, raising
-    ``InvalidInputError`` (field ``state``) for arrays no state could have written."""
+    ``InvalidInputError`` (field ``state``) for arrays no state could have written.
+    ``size_doc`` says, in Markdown, what the state holds and how its size grows (the metric
+    pages of the docs show it)."""
 
     of_batch: BatchBuilder[Any]
     from_arrays: ArrayReader[Any]
+    size_doc: str
 
 
 # --- helpers for ``from_arrays``: every read checks what it reads -----------------------------

@@ -20,6 +20,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from evalserve.core import TASKS, MetricInfo, catalog_entries
+from evalserve.core._accumulator import STATE_KINDS
 
 ROOT = Path(__file__).resolve().parents[1]
 OUT = ROOT / "docs" / "metrics"
@@ -99,9 +100,22 @@ def task_page(task: str) -> str:
             for info in entries
         ),
         "\n",
+        _state_section(task),
         "\n".join(_metric(info) for info in entries),
     ]
     return "".join(parts)
+
+
+def _state_section(task: str) -> str:
+    """What the task's ``Accumulator`` state holds and how it grows."""
+    kind = STATE_KINDS.get(task)
+    if kind is None:
+        return ""
+    return (
+        "## State size (streams and merges)\n\n"
+        f"Streams and `Accumulator` keep the exact state of the rows so far. {kind.size_doc} "
+        "See [streams](../api/streams.md) for the cap a server sets.\n\n"
+    )
 
 
 def index_page() -> str:
