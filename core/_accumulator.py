@@ -26,6 +26,7 @@ from evalserve.core._result import EvaluationResult
 from evalserve.core._state import StateKind, TaskState
 from evalserve.core._state_format import StateDocument, decode, encode
 from evalserve.core._tasks import check_task
+from evalserve.core._validation import WEIGHTLESS_BATCHES
 from evalserve.core.binary._state import BINARY_STATE, BinaryState
 
 __all__ = ["Accumulator"]
@@ -53,6 +54,8 @@ class Accumulator:
         self.task = check_task(task)
         self.options = parse_options(options)
         self.classes = _class_names(classes)
+        if self.classes is not None and self.task in ("binary", "regression"):
+            raise InvalidInputError("classes", f"task {self.task!r} takes no class names")
         if self.task not in STATE_KINDS:
             raise InvalidInputError("task", f"task {task!r} has no accumulator in this version")
         self.kind = STATE_KINDS[self.task]
@@ -77,9 +80,13 @@ class Accumulator:
         field, and the accumulator stays as it was."""
         if _no_rows(y_true, y_score, y_pred, sample_weight):
             return self
-        state = self.kind.of_batch(
-            y_true, y_score, y_pred, sample_weight, self.options, self.classes
-        )
+        token = WEIGHTLESS_BATCHES.set(True)
+        try:
+            state = self.kind.of_batch(
+                y_true, y_score, y_pred, sample_weight, self.options, self.classes
+            )
+        finally:
+            WEIGHTLESS_BATCHES.reset(token)
         self._levels = self._pushed(list(self._levels), state)
         return self
 
@@ -152,6 +159,8 @@ class Accumulator:
         state = self._state()
         if state is None:
             raise InvalidInputError("labels", "is empty; no rows were added")
+        if state.weightless:
+            raise InvalidInputError("weights", "all weights are zero; nothing to evaluate")
         if self.task == "binary":
             assert isinstance(state, BinaryState)
             return evaluate_binary_stats(

@@ -55,6 +55,12 @@ class TaskState(Protocol):
         """Bytes of the arrays held."""
         ...
 
+    @property
+    def weightless(self) -> bool:
+        """Rows came, but every one of them had weight zero (a batch may weigh nothing; the
+        whole may not, as in ``evaluate``)."""
+        ...
+
     def merge(self, other: Any) -> Any:
         """The state of both row sets."""
         ...

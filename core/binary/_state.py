@@ -48,6 +48,10 @@ class BinaryState:
     def nbytes(self) -> int:
         return 24 * self.size
 
+    @property
+    def weightless(self) -> bool:
+        return not (self.scores.pos.any() or self.scores.neg.any())
+
     def merge(self, other: BinaryState) -> BinaryState:
         if (self.predictions is None) != (other.predictions is None):
             raise InvalidInputError("predictions", "send predictions with every batch or with none")
