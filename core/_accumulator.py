@@ -20,7 +20,7 @@ import numpy as np
 
 from evalserve.core._coverage import check_coverage, coverage_report
 from evalserve.core._errors import InvalidInputError, StateTooLargeError
-from evalserve.core._evaluate import evaluate_binary_stats, task_result
+from evalserve.core._evaluate import binary_result, task_result
 from evalserve.core._options import OPTIONS, Options, parse_options
 from evalserve.core._result import EvaluationResult
 from evalserve.core._state import StateKind, TaskState
@@ -118,7 +118,7 @@ class Accumulator:
         cap = self.max_state_bytes
         if cap is not None and sum(level.nbytes for level in levels) > cap:
             # The levels may share entries: merge them all to measure the state exactly.
-            levels = [_merge_all(levels)]
+            levels = [_merge_all(levels).compact()]
             if levels[0].nbytes > cap:
                 raise StateTooLargeError(
                     "state",
@@ -163,10 +163,10 @@ class Accumulator:
             raise InvalidInputError("weights", "all weights are zero; nothing to evaluate")
         if self.task == "binary":
             assert isinstance(state, BinaryState)
-            return evaluate_binary_stats(
-                state.scores, self.options, predictions=state.predictions, baseline=baseline,
-                coverage=coverage,
-            )  # fmt: skip
+            predictions = None if state.predictions is None else state.predictions.sweep()
+            return binary_result(
+                state.scores.sweep(), state.n_rows, self.options, predictions, baseline, coverage
+            )
         if baseline is not None:
             raise InvalidInputError(
                 "baseline", f"drift tests take task 'binary', not {self.task!r}"

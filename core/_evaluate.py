@@ -26,7 +26,14 @@ from evalserve.core.multilabel import compute_multilabel
 from evalserve.core.regression import CONVENTIONS as REGRESSION_CONVENTIONS
 from evalserve.core.regression import compute_regression
 
-__all__ = ["TASKS", "check_baseline", "evaluate", "evaluate_binary_stats", "task_result"]
+__all__ = [
+    "TASKS",
+    "binary_result",
+    "check_baseline",
+    "evaluate",
+    "evaluate_binary_stats",
+    "task_result",
+]
 
 
 def evaluate(
@@ -73,7 +80,7 @@ def evaluate(
     predictions = None
     if rows.predicted is not None:
         predictions = sweep_of_rows(rows.labels, rows.predicted.astype("float64"), rows.weights)
-    result = _binary_result(sweep, int(rows.labels.size), parsed, predictions, baseline, coverage)
+    result = binary_result(sweep, int(rows.labels.size), parsed, predictions, baseline, coverage)
     if challenger is not None:
         result.comparison["roc_auc"] = comparison_test(_placed(sweep), rows, challenger, parsed)
     return result
@@ -97,7 +104,7 @@ def evaluate_binary_stats(
 ) -> EvaluationResult:
     """The result for an already accumulated statistic (streaming and merged shards), with the
     drift test against ``baseline`` and the label coverage when given."""
-    return _binary_result(
+    return binary_result(
         sweep_of(stats),
         stats.n_rows,
         options,
@@ -107,7 +114,7 @@ def evaluate_binary_stats(
     )
 
 
-def _binary_result(
+def binary_result(
     sweep: Sweep,
     n_rows: int,
     options: Options,
@@ -115,6 +122,8 @@ def _binary_result(
     baseline: Mapping[str, Any] | None,
     coverage: Mapping[str, Any] | None,
 ) -> EvaluationResult:
+    """The binary result of a sweep (rows, a statistic or an accumulator's state): every
+    metric, the drift test against ``baseline`` and the label coverage when given."""
     if n_rows == 0:
         raise InvalidInputError("labels", "is empty; expected at least one row")
     drift = {} if baseline is None else {"roc_auc": drift_test(_placed(sweep), baseline, options)}

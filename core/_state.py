@@ -65,6 +65,11 @@ class TaskState(Protocol):
         """The state of both row sets."""
         ...
 
+    def compact(self) -> Any:
+        """The same state with its entries merged as far as they go, so that ``size`` and
+        ``nbytes`` are exact (a state that merges at once returns itself)."""
+        ...
+
     def to_arrays(self) -> Arrays:
         """Every value of the state as named arrays (scalars as 0-d arrays of float64, int64 or
         bool); ``StateKind.from_arrays`` is its inverse."""

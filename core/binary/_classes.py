@@ -10,12 +10,13 @@ from them is computed with the same arithmetic: bit for bit with counts or integ
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
 from numpy.typing import NDArray
 
-__all__ = ["ClassScores", "class_scores", "classes_of_rows"]
+__all__ = ["ClassScores", "class_scores", "classes_of_rows", "merge_classes"]
 
 Floats = NDArray[np.float64]
 Indices = NDArray[np.intp]
@@ -102,6 +103,23 @@ def _unweighted(scores: Floats) -> ClassScores:
     return class_scores(scores[starts], counts)
 
 
+def merge_classes(parts: Sequence[ClassScores]) -> ClassScores:
+    """One class's scores from several parts (batches, shards), each canonical: one sort of
+    all their scores, masses added where parts share a score.
+
+    Unit-mass parts are merged by a plain sort (numpy's fastest); otherwise a stable argsort
+    orders the masses too (its merge sort runs through the parts' sorted runs)."""
+    held = [part for part in parts if part.size]
+    if len(held) <= 1:
+        return held[0] if held else class_scores(EMPTY, None)
+    scores = np.concatenate([part.scores for part in held])
+    if all(part.mass is None for part in held):
+        return _unweighted(scores)
+    masses = np.concatenate([part.masses() for part in held])
+    order = np.argsort(scores, kind="stable")
+    return _ordered(np.take(scores, order, mode="clip"), np.take(masses, order, mode="clip"))
+
+
 def _weighted(scores: Floats, weights: Floats, rows: Bools) -> ClassScores:
     """From the scores and weights of the ``rows`` of one class: one argsort of the class's
     scores orders both columns (an argsort is the floor a weighted evaluation is measured
@@ -115,6 +133,11 @@ def _weighted(scores: Floats, weights: Floats, rows: Bools) -> ClassScores:
     column = weights[rows]
     mass = np.take(column, order, mode="clip")
     del column, order
+    return _ordered(ordered, mass)
+
+
+def _ordered(ordered: Floats, mass: Floats) -> ClassScores:
+    """From sorted scores and the mass of each (ties summed)."""
     starts = _run_starts(ordered)
     if starts is None:
         return class_scores(ordered, mass)

@@ -58,19 +58,24 @@ def _accumulate(rows: dict[str, Any], parts: list[slice]) -> Accumulator:
     return accumulator
 
 
-def _close(got: Any, expected: Any, rel: float) -> None:
+def _close(got: Any, expected: Any, rel: float, path: str = "") -> None:
+    """``got`` equals ``expected`` (floats within ``rel`` relative when it is not zero)."""
     if isinstance(expected, dict):
-        assert got.keys() == expected.keys()
+        assert got.keys() == expected.keys(), path
         for key in expected:
-            _close(got[key], expected[key], rel)
+            _close(got[key], expected[key], rel, f"{path}.{key}")
     elif isinstance(expected, list):
-        assert len(got) == len(expected)
-        for a, b in zip(got, expected, strict=True):
-            _close(a, b, rel)
+        assert len(got) == len(expected), path
+        for index, (a, b) in enumerate(zip(got, expected, strict=True)):
+            _close(a, b, rel, f"{path}[{index}]")
     elif isinstance(expected, float) and rel:
-        assert got == pytest.approx(expected, rel=rel, abs=1e-12)
+        # Counts at a threshold are differences of sums of weights, exact to ~1e-16 of the
+        # total; a proportion's standard error near 0 or 1 (a square root) turns that into
+        # ~1e-8: the documented exception to the 1e-12 bound.
+        floor = 1e-7 if path.endswith("std_error") else 1e-12
+        assert got == pytest.approx(expected, rel=rel, abs=floor), path
     else:
-        assert got == expected
+        assert got == expected, path
 
 
 @settings(max_examples=150)
@@ -187,17 +192,17 @@ def test_a_bad_batch_leaves_the_accumulator_as_it_was() -> None:
 
 
 def test_the_state_cap_refuses_growth_and_keeps_the_state() -> None:
-    accumulator = Accumulator("binary", max_state_bytes=24 * 100)
+    accumulator = Accumulator("binary", max_state_bytes=16 * 100)
     accumulator.update(np.arange(100) % 2, np.linspace(0, 1, 100))
-    assert accumulator.nbytes == 2400
+    assert accumulator.nbytes == 1600
     # Repeated scores add no entry, so they still fit.
     accumulator.update(np.arange(100) % 2, np.linspace(0, 1, 100))
-    with pytest.raises(StateTooLargeError, match="over its cap of 2400 bytes") as raised:
+    with pytest.raises(StateTooLargeError, match="over its cap of 1600 bytes") as raised:
         accumulator.update([0, 1], [2.0, 3.0])
     assert raised.value.field == "state"
     assert accumulator.n_rows == 200
     big = Accumulator("binary").update([0, 1, 0], [5.0, 6.0, 7.0])
-    capped = Accumulator("binary", max_state_bytes=2400).update([0, 1], [0.0, 1.0])
+    capped = Accumulator("binary", max_state_bytes=1600).update([0, 1], [0.0, 1.0])
     with pytest.raises(StateTooLargeError):
         capped.merge(Accumulator("binary").update(np.arange(100) % 2, np.arange(100) + 0.5))
     assert capped.merge(big).n_rows == 5

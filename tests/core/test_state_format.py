@@ -146,34 +146,34 @@ HEAD: dict[str, Any] = {"task": "binary", "options": {}, "classes": None, "array
         ({**HEAD, "arrays": [["x", "<f8", [1]], ["x", "<f8", [1]]]}, b"", "names array 'x' twice"),
         ({**HEAD, "arrays": [["x", "<f8", [2**40]]]}, b"", "runs past the end"),
         ({**HEAD, "arrays": [["x", "<f8", [1]]]}, b"\x00" * 16, "bytes after its last array"),
-        ({**HEAD, "arrays": [["x", "<f8", [1]]]}, b"\x00" * 8, "'scores.values' is missing"),
+        ({**HEAD, "arrays": [["x", "<f8", [1]]]}, b"\x00" * 8, "'n_rows' is missing"),
     ],
 )
 def test_malformed_heads_are_refused(head: dict[str, Any], payload: bytes, match: str) -> None:
     _refused(_bytes_with(head, payload), match)
 
 
-def _binary(values: Any, positive: Any, negative: Any, n_rows: int, weighted: bool) -> bytes:
-    arrays = {
-        "scores.values": np.asarray(values, dtype=float),
-        "scores.positive": np.asarray(positive, dtype=float),
-        "scores.negative": np.asarray(negative, dtype=float),
-        "scores.n_rows": np.array(n_rows, dtype=np.int64),
-        "scores.weighted": np.array(weighted),
-    }
+def _binary(positives: Any, negatives: Any, n_rows: int, weighted: bool = False) -> bytes:
+    """A binary state's bytes from (scores, masses) of each class."""
+    arrays = {"n_rows": np.array(n_rows, dtype=np.int64), "weighted": np.array(weighted)}
+    for name, (scores, mass) in (("positives", positives), ("negatives", negatives)):
+        arrays[f"scores.{name}.scores"] = np.asarray(scores, dtype=float)
+        arrays[f"scores.{name}.mass"] = np.asarray(mass, dtype=float)
     return encode(StateDocument("binary", {}, None, arrays))
 
 
 @pytest.mark.parametrize(
     ("data", "match"),
     [
-        (_binary([0.2, 0.1], [1, 0], [0, 1], 2, False), "not strictly ascending"),
-        (_binary([0.1, np.inf], [1, 0], [0, 1], 2, False), "not finite"),
-        (_binary([0.1, 0.2], [1, -1], [0, 2], 2, False), "negative or not finite"),
-        (_binary([0.1, 0.2], [1, 0], [0, 1, 1], 2, False), "has 3 entries, expected 2"),
-        (_binary([0.1, 0.2], [1, 0], [0, 1], 5, False), "do not add up to its 5 rows"),
-        (_binary([0.1, 0.2], [1, 0], [0, 1], -1, False), "expected a count >= 0"),
-        (_binary([[0.1]], [1], [0], 1, False), "has 2 dimensions"),
+        (_binary(([0.2, 0.1], [1, 1]), ([], []), 2), "not strictly ascending"),
+        (_binary(([0.1, np.inf], [1, 1]), ([], []), 2), "not finite"),
+        (_binary(([0.1], [1]), ([0.2, 0.3], [2, -1]), 2), "negative or not finite"),
+        (_binary(([0.1], [1]), ([0.2, 0.3], [1, 0]), 2), "holds a zero mass"),
+        (_binary(([0.1], [1]), ([0.2], [1, 1]), 2), "has 2 entries, expected 1"),
+        (_binary(([0.1], [1]), ([0.2], [1]), 5), "add up to 2, not to its 5 rows"),
+        (_binary(([0.1], [1]), ([0.2], [1]), 0, True), "holds scores but no rows"),
+        (_binary(([0.1], [1]), ([0.2], [1]), -1), "expected a count >= 0"),
+        (_binary(([[0.1]], [1]), ([0.2], [1]), 2), "has 2 dimensions"),
     ],
 )
 def test_arrays_no_accumulator_could_write_are_refused(data: bytes, match: str) -> None:
