@@ -28,10 +28,11 @@ from evalserve.core._state_format import StateDocument, decode, encode
 from evalserve.core._tasks import check_task
 from evalserve.core._validation import WEIGHTLESS_BATCHES
 from evalserve.core.binary._state import BINARY_STATE, BinaryState
+from evalserve.core.detection._state import DETECTION_STATE
 
 __all__ = ["Accumulator"]
 
-STATE_KINDS: dict[str, StateKind] = {"binary": BINARY_STATE}
+STATE_KINDS: dict[str, StateKind] = {"binary": BINARY_STATE, "detection": DETECTION_STATE}
 
 
 class Accumulator:
@@ -91,7 +92,8 @@ class Accumulator:
         return self
 
     def merge(self, other: Accumulator) -> Accumulator:
-        """A new accumulator holding the rows of both (neither is changed). Raises
+        """A new accumulator holding the rows of both (neither is changed), this one's first
+        (task detection ranks tied scores image by image in that order). Raises
         ``InvalidInputError`` when the two differ in task, options or classes."""
         if not isinstance(other, Accumulator):
             raise InvalidInputError("other", f"expected an Accumulator, got {type(other).__name__}")
@@ -112,6 +114,7 @@ class Accumulator:
         return merged
 
     def _pushed(self, levels: list[TaskState], state: TaskState) -> list[TaskState]:
+        # The older level merges first: rows keep the order in which they were added.
         while levels and levels[-1].size <= 2 * state.size:
             state = levels.pop().merge(state)
         levels.append(state)

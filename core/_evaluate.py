@@ -19,6 +19,7 @@ from evalserve.core.binary._suite import compute
 from evalserve.core.binary._sweep import Sweep, sweep_of, sweep_of_rows
 from evalserve.core.detection import CONVENTIONS as DETECTION_CONVENTIONS
 from evalserve.core.detection import compute_detection
+from evalserve.core.detection._inputs import refuse_row_columns
 from evalserve.core.multiclass import CONVENTIONS as MULTICLASS_CONVENTIONS
 from evalserve.core.multiclass import compute_multiclass
 from evalserve.core.multilabel import CONVENTIONS as MULTILABEL_CONVENTIONS
@@ -171,9 +172,7 @@ def _other_task(
             raise InvalidInputError("classes", "task 'regression' takes no class names")
         output = compute_regression(y_true, predicted, sample_weight=sample_weight, options=options)
     else:
-        if y_pred is not None or sample_weight is not None:
-            field = "predictions" if y_pred is not None else "weights"
-            raise InvalidInputError(field, "task 'detection' takes images, not row columns")
+        refuse_row_columns(y_pred, sample_weight)
         output = compute_detection(y_true, y_score, classes=classes, options=options)
     return task_result(task, output)
 
