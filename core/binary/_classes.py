@@ -16,7 +16,14 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import NDArray
 
-__all__ = ["ClassScores", "class_scores", "classes_of_rows", "merge_classes"]
+__all__ = [
+    "ClassScores",
+    "RawScores",
+    "class_scores",
+    "classes_of_rows",
+    "merge_classes",
+    "raw_classes_of_rows",
+]
 
 Floats = NDArray[np.float64]
 Indices = NDArray[np.intp]
@@ -103,20 +110,51 @@ def _unweighted(scores: Floats) -> ClassScores:
     return class_scores(scores[starts], counts)
 
 
-def merge_classes(parts: Sequence[ClassScores]) -> ClassScores:
-    """One class's scores from several parts (batches, shards), each canonical: one sort of
-    all their scores, masses added where parts share a score.
+@dataclass(frozen=True, slots=True, eq=False)
+class RawScores:
+    """One class's scores of a batch as they came (unsorted, with their weights or None): the
+    sort is left to ``merge_classes``, which sorts every part of a class at once."""
 
-    Unit-mass parts are merged by a plain sort (numpy's fastest); otherwise a stable argsort
-    orders the masses too (its merge sort runs through the parts' sorted runs)."""
+    scores: Floats
+    weights: Floats | None
+
+    @property
+    def size(self) -> int:
+        return int(self.scores.size)
+
+    def masses(self) -> Floats:
+        return np.ones(self.scores.size) if self.weights is None else self.weights
+
+
+def raw_classes_of_rows(
+    labels: Bools, scores: Floats, weights: Floats | None
+) -> tuple[RawScores, RawScores]:
+    """The positives' and the negatives' scores of validated rows, copied, not sorted."""
+    negative = ~labels
+    if weights is None:
+        return RawScores(scores[labels], None), RawScores(scores[negative], None)
+    return (
+        RawScores(scores[labels], weights[labels]),
+        RawScores(scores[negative], weights[negative]),
+    )
+
+
+def merge_classes(parts: Sequence[ClassScores | RawScores]) -> ClassScores:
+    """One class's canonical scores from several parts (batches, shards): canonical parts and
+    raw batch scores alike, with one sort of all their scores; masses are added where parts
+    share a score. Without weights and ties anywhere this is a plain sort, numpy's fastest."""
     held = [part for part in parts if part.size]
-    if len(held) <= 1:
-        return held[0] if held else class_scores(EMPTY, None)
+    if len(held) == 1 and isinstance(held[0], ClassScores):
+        return held[0]
+    if not held:
+        return class_scores(EMPTY, None)
     scores = np.concatenate([part.scores for part in held])
-    if all(part.mass is None for part in held):
+    unit = [part.mass is None if isinstance(part, ClassScores) else part.weights is None
+            for part in held]  # fmt: skip
+    if all(unit):
         return _unweighted(scores)
     masses = np.concatenate([part.masses() for part in held])
-    order = np.argsort(scores, kind="stable")
+    order = np.argsort(scores)
     return _ordered(np.take(scores, order, mode="clip"), np.take(masses, order, mode="clip"))
 
 

@@ -32,7 +32,13 @@ from evalserve.core._state import (
     flag_of,
 )
 from evalserve.core._validation import binary_inputs
-from evalserve.core.binary._classes import ClassScores, class_scores, classes_of_rows, merge_classes
+from evalserve.core.binary._classes import (
+    ClassScores,
+    RawScores,
+    class_scores,
+    merge_classes,
+    raw_classes_of_rows,
+)
 from evalserve.core.binary._sweep import Sweep, sweep
 
 __all__ = ["BINARY_STATE", "BinaryState", "Classes"]
@@ -47,12 +53,13 @@ MIN_PENDING = 1 << 20
 class Classes:
     """The positives' and the negatives' scores, each as a tuple of canonical parts."""
 
-    positives: tuple[ClassScores, ...]
-    negatives: tuple[ClassScores, ...]
+    positives: tuple[ClassScores | RawScores, ...]
+    negatives: tuple[ClassScores | RawScores, ...]
 
     @classmethod
     def of_rows(cls, labels: NDArray[np.bool_], scores: Any, weights: Any) -> Classes:
-        positives, negatives = classes_of_rows(labels, scores, weights)
+        """A batch's classes, kept raw: sorted with the other parts when they are merged."""
+        positives, negatives = raw_classes_of_rows(labels, scores, weights)
         return cls((positives,), (negatives,))
 
     @property
@@ -69,17 +76,24 @@ class Classes:
         return joined
 
     def merged(self) -> Classes:
-        """One part per class."""
-        if len(self.positives) == 1 and len(self.negatives) == 1:
-            return self
+        """One canonical part per class."""
         return Classes((merge_classes(self.positives),), (merge_classes(self.negatives),))
 
-    def sweep(self) -> Sweep:
+    def canonical(self) -> tuple[ClassScores, ClassScores]:
         merged = self.merged()
-        return sweep(merged.positives[0], merged.negatives[0])
+        positives, negatives = merged.positives[0], merged.negatives[0]
+        assert isinstance(positives, ClassScores) and isinstance(negatives, ClassScores)
+        return positives, negatives
+
+    def sweep(self) -> Sweep:
+        return sweep(*self.canonical())
 
     def weightless(self) -> bool:
-        return self.size == 0
+        """No part holds any mass (canonical parts hold none of weight zero)."""
+        return not any(
+            part.size and (isinstance(part, ClassScores) or part.masses().any())
+            for part in (*self.positives, *self.negatives)
+        )
 
 
 @dataclass(frozen=True, slots=True, eq=False)
@@ -137,8 +151,7 @@ class BinaryState:
 
 def _class_arrays(prefix: str, classes: Classes) -> Arrays:
     arrays: Arrays = {}
-    for name, parts in (("positives", classes.positives), ("negatives", classes.negatives)):
-        (part,) = parts
+    for name, part in zip(("positives", "negatives"), classes.canonical(), strict=True):
         arrays[f"{prefix}.{name}.scores"] = part.scores
         arrays[f"{prefix}.{name}.mass"] = part.masses()
     return arrays
@@ -199,7 +212,8 @@ SIZE_DOC = (
     "16 bytes); the same again for the distinct hard predictions when batches carry them. "
     "Continuous scores make every row a distinct score (16 bytes a row); scores rounded to 4 "
     "decimals hold at most 2 x 10,001 entries (320 kB) whatever the number of rows. Between "
-    "merges, batches wait as parts: at most three times the merged size, or a million entries."
+    "merges, batches wait as they came (a copy of their scores, and weights): at most three "
+    "times the merged size, or a million entries."
 )
 
 BINARY_STATE = StateKind(of_batch=_of_batch, from_arrays=_from_arrays, size_doc=SIZE_DOC)
