@@ -27,10 +27,11 @@ from evalserve.core._state import StateKind, TaskState
 from evalserve.core._state_format import StateDocument, decode, encode
 from evalserve.core._tasks import check_task
 from evalserve.core.binary._state import BINARY_STATE, BinaryState
+from evalserve.core.regression._state import REGRESSION_STATE
 
 __all__ = ["Accumulator"]
 
-STATE_KINDS: dict[str, StateKind] = {"binary": BINARY_STATE}
+STATE_KINDS: dict[str, StateKind] = {"binary": BINARY_STATE, "regression": REGRESSION_STATE}
 
 
 class Accumulator:
