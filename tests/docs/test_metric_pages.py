@@ -14,6 +14,7 @@ from types import ModuleType
 import pytest
 
 from evalserve.core import TASKS, catalog_entries
+from evalserve.core._accumulator import STATE_KINDS
 
 ROOT = Path(__file__).resolve().parents[2]
 PAGES = ROOT / "docs" / "metrics"
@@ -57,11 +58,26 @@ def test_check_fails_on_drift_and_writing_repairs_it(
     assert GENERATOR.main(["--check", "--out", str(tmp_path)]) == 1
 
 
+STATE_SECTION = "State size (streams and merges)"
+
+
 def _sections(task: str) -> dict[str, str]:
-    """Each metric's section of a task page, by the name in its heading."""
+    """Each metric's section of a task page, by the name in its heading (the state section of
+    a task with an ``Accumulator`` state left out)."""
     text = (PAGES / f"{task}.md").read_text(encoding="utf-8")
     parts = re.split(r"^## (.+)$", text, flags=re.MULTILINE)
-    return dict(zip(parts[1::2], parts[2::2], strict=True))
+    sections = dict(zip(parts[1::2], parts[2::2], strict=True))
+    sections.pop(STATE_SECTION, None)
+    return sections
+
+
+@pytest.mark.parametrize("task", TASKS)
+def test_a_task_with_a_state_shows_its_size(task: str) -> None:
+    text = (PAGES / f"{task}.md").read_text(encoding="utf-8")
+    kind = STATE_KINDS.get(task)
+    assert (f"## {STATE_SECTION}\n" in text) == (kind is not None)
+    if kind is not None:
+        assert kind.size_doc in text
 
 
 @pytest.mark.parametrize("task", TASKS)
@@ -88,8 +104,10 @@ def test_the_index_links_every_task_page_and_nothing_leaves_docs() -> None:
     assert set(re.findall(r"\]\(([a-z]+)\.md\)", index)) == set(TASKS)
     for page in PAGES.glob("*.md"):
         for target in re.findall(r"\]\(([^)#]+)(?:#[^)]*)?\)", page.read_text(encoding="utf-8")):
-            assert not target.startswith(("..", "/", "http")), (page.name, target)
-            assert (PAGES / target).is_file(), (page.name, target)
+            assert not target.startswith(("/", "http")), (page.name, target)
+            resolved = (PAGES / target).resolve()
+            assert resolved.is_relative_to(ROOT / "docs"), (page.name, target)
+            assert resolved.is_file(), (page.name, target)
 
 
 def test_markup_in_the_catalog_text_is_escaped() -> None:
