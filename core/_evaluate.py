@@ -26,6 +26,7 @@ from evalserve.core.multilabel import CONVENTIONS as MULTILABEL_CONVENTIONS
 from evalserve.core.multilabel import compute_multilabel
 from evalserve.core.regression import CONVENTIONS as REGRESSION_CONVENTIONS
 from evalserve.core.regression import compute_regression
+from evalserve.core.regression._rows import regression_predictions
 
 __all__ = [
     "TASKS",
@@ -163,13 +164,7 @@ def _other_task(
             options=options,
         )  # fmt: skip
     elif task == "regression":
-        predicted = y_pred if y_pred is not None else y_score
-        if y_pred is not None and y_score is not None:
-            raise InvalidInputError(
-                "scores", "task 'regression' takes predictions only (send them as predictions)"
-            )
-        if classes is not None:
-            raise InvalidInputError("classes", "task 'regression' takes no class names")
+        predicted = regression_predictions(y_score, y_pred, classes)
         output = compute_regression(y_true, predicted, sample_weight=sample_weight, options=options)
     else:
         refuse_row_columns(y_pred, sample_weight)

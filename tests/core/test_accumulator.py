@@ -223,3 +223,37 @@ def test_result_runs_the_drift_test_and_reports_coverage() -> None:
     got = accumulator.result(baseline=baseline, coverage=coverage)
     assert got.to_dict() == expected.to_dict()
     assert got.coverage is not None and got.coverage["label_coverage"] == 0.5
+
+
+WEIGHTED_BATCHES: dict[str, tuple[dict[str, Any], dict[str, Any]]] = {
+    "binary": (
+        {"y_true": [0, 1], "y_score": [0.2, 0.9]},
+        {"y_true": [0, 1, 1], "y_score": [0.3, 0.1, 0.8]},
+    ),
+    "regression": (
+        {"y_true": [0.0, 2.0], "y_pred": [1.0, 2.0]},
+        {"y_true": [1.0, 2.0, 3.0], "y_pred": [1.5, 2.0, 2.5]},
+    ),
+}
+
+
+def _joined(first: dict[str, Any], second: dict[str, Any]) -> dict[str, Any]:
+    return {name: [*first[name], *second[name]] for name in first}
+
+
+@pytest.mark.parametrize("task", sorted(WEIGHTED_BATCHES))
+def test_a_batch_of_weight_zero_is_taken_and_only_the_whole_must_weigh(task: str) -> None:
+    empty, full = WEIGHTED_BATCHES[task]
+    zero, ones = [0.0] * len(empty["y_true"]), [1.0] * len(full["y_true"])
+    weightless = Accumulator(task).update(**empty, sample_weight=zero)
+    with pytest.raises(InvalidInputError, match="all weights are zero") as raised:
+        weightless.result()
+    assert raised.value.field == "weights"
+    restored = Accumulator.from_bytes(weightless.to_bytes())
+    assert restored.n_rows == len(zero)
+    whole = evaluate(task, **_joined(empty, full), sample_weight=[*zero, *ones]).to_dict()
+    for merged in (
+        restored.merge(Accumulator(task).update(**full, sample_weight=ones)),
+        Accumulator(task).update(**empty, sample_weight=zero).update(**full, sample_weight=ones),
+    ):
+        assert merged.result().to_dict() == whole
