@@ -131,8 +131,10 @@ class Accumulator:
                 raise StateTooLargeError(
                     "state",
                     f"the {self.task} state would hold {levels[0].nbytes} bytes, over its cap "
-                    f"of {cap} bytes (it grows with the distinct scores: round them, for "
-                    "example to 6 decimals, or split the work and raise the cap)",
+                    f"of {cap} bytes: evaluate fewer rows per state and merge the states "
+                    "elsewhere, raise the cap, or make the state smaller (it grows as the "
+                    "task's metric page says: rounding continuous scores, for example to 6 "
+                    "decimals, bounds the distinct scores)",
                 )
         return levels
 
