@@ -493,6 +493,7 @@ class EvaluateStreamRequest(google.protobuf.message.Message):
     SCORES_F64_FIELD_NUMBER: builtins.int
     PREDICTIONS_F64_FIELD_NUMBER: builtins.int
     WEIGHTS_F64_FIELD_NUMBER: builtins.int
+    IMAGES_FIELD_NUMBER: builtins.int
     labels_f64: builtins.bytes
     scores_f64: builtins.bytes
     predictions_f64: builtins.bytes
@@ -509,6 +510,8 @@ class EvaluateStreamRequest(google.protobuf.message.Message):
     def weights(self) -> google.protobuf.internal.containers.RepeatedScalarFieldContainer[builtins.float]: ...
     @property
     def label_names(self) -> google.protobuf.internal.containers.RepeatedScalarFieldContainer[builtins.str]: ...
+    @property
+    def images(self) -> google.protobuf.internal.containers.RepeatedCompositeFieldContainer[global___DetectionImage]: ...
     def __init__(
         self,
         *,
@@ -522,9 +525,10 @@ class EvaluateStreamRequest(google.protobuf.message.Message):
         scores_f64: builtins.bytes = ...,
         predictions_f64: builtins.bytes = ...,
         weights_f64: builtins.bytes = ...,
+        images: collections.abc.Iterable[global___DetectionImage] | None = ...,
     ) -> None: ...
     def HasField(self, field_name: typing.Literal["header", b"header"]) -> builtins.bool: ...
-    def ClearField(self, field_name: typing.Literal["header", b"header", "label_names", b"label_names", "labels", b"labels", "labels_f64", b"labels_f64", "predictions", b"predictions", "predictions_f64", b"predictions_f64", "scores", b"scores", "scores_f64", b"scores_f64", "weights", b"weights", "weights_f64", b"weights_f64"]) -> None: ...
+    def ClearField(self, field_name: typing.Literal["header", b"header", "images", b"images", "label_names", b"label_names", "labels", b"labels", "labels_f64", b"labels_f64", "predictions", b"predictions", "predictions_f64", b"predictions_f64", "scores", b"scores", "scores_f64", b"scores_f64", "weights", b"weights", "weights_f64", b"weights_f64"]) -> None: ...
 
 global___EvaluateStreamRequest = EvaluateStreamRequest
 
