@@ -28,10 +28,11 @@ from evalserve.core._state_format import StateDocument, decode, encode
 from evalserve.core._tasks import check_task
 from evalserve.core._validation import WEIGHTLESS_BATCHES
 from evalserve.core.binary._state import BINARY_STATE, BinaryState
+from evalserve.core.multilabel._state import MULTILABEL_STATE
 
 __all__ = ["Accumulator"]
 
-STATE_KINDS: dict[str, StateKind] = {"binary": BINARY_STATE}
+STATE_KINDS: dict[str, StateKind] = {"binary": BINARY_STATE, "multilabel": MULTILABEL_STATE}
 
 
 class Accumulator:
