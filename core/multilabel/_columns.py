@@ -55,9 +55,18 @@ class ColumnStats:
         labels: Ints = np.repeat(np.arange(self.n_labels, dtype=np.int64), counts)
         return labels
 
+    @classmethod
+    def empty(cls, n_labels: int) -> ColumnStats:
+        nothing = np.empty(0, dtype=np.float64)
+        return cls(np.zeros(n_labels + 1, dtype=np.int64), nothing, nothing, nothing)
+
     def merge(self, other: ColumnStats) -> ColumnStats:
         """The statistic of both row sets, label by label (same number of labels): one sort of
         both sides' entries by (label, score)."""
+        if other.size == 0:
+            return self
+        if self.size == 0:
+            return other
         labels = np.concatenate((self.label_of_entries(), other.label_of_entries()))
         scores = np.concatenate((self.scores, other.scores))
         # By label, then by score; each side holds a (label, score) at most once, so a shared

@@ -10,15 +10,17 @@ may weigh nothing (every weight zero): its rows count in ``n_rows`` and nowhere 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
+import numpy as np
 from numpy.typing import NDArray
 
 from evalserve.core._errors import InvalidInputError
 from evalserve.core._options import Options
 from evalserve.core._result import TaskOutput
 from evalserve.core._state import Arrays, StateKind
+from evalserve.core.multilabel._columns import ColumnStats, column_stats
 from evalserve.core.multilabel._inputs import multilabel_inputs
 from evalserve.core.multilabel._state_arrays import stats_arrays, stats_of_arrays
 from evalserve.core.multilabel._stats import MultilabelStats, multilabel_stats
@@ -27,14 +29,61 @@ from evalserve.core.multilabel._suite import multilabel_output
 __all__ = ["MULTILABEL_STATE", "MultilabelState"]
 
 
+# Batches' label columns wait as they came until they hold more cells than three times the
+# merged columns' entries, and at least this many: then one sort folds them all.
+MIN_PENDING_CELLS = 1 << 22
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class RawColumns:
+    """A batch's label and score matrices (and row weights) as they came, copied: its columns'
+    statistic is built with the other waiting batches' in one sort."""
+
+    labels: NDArray[np.bool_]
+    scores: NDArray[np.float64]
+    weights: NDArray[np.float64] | None
+
+    @property
+    def cells(self) -> int:
+        return int(self.labels.size)
+
+    @property
+    def nbytes(self) -> int:
+        extra = 0 if self.weights is None else self.weights.nbytes
+        return self.labels.nbytes + self.scores.nbytes + extra
+
+
+def _folded(columns: ColumnStats, raw: tuple[RawColumns, ...]) -> ColumnStats:
+    """``columns`` with the waiting batches' columns merged in."""
+    if not raw:
+        return columns
+    weights = [part.weights for part in raw]
+    weighted = any(w is not None for w in weights)
+    built = column_stats(
+        np.concatenate([part.labels for part in raw]),
+        np.concatenate([part.scores for part in raw]),
+        np.concatenate(
+            [
+                np.ones(part.labels.shape[0]) if w is None else w
+                for part, w in zip(raw, weights, strict=True)
+            ]
+        )
+        if weighted
+        else None,
+    )
+    return columns.merge(built)
+
+
 @dataclass(frozen=True, slots=True, eq=False)
 class MultilabelState:
     """The statistic of the rows so far; ``scores`` and ``predictions`` say whether the batches
-    sent scores and hard predictions (every batch alike)."""
+    sent scores and hard predictions (every batch alike). The label columns of the latest
+    batches may still wait in ``raw`` (their counts and sample sums are in ``stats``)."""
 
     stats: MultilabelStats
     scores: bool
     predictions: bool
+    raw: tuple[RawColumns, ...] = ()
 
     @property
     def n_rows(self) -> int:
@@ -42,18 +91,24 @@ class MultilabelState:
 
     @property
     def size(self) -> int:
-        return self.stats.size
+        return self.stats.size + sum(part.cells for part in self.raw)
 
     @property
     def nbytes(self) -> int:
-        return sum(array.nbytes for array in self.to_arrays().values())
+        arrays = stats_arrays(self.stats, scores=self.scores, predictions=self.predictions)
+        return sum(array.nbytes for array in arrays.values()) + sum(
+            part.nbytes for part in self.raw
+        )
 
     @property
     def weightless(self) -> bool:
         return self.stats.samples.rows.size == 0
 
     def compact(self) -> MultilabelState:
-        return self  # merged at once
+        if not self.raw:
+            return self
+        stats = replace(self.stats, columns=_folded(self.stats.columns, self.raw))
+        return MultilabelState(stats, self.scores, self.predictions)
 
     def merge(self, other: MultilabelState) -> MultilabelState:
         mine, theirs = self.stats.n_labels, other.stats.n_labels
@@ -66,15 +121,22 @@ class MultilabelState:
         for field, sent in (("scores", self.scores), ("predictions", self.predictions)):
             if sent != getattr(other, field):
                 raise InvalidInputError(field, f"send {field} with every batch or with none")
-        return MultilabelState(self.stats.merge(other.stats), self.scores, self.predictions)
+        merged = MultilabelState(
+            self.stats.merge(other.stats), self.scores, self.predictions, self.raw + other.raw
+        )
+        pending = sum(part.cells for part in merged.raw)
+        if pending > max(3 * merged.stats.columns.size, MIN_PENDING_CELLS):
+            return merged.compact()
+        return merged
 
     def to_arrays(self) -> Arrays:
-        return stats_arrays(self.stats, scores=self.scores, predictions=self.predictions)
+        stats = self.compact().stats
+        return stats_arrays(stats, scores=self.scores, predictions=self.predictions)
 
     def output(self, options: Options, classes: tuple[str, ...] | None) -> TaskOutput:
         if classes is None:
             classes = tuple(str(j) for j in range(self.stats.n_labels))
-        return multilabel_output(self.stats, classes)
+        return multilabel_output(self.compact().stats, classes)
 
 
 def _of_batch(
@@ -88,7 +150,13 @@ def _of_batch(
     rows = multilabel_inputs(
         y_true, y_score, y_pred, sample_weight, classes, threshold=options.threshold
     )
-    return MultilabelState(multilabel_stats(rows), y_score is not None, y_pred is not None)
+    stats = multilabel_stats(rows, columns=False)
+    raw = RawColumns(
+        rows.labels.copy(),
+        rows.scores.copy(),
+        None if rows.weights is None else rows.weights.copy(),
+    )
+    return MultilabelState(stats, y_score is not None, y_pred is not None, (raw,))
 
 
 def _from_arrays(

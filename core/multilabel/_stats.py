@@ -57,12 +57,16 @@ class MultilabelStats:
         )
 
 
-def multilabel_stats(rows: MultilabelInputs) -> MultilabelStats:
-    """The statistic of validated rows."""
+def multilabel_stats(rows: MultilabelInputs, *, columns: bool = True) -> MultilabelStats:
+    """The statistic of validated rows; without ``columns`` the label columns' statistic is
+    left empty (an accumulator builds it later, with other batches')."""
+    n_labels = int(rows.labels.shape[1])
     return MultilabelStats(
         n_rows=int(rows.labels.shape[0]),
         weighted=rows.weights is not None,
         labels=label_counts(rows),
-        columns=column_stats(rows.labels, rows.scores, rows.weights),
+        columns=column_stats(rows.labels, rows.scores, rows.weights)
+        if columns
+        else ColumnStats.empty(n_labels),
         samples=sample_stats(rows),
     )
