@@ -43,9 +43,12 @@ Bools = NDArray[np.bool_]
 
 @dataclass(frozen=True, slots=True, eq=False)
 class Micro:
-    """The flattened problem: ``mass[p]`` positive weight at T[p]; negative weight strictly
-    between T[p-1] and T[p] (``gap[p]``, n_T + 1 entries) and equal to T[p] (``tie[p]``)."""
+    """The flattened problem: the distinct true-class scores T (``values``, ascending) with
+    ``mass[p]`` positive weight at T[p] (0 for the scores of rows of weight zero only);
+    negative weight strictly between T[p-1] and T[p] (``gap[p]``, n_T + 1 entries) and equal
+    to T[p] (``tie[p]``)."""
 
+    values: Floats
     mass: Floats
     gap: Floats
     tie: Floats
@@ -170,16 +173,17 @@ class _Sweep:
         """Every row of the column, the class's own rows included (they are T's values, all
         tied: ``result`` takes T's weight back out of the ties)."""
         tie_position = position[tied]
+        size = self.truth.size + 1
         if rest is None:
-            np.add.at(self.micro_rows, position, 1)
-            np.add.at(self.micro_tied, tie_position, 1)
+            self.micro_rows += np.bincount(position, minlength=size)
+            self.micro_tied += np.bincount(tie_position, minlength=size)
             return
         # Weighted: sums of the same weights in another order could leave a residue where a
         # difference should be 0, so gaps and ties are summed apart, the class's rows out.
         gap = rest.copy()
         gap[tied] = 0.0
-        np.add.at(self.micro_gap, position, gap)
-        np.add.at(self.micro_tie, tie_position, rest[tied])
+        self.micro_gap += np.bincount(position, weights=gap, minlength=size)
+        self.micro_tie += np.bincount(tie_position, weights=rest[tied], minlength=size)
 
     def result(self) -> RankingStats:
         truth = self.truth
@@ -192,7 +196,7 @@ class _Sweep:
         return RankingStats(
             tuple(self.one_vs_rest),
             self.pairs,
-            Micro(truth.mass, gap, tie),
+            Micro(truth.values, truth.mass, gap, tie),
             class_mass.astype(np.float64),
         )
 
