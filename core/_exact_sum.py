@@ -7,14 +7,20 @@ integer in units of 2**-1074. Two exact sums add exactly, and the value is round
 end (Python's ``int / int`` is correctly rounded): the result does not depend on how the values
 were split into batches or in which order those were merged.
 
-The exact sum of a batch takes a few vectorized passes of float64 arithmetic, the way
-exponent-indexed accumulators work (Demmel & Hida 2003, "Accurate and efficient floating point
-summation", SIAM J. Sci. Comput. 25(4); Zhu & Hayes 2009, "Correct rounding and a hybrid
-approach to exact floating-point summation", SIAM J. Sci. Comput. 31(4)): the values are grouped
-by their top 12 bits (sign and exponent), where every value is an integer multiple of one unit;
-each value is split into its top 27 significant bits and the remaining 26, both exact, and the
-float64 sums of at most 2**26 such halves per group are exact as well. Each group's two sums
-then enter the integer exactly.
+The exact sum of a batch takes a few vectorized passes of float64 arithmetic, in one of two
+ways (Demmel & Hida 2003, "Accurate and efficient floating point summation", SIAM J. Sci.
+Comput. 25(4); Zhu & Hayes 2009, "Correct rounding and a hybrid approach to exact
+floating-point summation", SIAM J. Sci. Comput. 31(4)):
+
+* by levels (one sum): with n values below 2**e in magnitude, adding and subtracting
+  1.5 * 2**(e + L + 1), L = ceil(log2 n), rounds each value to a multiple q of 2**(e + L - 51)
+  (exactly, and the remainder is exact too); n such multiples sum exactly in any order, so
+  numpy's own sum takes them, and the remainders, below q / 2, are the next level's values.
+  Each level takes 52 - L bits off: two or three levels for values of similar size;
+* by buckets (sums per key, and what levels leave): the values are grouped by their top 12 bits
+  (sign and exponent), where every value is an integer multiple of one unit; each is split into
+  its top 27 significant bits and the remaining 26, and float64 sums of at most 2**26 such
+  halves per group are exact. Each group's two sums then enter the integer exactly.
 
 In an array (``to_components``) an exact sum is written as non-overlapping doubles whose exact
 sum it is: at most 40 of them.
@@ -28,7 +34,7 @@ from collections.abc import Sequence
 import numpy as np
 from numpy.typing import NDArray
 
-__all__ = ["exact_sums", "from_components", "rounded", "to_components"]
+__all__ = ["exact_sum", "exact_sums", "from_components", "rounded", "to_components"]
 
 Floats = NDArray[np.float64]
 Indices = NDArray[np.intp]
@@ -39,17 +45,52 @@ _TOP_BITS = np.uint64(((1 << 64) - 1) ^ ((1 << 26) - 1))  # clears the low 26 ma
 _GROUPS = 1 << 12
 _CHUNK = 1 << 26  # values per pass: 2**26 halves of at most 27 bits sum below 2**53
 _DENSE_CELLS = 1 << 20  # (key, group) cells counted in one array; beyond, cells are numbered
+_LEVELS = 4  # levels before buckets take the rest (values spread over many binades)
+_LOWEST_LEVEL = -1021  # 1.5 * 2**this is normal: its unit is a power of two
+_HIGHEST_LEVEL = 1022  # 1.5 * 2**this is finite
 
 
-def exact_sums(values: Floats, keys: Indices | None = None, n_keys: int = 1) -> list[int]:
-    """For each key 0..n_keys-1, the exact sum of the finite ``values`` with that key (all of
-    them when ``keys`` is None), in units of 2**-1074."""
+def exact_sum(values: Floats) -> int:
+    """The exact sum of the finite ``values``, in units of 2**-1074."""
+    total = 0
+    for start in range(0, values.size, _CHUNK):
+        total += _by_levels(np.ascontiguousarray(values[start : start + _CHUNK], np.float64))
+    return total
+
+
+def exact_sums(values: Floats, keys: Indices, n_keys: int) -> list[int]:
+    """For each key 0..n_keys-1, the exact sum of the finite ``values`` with that key, in units
+    of 2**-1074."""
     totals = [0] * n_keys
     for start in range(0, values.size, _CHUNK):
         stop = start + _CHUNK
-        chunk_keys = None if keys is None else keys[start:stop]
-        _add_chunk(totals, np.ascontiguousarray(values[start:stop], dtype=np.float64), chunk_keys)
+        chunk = np.ascontiguousarray(values[start:stop], dtype=np.float64)
+        _add_chunk(totals, chunk, keys[start:stop])
     return totals
+
+
+def _by_levels(values: Floats) -> int:
+    """The exact sum of at most 2**26 values: by levels while they are cheap, then by buckets."""
+    total = 0
+    bits = max(2, (values.size - 1).bit_length())  # L: values <= 2**L
+    rest = values
+    part = np.empty_like(values)  # one buffer each for the rounded values and the remainders
+    largest = max(float(values.max()), -float(values.min())) if values.size else 0.0
+    for _ in range(_LEVELS):
+        if largest == 0.0:
+            return total
+        exponent = math.frexp(largest)[1]  # largest < 2**exponent
+        if not _LOWEST_LEVEL <= exponent + bits + 1 <= _HIGHEST_LEVEL:
+            break  # the rounding constant would be subnormal or overflow: buckets take it
+        shift = math.ldexp(1.5, exponent + bits + 1)
+        np.add(rest, shift, out=part)
+        part -= shift  # rest rounded to a multiple of 2**(exponent + bits - 51), exactly
+        rest = np.subtract(rest, part, out=None if rest is values else rest)  # exact
+        total += _units(float(part.sum()))  # exact: multiples of one unit, below 2**53 of it
+        largest = max(float(rest.max()), -float(rest.min()))
+    totals = [0]
+    _add_chunk(totals, rest, None)
+    return total + totals[0]
 
 
 def _add_chunk(totals: list[int], values: Floats, keys: Indices | None) -> None:

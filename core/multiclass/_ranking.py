@@ -68,7 +68,12 @@ class RankingStats:
 
 
 def true_class_scores(scores: NDArray[np.float64], labels: Indices) -> Floats:
-    return np.asarray(scores[np.arange(labels.size), labels], dtype=np.float64)
+    """Each row's score of its true class (``scores`` C-contiguous), gathered from the flat
+    matrix: faster than a two-index gather."""
+    n_rows, n_classes = scores.shape
+    flat = np.arange(0, n_rows * n_classes, n_classes)
+    flat += labels
+    return np.asarray(scores.ravel().take(flat), dtype=np.float64)
 
 
 def distinct_with_mass(values: Floats, weights: Floats | None) -> tuple[Floats, Floats]:
