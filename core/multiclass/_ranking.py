@@ -179,16 +179,17 @@ class _Sweep:
         tied: ``result`` takes T's weight back out of the ties)."""
         tie_position = position[tied]
         size = self.truth.size + 1
+        # Every row: one counting pass beats a scattered add; the few tied rows: the reverse.
         if rest is None:
             self.micro_rows += np.bincount(position, minlength=size)
-            self.micro_tied += np.bincount(tie_position, minlength=size)
+            np.add.at(self.micro_tied, tie_position, 1)
             return
         # Weighted: sums of the same weights in another order could leave a residue where a
         # difference should be 0, so gaps and ties are summed apart, the class's rows out.
         gap = rest.copy()
         gap[tied] = 0.0
         self.micro_gap += np.bincount(position, weights=gap, minlength=size)
-        self.micro_tie += np.bincount(tie_position, weights=rest[tied], minlength=size)
+        np.add.at(self.micro_tie, tie_position, rest[tied])
 
     def result(self) -> RankingStats:
         truth = self.truth
