@@ -23,7 +23,7 @@ floating-point summation", SIAM J. Sci. Comput. 31(4)):
   halves per group are exact. Each group's two sums then enter the integer exactly.
 
 In an array (``to_components``) an exact sum is written as non-overlapping doubles whose exact
-sum it is: at most 40 of them.
+sum it is: at most ``MAX_COMPONENTS`` of them (2098 bits of a double's range, 53 a part).
 """
 
 from __future__ import annotations
@@ -34,12 +34,20 @@ from collections.abc import Sequence
 import numpy as np
 from numpy.typing import NDArray
 
-__all__ = ["exact_sum", "exact_sums", "from_components", "rounded", "to_components"]
+__all__ = [
+    "MAX_COMPONENTS",
+    "exact_sum",
+    "exact_sums",
+    "from_components",
+    "rounded",
+    "to_components",
+]
 
 Floats = NDArray[np.float64]
 Indices = NDArray[np.intp]
 
 UNIT_BITS = 1074  # an exact sum counts units of 2**-1074
+MAX_COMPONENTS = 40  # parts of an exact sum below the largest double (to_components)
 _SIGN_EXPONENT = np.uint64(52)  # bits >> 52: the sign and the biased exponent
 _TOP_BITS = np.uint64(((1 << 64) - 1) ^ ((1 << 26) - 1))  # clears the low 26 mantissa bits
 _GROUPS = 1 << 12

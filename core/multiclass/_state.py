@@ -27,7 +27,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from evalserve.core._errors import InvalidInputError
-from evalserve.core._exact_sum import from_components, rounded, to_components
+from evalserve.core._exact_sum import MAX_COMPONENTS, from_components, rounded, to_components
 from evalserve.core._options import Options
 from evalserve.core._result import TaskOutput
 from evalserve.core._state import Arrays, StateKind, array_of, check_masses, count_of, flag_of
@@ -322,6 +322,8 @@ def _sums_of(
 
 def _exact_of(components: Floats, name: str, total: float) -> int:
     """An exact sum of terms w_i x_i with 0 <= x_i <= 1 (within the row-sum tolerance)."""
+    if components.size > MAX_COMPONENTS:
+        raise _refuse(f"array {name!r} has {components.size} parts, more than an exact sum takes")
     if components.size and not np.isfinite(components).all():
         raise _refuse(f"array {name!r} holds a value that is not finite")
     exact = from_components(components)

@@ -38,7 +38,7 @@ NAMES = ("cat", "dog", "emu", "gnu", "yak")
 FLOAT_REL = 1e-12
 # Metrics that cancel to 0 (a perfect Brier score, a calibrated bin) keep ~1e-16 of rounding.
 FLOAT_ABS = 1e-14
-properties = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+properties = settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 
 # --- problems ---------------------------------------------------------------------------------
@@ -97,6 +97,11 @@ class Problem:
         n_shards = len(self.shards) + 1
         self.order = draw(st.permutations(range(n_shards)))
         self.via_bytes = draw(st.sets(st.integers(0, n_shards - 1)))
+        self.options = {
+            **OPTIONS,
+            "auc_interval": draw(st.sampled_from(("logit", "wald"))),
+            "max_curve_points": draw(st.sampled_from((0, 3, 1000))),  # none, thinned, whole
+        }
 
     def rows(self, rows: slice | NDArray[np.intp]) -> dict[str, Any]:
         return {
@@ -120,7 +125,7 @@ def accumulate(problem: Problem) -> tuple[Accumulator, NDArray[np.intp]]:
     bounds = [0, *problem.shards, len(batches)]
     shards = []
     for index, (first, last) in enumerate(itertools.pairwise(bounds)):
-        accumulator = Accumulator("multiclass", OPTIONS, problem.classes)
+        accumulator = Accumulator("multiclass", problem.options, problem.classes)
         for batch in batches[first:last]:
             returned = accumulator.update(**problem.rows(batch))
             assert returned is accumulator
@@ -160,7 +165,7 @@ def check(problem: Problem, rel: float) -> None:
     accumulator, rows = accumulate(problem)
     assert accumulator.n_rows == problem.scores.shape[0]
     expected = evaluate(
-        "multiclass", **problem.rows(rows), options=OPTIONS, classes=problem.classes
+        "multiclass", **problem.rows(rows), options=problem.options, classes=problem.classes
     )
     assert_same(accumulator.result().to_dict(), expected.to_dict(), rel)
 
@@ -407,7 +412,7 @@ _DTYPES = (np.float64, np.int64, np.bool_)
 _VALUES = (0.0, 1.0, -1.0, 0.5, 2.0, 3.0, 1e300, -1e300, np.nan, np.inf, 5e-324, 7.0, 1e-7)
 
 
-@settings(max_examples=150, deadline=None)
+@settings(max_examples=300, deadline=None)
 @given(
     st.sampled_from(sorted(_arrays())),
     st.sampled_from(_DTYPES),
