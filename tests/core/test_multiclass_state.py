@@ -235,6 +235,23 @@ def test_rows_of_weight_zero_only_give_the_error_of_evaluate() -> None:
     assert accumulator.result().n_samples == 4
 
 
+def test_rows_of_weight_zero_take_no_part_whatever_their_scores() -> None:
+    # A weightless row whose scores are all negative, or whose squares overflow, is no
+    # probability row, but it weighs nothing: the metrics are those of the other rows.
+    labels, weights = [0, 1, 1], [0.0, 1.0, 2.0]
+    others = evaluate("multiclass", labels[1:], [[0.3, 0.7], [0.6, 0.4]], sample_weight=[1, 2])
+    for odd in ([-1.0, -2.0], [1e200, 0.0]):
+        scores = [odd, [0.3, 0.7], [0.6, 0.4]]
+        expected = evaluate("multiclass", labels, scores, sample_weight=weights)
+        for name in ("log_loss", "brier_score", "expected_calibration_error"):
+            assert expected.metrics[name] == others.metrics[name]
+        accumulator = Accumulator("multiclass")
+        for row in range(3):
+            accumulator.update(labels[row : row + 1], scores[row : row + 1],
+                               sample_weight=weights[row : row + 1])  # fmt: skip
+        assert_same(accumulator.result().to_dict(), expected.to_dict(), 0.0)
+
+
 def test_a_bad_batch_raises_the_error_of_evaluate_and_changes_nothing() -> None:
     accumulator = Accumulator("multiclass").update([0, 1], [[0.3, 0.7], [0.1, 0.9]])
     before = accumulator.to_bytes()
