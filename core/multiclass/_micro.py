@@ -20,6 +20,7 @@ from __future__ import annotations
 import numpy as np
 from numpy.typing import NDArray
 
+from evalserve.core._inner import inner
 from evalserve.core._result import MetricSink
 
 __all__ = ["micro_metrics"]
@@ -36,10 +37,14 @@ def micro_metrics(sink: MetricSink, mass: Floats, gap: Floats, tie: Floats) -> N
     below = np.cumsum(gap[:-1])
     below += np.cumsum(tie)
     below -= tie  # negatives strictly below T[p]
-    ranked_right = float(np.dot(mass, below)) + 0.5 * float(np.dot(mass, tie))
+    ranked_right = inner(mass, below) + 0.5 * inner(mass, tie)
     sink.set("roc_auc_ovr_micro", ranked_right / (positives * negatives))
-    scored = np.flatnonzero(mass)
-    true_positives = np.cumsum(mass[::-1])[::-1][scored]  # weight of positives >= T[p]
-    false_positives = negatives - below[scored]
+    true_positives = np.cumsum(mass[::-1])[::-1]  # weight of positives >= T[p]
+    false_positives = negatives - below
+    positive = mass
+    if not mass.all():  # true-class scores of rows of weight zero only: no threshold there
+        scored = np.flatnonzero(mass)
+        true_positives, false_positives = true_positives[scored], false_positives[scored]
+        positive = mass[scored]
     precision = true_positives / (true_positives + false_positives)
-    sink.set("average_precision_micro", float(np.dot(mass[scored], precision)) / positives)
+    sink.set("average_precision_micro", inner(positive, precision) / positives)

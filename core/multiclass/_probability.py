@@ -3,17 +3,44 @@ error (all lower is better).
 
 They need probability rows: every score in [0, 1] and every row summing to 1 within 1e-6.
 Anything else (logits, one-vs-rest scores, unnormalized rows) makes the three undefined with
-the reason: the core never renormalizes or applies a softmax behind the caller's back.
+the reason: the core never renormalizes or applies a softmax behind the caller's back. Rows of
+weight zero take no part (as everywhere: they leave no trace).
+
+Each metric is a sum over rows, taken where it is exact and mergeable:
+
+* log loss = -sum_i w_i log p_i(y_i) / W: over the distinct true-class scores T with their
+  weight (the micro statistic of ``_ranking`` holds them);
+* Brier = sum_i w_i sum_c (p_ic - [c = y_i])^2 / W = (S - 2 sum_i w_i p_i(y_i) + W) / W, with
+  S = sum_i w_i sum_c p_ic^2 kept as an exact sum (``core._exact_sum``), the middle term again
+  from T;
+* top-label calibration error: per bin, the weight of the rows whose argmax is right and the
+  exact sum of their weighted top scores.
+
+So the metrics of rows split into batches and merged in any order are those of all rows at once:
+bit for bit with counts or integer weights.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 from numpy.typing import NDArray
 
+from evalserve.core._exact_sum import exact_sum, exact_sums, rounded
+from evalserve.core._inner import inner
 from evalserve.core._result import MetricSink
 
-__all__ = ["PROBABILITY_METRICS", "ROW_SUM_TOLERANCE", "probability_metrics", "probability_problem"]
+__all__ = [
+    "PROBABILITY_METRICS",
+    "ROW_SUM_TOLERANCE",
+    "ProbabilityCheck",
+    "ProbabilitySums",
+    "calibration_bins",
+    "probability_check",
+    "probability_metrics",
+    "probability_sums",
+]
 
 Floats = NDArray[np.float64]
 Indices = NDArray[np.intp]
@@ -25,72 +52,141 @@ EPS = float(np.finfo(np.float64).eps)
 _ROW_BLOCK = 1 << 16
 
 
-def probability_problem(
+@dataclass(frozen=True, slots=True)
+class ProbabilityCheck:
+    """Whether the rows are probabilities: the range of the scores of the rows of weight above
+    zero (``low`` > ``high`` when there is none), and the first of those rows whose sum is off 1
+    (``row`` -1: none; not looked for when the range is off already)."""
+
+    low: float
+    high: float
+    row: int
+    row_sum: float
+
+    def problem(self) -> str | None:
+        """Why the rows are not probabilities, or None when they are."""
+        if self.low <= self.high and (self.low < 0 or self.high > 1):
+            return (
+                f"scores are not probabilities: they range over [{self.low:g}, {self.high:g}], "
+                "outside [0, 1] (send softmax outputs; they are never renormalized)"
+            )
+        if self.row >= 0:
+            return (
+                f"scores are not probabilities: row {self.row} sums to {self.row_sum!r}, not 1 "
+                f"within {ROW_SUM_TOLERANCE:g} (they are never renormalized)"
+            )
+        return None
+
+    def merge(self, other: ProbabilityCheck, offset: int) -> ProbabilityCheck:
+        """The check of these rows followed by ``other``'s, which start at row ``offset``."""
+        row, row_sum = self.row, self.row_sum
+        if row < 0 and other.row >= 0:
+            row, row_sum = offset + other.row, other.row_sum
+        return ProbabilityCheck(min(self.low, other.low), max(self.high, other.high), row, row_sum)
+
+
+def probability_check(
     scores: NDArray[np.float64], low: float, high: float, weights: Floats | None
-) -> str | None:
-    """Why the rows are not probabilities, or None when they are. Rows of weight zero take no
-    part (as everywhere: they leave no trace)."""
+) -> ProbabilityCheck:
+    """The check of validated rows (``low`` and ``high``: the range of all their scores)."""
     rows = None
     if weights is not None and not weights.all():
         rows = np.flatnonzero(weights)
         scores = scores[rows]
-        low, high = float(scores.min()), float(scores.max())
-    if low < 0 or high > 1:
-        return (
-            f"scores are not probabilities: they range over [{low:g}, {high:g}], outside "
-            "[0, 1] (send softmax outputs; they are never renormalized)"
-        )
+        low, high = (float(scores.min()), float(scores.max())) if rows.size else (np.inf, -np.inf)
+    low, high = low + 0.0, high + 0.0  # -0.0 is 0: one value, one message
+    if (rows is not None and rows.size == 0) or low < 0 or high > 1:
+        return ProbabilityCheck(low, high, -1, 0.0)
     for start in range(0, scores.shape[0], _ROW_BLOCK):
         sums = np.einsum("ij->i", scores[start : start + _ROW_BLOCK])
+        # |s - 1| grows away from 1 on either side: the extremes decide for the block.
+        if max(abs(float(sums.min()) - 1.0), abs(float(sums.max()) - 1.0)) <= ROW_SUM_TOLERANCE:
+            continue
         off = np.abs(sums - 1.0) > ROW_SUM_TOLERANCE
         if off.any():
             row = int(np.argmax(off))
             index = start + row if rows is None else int(rows[start + row])
-            return (
-                f"scores are not probabilities: row {index} sums to {float(sums[row])!r}, not 1 "
-                f"within {ROW_SUM_TOLERANCE:g} (they are never renormalized)"
-            )
-    return None
+            return ProbabilityCheck(low, high, index, float(sums[row]))
+    return ProbabilityCheck(low, high, -1, 0.0)
 
 
-def probability_metrics(
-    sink: MetricSink,
+@dataclass(frozen=True, slots=True, eq=False)
+class ProbabilitySums:
+    """The sums behind the Brier score and the calibration error, exact sums in units of
+    2**-1074 (``core._exact_sum``): ``squares`` = sum_i w_i sum_c p_ic^2; per calibration bin,
+    ``correct`` = the weight of the rows whose argmax is their class and ``confidence`` =
+    sum_i w_i max_c p_ic."""
+
+    squares: int
+    correct: Floats
+    confidence: tuple[int, ...]
+
+    @classmethod
+    def empty(cls, bins: int) -> ProbabilitySums:
+        return cls(0, np.zeros(bins), (0,) * bins)
+
+    def merge(self, other: ProbabilitySums) -> ProbabilitySums:
+        confidence = tuple(a + b for a, b in zip(self.confidence, other.confidence, strict=True))
+        return ProbabilitySums(self.squares + other.squares, self.correct + other.correct,
+                               confidence)  # fmt: skip
+
+
+def probability_sums(
     scores: NDArray[np.float64],
-    true_scores: Floats,
     top: Indices,
     labels: Indices,
     weights: Floats | None,
-    *,
     bins: int,
-) -> None:
-    """``true_scores`` = p of each row's true class, ``top`` = each row's argmax."""
-    total = float(true_scores.size if weights is None else weights.sum())
-    clipped = np.clip(true_scores, EPS, 1 - EPS)
-    sink.set("log_loss", -_weighted_sum(np.log(clipped), weights) / total)
-    # sum_c (p_c - [c = y])^2 = sum_c p_c^2 - 2 p_y + 1, with the squares summed row by row.
+) -> ProbabilitySums:
+    """The sums of probability rows (``top`` = each row's argmax). Rows of weight zero add
+    nothing, whatever their scores."""
+    n_rows, n_classes = scores.shape
     squares = np.einsum("ij,ij->i", scores, scores)
-    brier = squares - 2.0 * true_scores + 1.0
-    sink.set("brier_score", _weighted_sum(brier, weights) / total)
-    confidence = scores[np.arange(labels.size), top]
-    correct = (top == labels).astype(np.float64)
-    sink.set(
-        "expected_calibration_error",
-        _calibration_gap(confidence, correct, weights, bins) / total,
-    )
-
-
-def _weighted_sum(values: Floats, weights: Floats | None) -> float:
-    return float(values.sum() if weights is None else np.dot(weights, values))
-
-
-def _calibration_gap(
-    confidence: Floats, correct: Floats, weights: Floats | None, bins: int
-) -> float:
-    """sum over equal-width bins of |sum(correct) - sum(confidence)|; bin i holds
-    [i/B, (i+1)/B), the last bin also 1.0 (as task binary's expected_calibration_error)."""
-    edges = np.arange(bins + 1) / bins
-    index = np.minimum(np.searchsorted(edges, confidence, side="right") - 1, bins - 1)
-    gap = correct - confidence
+    # The top scores, gathered from the flat matrix (faster than a two-index gather).
+    confidence = scores.ravel().take(np.arange(0, n_rows * n_classes, n_classes) + top)
+    if weights is not None and not weights.all():  # their squares may even be infinite
+        nothing = weights == 0
+        squares[nothing] = 0.0
+        confidence[nothing] = 0.0
+    index = calibration_bins(confidence, bins)
+    right = top == labels
     if weights is not None:
-        gap *= weights
-    return float(np.abs(np.bincount(index, weights=gap, minlength=bins)).sum())
+        squares *= weights
+        confidence *= weights
+        right = np.where(right, weights, 0.0)
+    correct = np.asarray(np.bincount(index, weights=right, minlength=bins), dtype=np.float64)
+    return ProbabilitySums(exact_sum(squares), correct, tuple(exact_sums(confidence, index, bins)))
+
+
+def calibration_bins(confidence: Floats, bins: int) -> Indices:
+    """The bin of each top score in [0, 1]: bin i holds [i/B, (i+1)/B) (the edges as
+    ``np.arange(B + 1) / B`` rounds them), the last bin also 1.0, as task binary's calibration
+    error. ``floor(p B)`` is off by at most one next to an edge: one comparison with each
+    neighbouring edge settles it, in fewer passes than a binary search."""
+    edges = np.arange(bins + 1) / bins
+    above = np.append(edges[1:bins], np.inf)  # the lower edge of the next bin; none after the last
+    index = (confidence * bins).astype(np.intp)
+    np.minimum(index, bins - 1, out=index)
+    index -= confidence < edges[index]
+    index += confidence >= above[index]
+    return index
+
+
+def probability_metrics(
+    sink: MetricSink, sums: ProbabilitySums, values: Floats, mass: Floats, total: float
+) -> None:
+    """The three metrics from the sums, the distinct true-class scores ``values`` with their
+    weight ``mass``, and the total weight."""
+    true_scores, weight = values, mass
+    if not mass.all():  # scores of rows of weight zero only
+        held = np.flatnonzero(mass)
+        true_scores, weight = values[held], mass[held]
+    log_p = np.log(np.clip(true_scores, EPS, 1 - EPS))
+    sink.set("log_loss", -inner(weight, log_p) / total)
+    # sum_c (p_c - [c = y])^2 = sum_c p_c^2 - 2 p_y + 1; cancellation leaves at most ~1e-16 W
+    # below 0 where the score is perfect.
+    brier = rounded(sums.squares) - 2.0 * inner(weight, true_scores) + total
+    sink.set("brier_score", max(brier, 0.0) / total)
+    confidence = np.array([rounded(value) for value in sums.confidence], dtype=np.float64)
+    gap = float(np.abs(sums.correct - confidence).sum())
+    sink.set("expected_calibration_error", gap / total)

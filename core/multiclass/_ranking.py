@@ -43,9 +43,12 @@ Bools = NDArray[np.bool_]
 
 @dataclass(frozen=True, slots=True, eq=False)
 class Micro:
-    """The flattened problem: ``mass[p]`` positive weight at T[p]; negative weight strictly
-    between T[p-1] and T[p] (``gap[p]``, n_T + 1 entries) and equal to T[p] (``tie[p]``)."""
+    """The flattened problem: the distinct true-class scores T (``values``, ascending) with
+    ``mass[p]`` positive weight at T[p] (0 for the scores of rows of weight zero only);
+    negative weight strictly between T[p-1] and T[p] (``gap[p]``, n_T + 1 entries) and equal
+    to T[p] (``tie[p]``)."""
 
+    values: Floats
     mass: Floats
     gap: Floats
     tie: Floats
@@ -65,7 +68,12 @@ class RankingStats:
 
 
 def true_class_scores(scores: NDArray[np.float64], labels: Indices) -> Floats:
-    return np.asarray(scores[np.arange(labels.size), labels], dtype=np.float64)
+    """Each row's score of its true class (``scores`` C-contiguous), gathered from the flat
+    matrix: faster than a two-index gather."""
+    n_rows, n_classes = scores.shape
+    flat = np.arange(0, n_rows * n_classes, n_classes)
+    flat += labels
+    return np.asarray(scores.ravel().take(flat), dtype=np.float64)
 
 
 def distinct_with_mass(values: Floats, weights: Floats | None) -> tuple[Floats, Floats]:
@@ -170,15 +178,17 @@ class _Sweep:
         """Every row of the column, the class's own rows included (they are T's values, all
         tied: ``result`` takes T's weight back out of the ties)."""
         tie_position = position[tied]
+        size = self.truth.size + 1
+        # Every row: one counting pass beats a scattered add; the few tied rows: the reverse.
         if rest is None:
-            np.add.at(self.micro_rows, position, 1)
+            self.micro_rows += np.bincount(position, minlength=size)
             np.add.at(self.micro_tied, tie_position, 1)
             return
         # Weighted: sums of the same weights in another order could leave a residue where a
         # difference should be 0, so gaps and ties are summed apart, the class's rows out.
         gap = rest.copy()
         gap[tied] = 0.0
-        np.add.at(self.micro_gap, position, gap)
+        self.micro_gap += np.bincount(position, weights=gap, minlength=size)
         np.add.at(self.micro_tie, tie_position, rest[tied])
 
     def result(self) -> RankingStats:
@@ -192,7 +202,7 @@ class _Sweep:
         return RankingStats(
             tuple(self.one_vs_rest),
             self.pairs,
-            Micro(truth.mass, gap, tie),
+            Micro(truth.values, truth.mass, gap, tie),
             class_mass.astype(np.float64),
         )
 

@@ -1,11 +1,16 @@
-"""``compute_multiclass``: every multiclass metric of one request.
+"""``compute_multiclass``: every multiclass metric of one request, in two halves.
 
-Steps: check the rows (``_inputs``); hard predictions (sent, or the argmax of the scores) give
-the confusion matrix and its metrics (``_confusion``); the true-class score of each row gives
-top-k accuracy (``_topk``) and the probability metrics (``_probability``); one sweep over the
-score columns gives the one-vs-rest, one-vs-one and micro ranking statistics (``_ranking``),
-from which task binary's functions compute each class's metrics (``_per_class``), Hand &
-Till's averages follow (``_ovo``) and the micro averages (``_micro``).
+Rows to statistics (``_stats``): check the rows (``_inputs``); hard predictions (sent, or the
+argmax of the scores) give the confusion matrix (``_confusion``); the true-class score of each
+row gives the rank table of top-k accuracy (``_topk``) and, with the rows' squares and top
+scores, the sums of the probability metrics (``_probability``); one sweep over the score
+columns gives the one-vs-rest, one-vs-one and micro ranking statistics (``_ranking``).
+
+Statistics to metrics (``multiclass_output``): the confusion matrix's metrics, top-k accuracy,
+the probability metrics, each class's ranking metrics through task binary's functions
+(``_per_class``), Hand & Till's averages (``_ovo``), the micro averages (``_micro``) and the
+curves. The ``Accumulator``'s state (``_state``) builds the same statistics from its batches
+and shares this half, so the two cannot drift apart.
 """
 
 from __future__ import annotations
@@ -19,13 +24,8 @@ from numpy.typing import NDArray
 from evalserve.core._options import Options
 from evalserve.core._result import Curve, MetricSink, TaskOutput
 from evalserve.core.multiclass._catalog import CONVENTIONS, METRIC_NAMES
-from evalserve.core.multiclass._confusion import (
-    class_counts,
-    confusion_matrix,
-    describe,
-    hard_metrics,
-)
-from evalserve.core.multiclass._inputs import MulticlassInputs, multiclass_inputs
+from evalserve.core.multiclass._confusion import class_counts, describe, hard_metrics
+from evalserve.core.multiclass._inputs import multiclass_inputs
 from evalserve.core.multiclass._macro_curve import class_curve, macro_roc_curve
 from evalserve.core.multiclass._micro import micro_metrics
 from evalserve.core.multiclass._ovo import ovo_metrics
@@ -35,17 +35,11 @@ from evalserve.core.multiclass._per_class import (
     class_rows,
     ranking_averages,
 )
-from evalserve.core.multiclass._probability import (
-    PROBABILITY_METRICS,
-    probability_metrics,
-    probability_problem,
-)
-from evalserve.core.multiclass._ranking import ranking_stats, true_class_scores
-from evalserve.core.multiclass._topk import rank_counts, top_k_metrics
+from evalserve.core.multiclass._probability import PROBABILITY_METRICS, probability_metrics
+from evalserve.core.multiclass._stats import MulticlassStats, stats_of_rows
+from evalserve.core.multiclass._topk import top_k_metrics
 
-__all__ = ["compute_multiclass"]
-
-Indices = NDArray[np.intp]
+__all__ = ["compute_multiclass", "multiclass_output"]
 
 
 def compute_multiclass(
@@ -60,43 +54,38 @@ def compute_multiclass(
     """All multiclass metrics, per-class rows and curves; raises ``InvalidInputError`` naming
     the field (labels, scores, predictions, weights, classes) for input it cannot evaluate."""
     inputs = multiclass_inputs(y_true, y_score, y_pred, sample_weight, classes)
+    return multiclass_output(stats_of_rows(inputs, options), options)
+
+
+def multiclass_output(stats: MulticlassStats, options: Options) -> TaskOutput:
+    """Every metric, per-class row and curve from the statistics (of one request, or of an
+    ``Accumulator``'s batches)."""
     sink = MetricSink()
-    sink.set("n_samples", inputs.n_rows)
-    scores, labels, weights = inputs.scores, inputs.labels, inputs.weights
-    true_scores = true_class_scores(scores, labels)
-    top = _argmax(scores)
-    predicted = top if inputs.predicted is None else inputs.predicted
-    matrix = confusion_matrix(labels, predicted, weights, inputs.n_classes)
+    sink.set("n_samples", stats.n_rows)
+    classes, matrix, ranking = stats.classes, stats.matrix, stats.ranking
+    n_classes = len(classes)
+    total = float(ranking.class_mass.sum())
     counts = class_counts(matrix, options.beta)
-    hard_metrics(sink, matrix, counts, inputs.classes, level=options.confidence_level)
-    above, equal = rank_counts(scores, true_scores)
-    top_k_metrics(sink, options.top_k, above, equal, weights, inputs.n_classes)
-    problem = probability_problem(scores, inputs.low, inputs.high, weights)
-    if problem is None:
-        probability_metrics(
-            sink, scores, true_scores, top, labels, weights, bins=options.calibration_bins
-        )
-    else:
+    hard_metrics(sink, matrix, counts, classes, level=options.confidence_level)
+    top_k_metrics(sink, options.top_k, stats.ranks, total, n_classes)
+    if isinstance(stats.probability, str):
         for name in PROBABILITY_METRICS:
-            sink.undefine(name, problem)
-    stats = ranking_stats(inputs, true_scores)
-    rankings = [class_ranking(class_stats, options) for class_stats in stats.one_vs_rest]
-    ranking_averages(sink, rankings, stats.class_mass, inputs.classes)
-    micro_metrics(sink, stats.micro.mass, stats.micro.gap, stats.micro.tie)
-    ovo_metrics(sink, stats.pairs, stats.class_mass)
-    _interval_warnings(sink, rankings, inputs)
+            sink.undefine(name, stats.probability)
+    else:
+        micro = ranking.micro
+        probability_metrics(sink, stats.probability, micro.values, micro.mass, total)
+    rankings = [class_ranking(class_stats, options) for class_stats in ranking.one_vs_rest]
+    ranking_averages(sink, rankings, ranking.class_mass, classes)
+    micro_metrics(sink, ranking.micro.mass, ranking.micro.gap, ranking.micro.tie)
+    ovo_metrics(sink, ranking.pairs, ranking.class_mass)
+    _interval_warnings(sink, rankings, classes)
     curves = _curves(matrix, rankings, options.max_curve_points)
     _order_metrics(sink)
-    return TaskOutput(sink, class_rows(inputs.classes, counts, rankings), curves, dict(CONVENTIONS))
-
-
-def _argmax(scores: NDArray[np.float64]) -> Indices:
-    """Each row's highest-scoring class; ties go to the lowest index (numpy's argmax)."""
-    return np.asarray(scores.argmax(axis=1), dtype=np.intp)
+    return TaskOutput(sink, class_rows(classes, counts, rankings), curves, dict(CONVENTIONS))
 
 
 def _interval_warnings(
-    sink: MetricSink, rankings: list[ClassRanking], inputs: MulticlassInputs
+    sink: MetricSink, rankings: list[ClassRanking], classes: tuple[str, ...]
 ) -> None:
     missing = np.array(
         [index for index, r in enumerate(rankings) if r.interval_reason is not None],
@@ -104,7 +93,7 @@ def _interval_warnings(
     )
     if missing.size:
         reason = rankings[int(missing[0])].interval_reason
-        sink.warn(f"no roc_auc interval for {describe(inputs.classes, missing)}: {reason}")
+        sink.warn(f"no roc_auc interval for {describe(classes, missing)}: {reason}")
 
 
 def _curves(

@@ -6,8 +6,10 @@ on 1..e, so it is in the top k with probability min(1, max(0, (k - g) / e)): tha
 row counts. Rows without ties count 0 or 1, as everywhere; a constant model gets k / classes,
 not the 1 that "fewer than k scored strictly higher" would give it.
 
-scikit-learn's ``top_k_accuracy_score`` breaks ties by class index (highest first); the two
-agree whenever no tie straddles the k-th place.
+A row's count depends only on (g, e): the rows are summed into a table of their weight per
+(g, e) (exact with counts or integer weights, and mergeable), and each top-k accuracy is the
+table's inner product with the counts. scikit-learn's ``top_k_accuracy_score`` breaks ties by
+class index (highest first); the two agree whenever no tie straddles the k-th place.
 """
 
 from __future__ import annotations
@@ -15,9 +17,10 @@ from __future__ import annotations
 import numpy as np
 from numpy.typing import NDArray
 
+from evalserve.core._inner import inner
 from evalserve.core._result import MetricSink
 
-__all__ = ["rank_counts", "top_k_metrics"]
+__all__ = ["rank_counts", "rank_table", "table_depth", "top_k_metrics"]
 
 Floats = NDArray[np.float64]
 
@@ -44,15 +47,34 @@ def rank_counts(scores: NDArray[np.float64], true_scores: Floats) -> tuple[Float
     return above, equal
 
 
+def table_depth(ks: tuple[int, ...], n_classes: int) -> int:
+    """Rows of the rank table: the largest k asked for that has a value (k <= classes)."""
+    return max((k for k in ks if k <= n_classes), default=0)
+
+
+def rank_table(
+    above: Floats, equal: Floats, weights: Floats | None, n_classes: int, depth: int
+) -> Floats:
+    """``table[g, e - 1]``: the weight of the rows with ``g`` < ``depth`` classes scored above
+    their true class and ``e`` scored equal (itself included). A row with ``depth`` or more
+    classes above is in no top k asked for, and is left out."""
+    # Cell g * classes + e, with every g >= depth in row ``depth`` (dropped): small integers,
+    # exact in float64.
+    cell = np.minimum(above, depth)
+    cell *= n_classes
+    cell += equal
+    size = (depth + 1) * n_classes + 1
+    counts = np.bincount(cell.astype(np.intp), weights=weights, minlength=size)
+    return counts[1 : depth * n_classes + 1].astype(np.float64).reshape(depth, n_classes)
+
+
 def top_k_metrics(
-    sink: MetricSink,
-    ks: tuple[int, ...],
-    above: Floats,
-    equal: Floats,
-    weights: Floats | None,
-    n_classes: int,
+    sink: MetricSink, ks: tuple[int, ...], table: Floats, total: float, n_classes: int
 ) -> None:
-    total = float(above.size if weights is None else weights.sum())
+    """``top_{k}_accuracy`` from the rank table (``rank_table``) and the total weight."""
+    depth = table.shape[0]
+    above = np.arange(depth, dtype=np.float64)[:, None]
+    equal = np.arange(1, n_classes + 1, dtype=np.float64)[None, :]
     for k in ks:
         name = f"top_{k}_accuracy"
         if k > n_classes:
@@ -62,4 +84,4 @@ def top_k_metrics(
             )
             continue
         hit = np.clip((k - above) / equal, 0.0, 1.0)
-        sink.set(name, float(hit.sum() if weights is None else np.dot(weights, hit)) / total)
+        sink.set(name, inner(table.ravel(), hit.ravel()) / total)
