@@ -97,6 +97,8 @@ class Accumulator:
             )
         finally:
             WEIGHTLESS_BATCHES.reset(token)
+        if self._levels:
+            self._levels[0].check_merge(state)
         self._levels = self._pushed(list(self._levels), state)
         return self
 

@@ -61,6 +61,13 @@ class TaskState(Protocol):
         whole may not, as in ``evaluate``)."""
         ...
 
+    def check_merge(self, other: Any) -> None:
+        """Raise ``InvalidInputError`` naming the field when ``other`` cannot merge with this
+        state (a batch of another width, predictions in some batches only); ``merge`` checks
+        it too, and ``Accumulator.update`` calls it at once, so a bad batch is refused when it
+        comes, not at a later merge."""
+        ...
+
     def merge(self, other: Any) -> Any:
         """The state of both row sets."""
         ...

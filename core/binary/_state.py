@@ -119,9 +119,12 @@ class BinaryState:
     def weightless(self) -> bool:
         return self.scores.weightless()
 
-    def merge(self, other: BinaryState) -> BinaryState:
+    def check_merge(self, other: BinaryState) -> None:
         if (self.predictions is None) != (other.predictions is None):
             raise InvalidInputError("predictions", "send predictions with every batch or with none")
+
+    def merge(self, other: BinaryState) -> BinaryState:
+        self.check_merge(other)
         predictions = None
         if self.predictions is not None and other.predictions is not None:
             predictions = self.predictions.joined(other.predictions)

@@ -67,6 +67,9 @@ class DetectionState:
     def compact(self) -> DetectionState:
         return self  # merged at once
 
+    def check_merge(self, other: DetectionState) -> None:
+        pass  # any two states merge
+
     def merge(self, other: DetectionState) -> DetectionState:
         """This state's images followed by ``other``'s."""
         return DetectionState(self.stats.merge(other.stats))

@@ -73,7 +73,9 @@ class ScoreBlocks:
         for first in range(0, n_classes, group):
             last = min(n_classes, first + group)
             columns = np.ascontiguousarray(scores[:, first:last].T)
-            columns += 0.0  # -0.0 becomes 0.0: one value, one entry
+            # -0.0 becomes 0.0 (one value, one entry), in a copy: the slice may be the caller's
+            # array (a one-row batch), read-only when it came as raw bytes.
+            columns = columns + 0.0
             order = np.argsort(columns, axis=1)
             by_class = np.argsort(small[order], axis=1, kind="stable")
             order = np.take_along_axis(order, by_class, axis=1)

@@ -87,14 +87,7 @@ class MulticlassState:
         return self  # merged at once
 
     def merge(self, other: MulticlassState) -> MulticlassState:
-        if self.n_classes != other.n_classes:
-            raise InvalidInputError(
-                "scores",
-                f"cannot merge batches of {self.n_classes} and {other.n_classes} score columns: "
-                "send every batch with one column per class (or fix them with classes)",
-            )
-        if self.predicted != other.predicted:
-            raise InvalidInputError("predictions", "send predictions with every batch or with none")
+        self.check_merge(other)
         return MulticlassState(
             n_rows=self.n_rows + other.n_rows,
             weighted=self.weighted or other.weighted,
@@ -105,6 +98,16 @@ class MulticlassState:
             check=self.check.merge(other.check, self.n_rows),
             sums=self.sums.merge(other.sums),
         )
+
+    def check_merge(self, other: MulticlassState) -> None:
+        if self.n_classes != other.n_classes:
+            raise InvalidInputError(
+                "scores",
+                f"cannot merge batches of {self.n_classes} and {other.n_classes} score columns: "
+                "send every batch with one column per class (or fix them with classes)",
+            )
+        if self.predicted != other.predicted:
+            raise InvalidInputError("predictions", "send predictions with every batch or with none")
 
     def to_arrays(self) -> Arrays:
         confidence = [to_components(total) for total in self.sums.confidence]

@@ -111,6 +111,16 @@ class MultilabelState:
         return MultilabelState(stats, self.scores, self.predictions)
 
     def merge(self, other: MultilabelState) -> MultilabelState:
+        self.check_merge(other)
+        merged = MultilabelState(
+            self.stats.merge(other.stats), self.scores, self.predictions, self.raw + other.raw
+        )
+        pending = sum(part.cells for part in merged.raw)
+        if pending > max(3 * merged.stats.columns.size, MIN_PENDING_CELLS):
+            return merged.compact()
+        return merged
+
+    def check_merge(self, other: MultilabelState) -> None:
         mine, theirs = self.stats.n_labels, other.stats.n_labels
         if mine != theirs:
             raise InvalidInputError(
@@ -121,13 +131,6 @@ class MultilabelState:
         for field, sent in (("scores", self.scores), ("predictions", self.predictions)):
             if sent != getattr(other, field):
                 raise InvalidInputError(field, f"send {field} with every batch or with none")
-        merged = MultilabelState(
-            self.stats.merge(other.stats), self.scores, self.predictions, self.raw + other.raw
-        )
-        pending = sum(part.cells for part in merged.raw)
-        if pending > max(3 * merged.stats.columns.size, MIN_PENDING_CELLS):
-            return merged.compact()
-        return merged
 
     def to_arrays(self) -> Arrays:
         stats = self.compact().stats

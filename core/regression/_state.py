@@ -104,6 +104,9 @@ class RegressionState:
         errors = self.stats.errors.merge(AbsoluteErrors.of_rows(absolute, weights))
         return RegressionState(replace(self.stats, errors=errors))
 
+    def check_merge(self, other: RegressionState) -> None:
+        pass  # any two states merge
+
     def merge(self, other: RegressionState) -> RegressionState:
         merged = RegressionState(self.stats.merge(other.stats), self.raw + other.raw)
         pending = sum(part.absolute.size for part in merged.raw)

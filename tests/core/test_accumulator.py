@@ -230,6 +230,14 @@ WEIGHTED_BATCHES: dict[str, tuple[dict[str, Any], dict[str, Any]]] = {
         {"y_true": [0, 1], "y_score": [0.2, 0.9]},
         {"y_true": [0, 1, 1], "y_score": [0.3, 0.1, 0.8]},
     ),
+    "multiclass": (
+        {"y_true": [0, 2], "y_score": [[0.2, 0.3, 0.5], [0.1, 0.1, 0.8]]},
+        {"y_true": [1, 0, 2], "y_score": [[0.1, 0.6, 0.3], [0.5, 0.4, 0.1], [0.3, 0.3, 0.4]]},
+    ),
+    "multilabel": (
+        {"y_true": [[0, 1], [1, 1]], "y_score": [[0.2, 0.9], [0.4, 0.6]]},
+        {"y_true": [[1, 0], [0, 1], [1, 1]], "y_score": [[0.7, 0.1], [0.3, 0.8], [0.9, 0.2]]},
+    ),
     "regression": (
         {"y_true": [0.0, 2.0], "y_pred": [1.0, 2.0]},
         {"y_true": [1.0, 2.0, 3.0], "y_pred": [1.5, 2.0, 2.5]},
@@ -257,3 +265,50 @@ def test_a_batch_of_weight_zero_is_taken_and_only_the_whole_must_weigh(task: str
         Accumulator(task).update(**empty, sample_weight=zero).update(**full, sample_weight=ones),
     ):
         assert merged.result().to_dict() == whole
+
+
+@pytest.mark.parametrize(
+    ("task", "first", "second", "field"),
+    [
+        (
+            "binary",
+            {"y_true": [0, 1], "y_score": [0.2, 0.8], "y_pred": [0, 1]},
+            {"y_true": [1, 0], "y_score": [0.6, 0.1]},
+            "predictions",
+        ),
+        (
+            "multiclass",
+            {"y_true": [0, 1], "y_score": [[0.7, 0.3], [0.2, 0.8]]},
+            {"y_true": [2], "y_score": [[0.1, 0.2, 0.7]]},
+            "scores",
+        ),
+        (
+            "multilabel",
+            {"y_true": [[0, 1]], "y_score": [[0.3, 0.9]]},
+            {"y_true": [[0, 1, 1]], "y_score": [[0.3, 0.9, 0.5]]},
+            "labels",
+        ),
+    ],
+)
+def test_a_batch_that_cannot_merge_is_refused_when_it_comes(
+    task: str, first: dict[str, Any], second: dict[str, Any], field: str
+) -> None:
+    """Refused at its ``update`` (not at a later merge, which would break the accumulator),
+    and the rows before it still evaluate."""
+    accumulator = Accumulator(task).update(**first)
+    before = accumulator.result().to_dict()
+    with pytest.raises(InvalidInputError) as raised:
+        accumulator.update(**second)
+    assert raised.value.field == field
+    assert accumulator.n_rows == len(first["y_true"])
+    assert accumulator.result().to_dict() == before
+
+
+def test_a_batch_is_neither_changed_nor_needed_writable() -> None:
+    """Batches may be read-only views (raw bytes off the wire) and stay as they were."""
+    rows = np.frombuffer(np.array([0.2, 0.3, 0.5, -0.0, 0.4, 0.6]).tobytes()).reshape(2, 3)
+    accumulator = Accumulator("multiclass").update([2, 1], rows)
+    one_row = Accumulator("multiclass").update([2], rows[:1])
+    assert not rows.flags.writeable and np.signbit(rows[1, 0])
+    assert accumulator.result().to_dict() == evaluate("multiclass", [2, 1], rows).to_dict()
+    assert one_row.n_rows == 1
