@@ -3,8 +3,8 @@
 background thread, on 127.0.0.1 with free ports, called with real clients (httpx, grpc).
 
 Two services live for the whole session: one with the default settings, and one with small
-limits (64 KiB bodies and messages, 2 000 rows a request, 3 000 rows a stream, 3 classes) for
-the size cases.
+limits (64 KiB bodies and messages, 2 000 rows a request, 3 000 rows a stream, a stream state
+of 12 000 bytes: 500 distinct binary scores, 3 classes) for the size cases.
 """
 
 from __future__ import annotations
@@ -29,7 +29,7 @@ LIMITED = Settings(
     max_request_bytes=64 * 1024,
     max_rows=2000,
     max_stream_rows=3000,
-    max_stream_distinct_scores=2500,
+    max_stream_state_bytes=12_000,
     max_classes=3,
 )
 

@@ -545,7 +545,10 @@ Global___StreamHeader: _TypeAlias = StreamHeader  # noqa: Y015
 
 @_typing.final
 class EvaluateStreamRequest(_message.Message):
-    """EvaluateStreamRequest: the header in the first message only; rows in any message."""
+    """EvaluateStreamRequest: the header in the first message only; rows in any message. A batch
+    carries the columns of rows as EvaluateRequest does (score matrices flat, row-major, of the
+    header's n_classes or classes columns), or, for task detection, images only.
+    """
 
     DESCRIPTOR: _descriptor.Descriptor
 
@@ -559,6 +562,7 @@ class EvaluateStreamRequest(_message.Message):
     SCORES_F64_FIELD_NUMBER: _builtins.int
     PREDICTIONS_F64_FIELD_NUMBER: _builtins.int
     WEIGHTS_F64_FIELD_NUMBER: _builtins.int
+    IMAGES_FIELD_NUMBER: _builtins.int
     labels_f64: _builtins.bytes
     scores_f64: _builtins.bytes
     predictions_f64: _builtins.bytes
@@ -574,7 +578,13 @@ class EvaluateStreamRequest(_message.Message):
     @_builtins.property
     def weights(self) -> _containers.RepeatedScalarFieldContainer[_builtins.float]: ...
     @_builtins.property
-    def label_names(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]: ...
+    def label_names(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
+        """Multiclass ground truth as class names (of the header's classes), instead of `labels`."""
+
+    @_builtins.property
+    def images(self) -> _containers.RepeatedCompositeFieldContainer[Global___DetectionImage]:
+        """Detection: one entry per image of this batch (no row columns then)."""
+
     def __init__(
         self,
         *,
@@ -588,10 +598,11 @@ class EvaluateStreamRequest(_message.Message):
         scores_f64: _builtins.bytes = ...,
         predictions_f64: _builtins.bytes = ...,
         weights_f64: _builtins.bytes = ...,
+        images: _abc.Iterable[Global___DetectionImage] | None = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _typing.Literal["header", b"header"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["header", b"header", "label_names", b"label_names", "labels", b"labels", "labels_f64", b"labels_f64", "predictions", b"predictions", "predictions_f64", b"predictions_f64", "scores", b"scores", "scores_f64", b"scores_f64", "weights", b"weights", "weights_f64", b"weights_f64"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["header", b"header", "images", b"images", "label_names", b"label_names", "labels", b"labels", "labels_f64", b"labels_f64", "predictions", b"predictions", "predictions_f64", b"predictions_f64", "scores", b"scores", "scores_f64", b"scores_f64", "weights", b"weights", "weights_f64", b"weights_f64"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 

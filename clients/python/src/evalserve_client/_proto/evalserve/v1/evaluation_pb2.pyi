@@ -479,7 +479,10 @@ global___StreamHeader = StreamHeader
 
 @typing.final
 class EvaluateStreamRequest(google.protobuf.message.Message):
-    """EvaluateStreamRequest: the header in the first message only; rows in any message."""
+    """EvaluateStreamRequest: the header in the first message only; rows in any message. A batch
+    carries the columns of rows as EvaluateRequest does (score matrices flat, row-major, of the
+    header's n_classes or classes columns), or, for task detection, images only.
+    """
 
     DESCRIPTOR: google.protobuf.descriptor.Descriptor
 
@@ -493,6 +496,7 @@ class EvaluateStreamRequest(google.protobuf.message.Message):
     SCORES_F64_FIELD_NUMBER: builtins.int
     PREDICTIONS_F64_FIELD_NUMBER: builtins.int
     WEIGHTS_F64_FIELD_NUMBER: builtins.int
+    IMAGES_FIELD_NUMBER: builtins.int
     labels_f64: builtins.bytes
     scores_f64: builtins.bytes
     predictions_f64: builtins.bytes
@@ -508,7 +512,13 @@ class EvaluateStreamRequest(google.protobuf.message.Message):
     @property
     def weights(self) -> google.protobuf.internal.containers.RepeatedScalarFieldContainer[builtins.float]: ...
     @property
-    def label_names(self) -> google.protobuf.internal.containers.RepeatedScalarFieldContainer[builtins.str]: ...
+    def label_names(self) -> google.protobuf.internal.containers.RepeatedScalarFieldContainer[builtins.str]:
+        """Multiclass ground truth as class names (of the header's classes), instead of `labels`."""
+
+    @property
+    def images(self) -> google.protobuf.internal.containers.RepeatedCompositeFieldContainer[global___DetectionImage]:
+        """Detection: one entry per image of this batch (no row columns then)."""
+
     def __init__(
         self,
         *,
@@ -522,9 +532,10 @@ class EvaluateStreamRequest(google.protobuf.message.Message):
         scores_f64: builtins.bytes = ...,
         predictions_f64: builtins.bytes = ...,
         weights_f64: builtins.bytes = ...,
+        images: collections.abc.Iterable[global___DetectionImage] | None = ...,
     ) -> None: ...
     def HasField(self, field_name: typing.Literal["header", b"header"]) -> builtins.bool: ...
-    def ClearField(self, field_name: typing.Literal["header", b"header", "label_names", b"label_names", "labels", b"labels", "labels_f64", b"labels_f64", "predictions", b"predictions", "predictions_f64", b"predictions_f64", "scores", b"scores", "scores_f64", b"scores_f64", "weights", b"weights", "weights_f64", b"weights_f64"]) -> None: ...
+    def ClearField(self, field_name: typing.Literal["header", b"header", "images", b"images", "label_names", b"label_names", "labels", b"labels", "labels_f64", b"labels_f64", "predictions", b"predictions", "predictions_f64", b"predictions_f64", "scores", b"scores", "scores_f64", b"scores_f64", "weights", b"weights", "weights_f64", b"weights_f64"]) -> None: ...
 
 global___EvaluateStreamRequest = EvaluateStreamRequest
 
