@@ -67,7 +67,9 @@ def compute(
     else:
         tp, fp = predictions.counts_at(0.5)
     positives, negatives = sweep.n_positive, sweep.n_negative
-    tn, fn = negatives - fp, positives - tp
+    # Differences of weight sums added in another order (the predictions' sweep, the cumulative
+    # sums) can fall an ulp below zero where the count is 0: a count is never negative.
+    tn, fn = max(negatives - fp, 0.0), max(positives - tp, 0.0)
     confusion_metrics(sink, tp, fp, tn, fn, beta=options.beta)
     wilson_intervals(sink.intervals, sink, (tp, fp, tn, fn), options.confidence_level)
     curves: Curves = {}
