@@ -38,9 +38,14 @@ __all__ = ["EvaluationObserver", "Evaluator", "StreamAccumulator", "evaluate_req
 
 T = TypeVar("T")
 
-# Tasks whose rows take optional scores or predictions: a stream sends each in every batch or in
-# none. (Regression's predictions are required in every batch: the core says so.)
-OPTIONAL_COLUMN_TASKS = ("binary", "multiclass", "multilabel")
+# The columns a task's rows may go without: a stream sends each in every batch or in none. (A
+# required one, such as regression's predictions, is the core's to ask for in every batch.)
+OPTIONAL_COLUMNS: dict[str, tuple[str, ...]] = {
+    "binary": ("predictions", "scores"),
+    "multiclass": ("predictions",),
+    "multilabel": ("predictions", "scores"),
+    "regression": (),
+}
 MATRIX_COLUMNS = ("scores", "labels", "predictions")
 
 
@@ -178,8 +183,8 @@ class StreamAccumulator:
             raise InvalidInputError("labels", "expected 0/1 labels for task 'binary'")
         batch = shaped(self.header, batch, self.settings)
         # With the header's classes the core checks every batch's width against them.
-        layout = _Layout.of(batch, width=self.header.classes is None)
-        if self.first is not None and task in OPTIONAL_COLUMN_TASKS:
+        layout = _Layout.of(batch, OPTIONAL_COLUMNS[task], width=self.header.classes is None)
+        if self.first is not None:
             layout.check_against(self.first)
         truth = batch.labels if batch.labels is not None else batch.label_names
         count = 0 if truth is None else len(truth)
@@ -219,12 +224,11 @@ class _Layout:
     """Which optional columns a batch sent and how wide its matrices are: what every batch of a
     stream must repeat (the states of two layouts do not merge)."""
 
-    scores: bool = False
-    predictions: bool = False
+    sent: tuple[tuple[str, bool], ...] = ()  # (optional column, whether the batch has it)
     width: tuple[str, int] | None = None  # (the column it was read from, its columns)
 
     @classmethod
-    def of(cls, batch: Batch, *, width: bool) -> _Layout:
+    def of(cls, batch: Batch, optional: tuple[str, ...], *, width: bool) -> _Layout:
         wide = None
         if width:
             for name in MATRIX_COLUMNS:
@@ -232,11 +236,11 @@ class _Layout:
                 if values is not None and values.ndim == 2:
                     wide = (name, int(values.shape[1]))
                     break
-        return cls(batch.scores is not None, batch.predictions is not None, wide)
+        return cls(tuple((name, getattr(batch, name) is not None) for name in optional), wide)
 
     def check_against(self, first: _Layout) -> None:
-        for name in ("predictions", "scores"):
-            if getattr(self, name) != getattr(first, name):
+        for (name, sent), (_, first_sent) in zip(self.sent, first.sent, strict=True):
+            if sent != first_sent:
                 raise StreamProtocolError(
                     name, f"send {name} in every batch of a stream or in none"
                 )

@@ -255,6 +255,11 @@ def test_multiclass_predictions_in_some_batches() -> None:
     error = _refusal(stream, _batch(labels[2:], scores[2:], predictions=np.array([0.0, 1.0])))
     assert isinstance(error, StreamProtocolError)
     assert error.field == "batch 2.predictions"
+    # scores are no optional column of multiclass: refused as in one payload, not as a column
+    # sent in some batches only
+    required = _refusal(stream, Batch(labels=labels[2:].astype(np.float64)))
+    assert getattr(required, "field", "").startswith("batch 3.")
+    assert "every batch" not in str(required)
 
 
 @requires_state("multilabel")
