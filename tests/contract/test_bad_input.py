@@ -73,7 +73,7 @@ class Bad:
     grpc_field: str | object | None = _DEFAULT  # when gRPC names the field otherwise
     only: Literal["json", "protobuf"] | None = None  # the one encoding that can express it
     stream: bool = False
-    server: Literal["service", "limited"] = "service"
+    server: Literal["service", "limited", "capped"] = "service"
     xfail: Mapping[Door, str] = dataclasses.field(default_factory=dict)
     # False where JSON and protobuf cannot say the same thing, so the messages differ too.
     same_message: bool = True
@@ -523,27 +523,27 @@ CASES: dict[str, Bad] = {
         413, EXHAUSTED, "line 4", "limit of 3000", grpc_field="batch 4", stream=True,
         server="limited",
     ),
-    # The state's cap on the limited service: 12 000 bytes, 500 distinct binary scores.
+    # The state's cap of the capped service: 4 800 bytes, 200 distinct binary scores.
     "stream-binary-state-over-the-cap": Bad(
-        [HEADER, *[{"labels": [0, 1] * 100, "scores": [i + k / 1000 for k in range(200)]}
-                   for i in range(3)]],  # 600 distinct scores, 14 400 bytes, at batch 4
-        413, EXHAUSTED, "line 4", "max_stream_state_bytes (12000 bytes)", grpc_field="batch 4",
-        stream=True, server="limited",
+        [HEADER, *[{"labels": [0, 1] * 40, "scores": [i + k / 1000 for k in range(80)]}
+                   for i in range(3)]],  # 240 distinct scores, 5 760 bytes, at batch 4
+        413, EXHAUSTED, "line 4", "max_stream_state_bytes (4800 bytes)", grpc_field="batch 4",
+        stream=True, server="capped",
     ),
-    # 1 800 distinct scores (14 400 bytes as float64 alone) in the first batch
+    # 900 distinct scores (7 200 bytes as float64 alone) in the first batch
     "stream-multiclass-state-over-the-cap": Bad(
-        [{"task": "multiclass"}, {"labels": [i % 3 for i in range(600)],
-                                  "scores": [[k / 600, 1 + k / 600, 2 + k / 600]
-                                             for k in range(600)]}],
+        [{"task": "multiclass"}, {"labels": [i % 3 for i in range(300)],
+                                  "scores": [[k / 300, 1 + k / 300, 2 + k / 300]
+                                             for k in range(300)]}],
         413, EXHAUSTED, "line 2", "round the scores", grpc_field="batch 2", stream=True,
-        server="limited",
+        server="capped",
     ),
     "stream-multilabel-state-over-the-cap": Bad(
         [{"task": "multilabel", "classes": ["a", "b", "c"]},
-         {"labels": [[k % 2, (k // 2) % 2, 1] for k in range(600)],
-          "scores": [[k / 600, 1 + k / 600, 2 + k / 600] for k in range(600)]}],
+         {"labels": [[k % 2, (k // 2) % 2, 1] for k in range(300)],
+          "scores": [[k / 300, 1 + k / 300, 2 + k / 300] for k in range(300)]}],
         413, EXHAUSTED, "line 2", "max_stream_state_bytes", grpc_field="batch 2", stream=True,
-        server="limited",
+        server="capped",
     ),
     "stream-over-the-size-limit": Bad(
         [HEADER, {"labels_f64": f64([0.0] * BIG), "scores_f64": f64([0.5] * BIG)}], 413,
@@ -650,7 +650,9 @@ def test_a_request_error_says_the_same_on_every_door(
         assert said["rest-json"].message == said["grpc"].message, said
 
 
-def test_both_services_still_serve_after_the_table(service: Service, limited: Service) -> None:
+def test_every_service_still_serves_after_the_table(
+    service: Service, limited: Service, capped: Service
+) -> None:
     """Runs after the table (pytest keeps the file's order): nothing broke."""
-    for running in (service, limited):
+    for running in (service, limited, capped):
         assert_still_serving(running)
