@@ -20,17 +20,24 @@ import numpy as np
 
 from evalserve.core._coverage import check_coverage, coverage_report
 from evalserve.core._errors import InvalidInputError, StateTooLargeError
-from evalserve.core._evaluate import evaluate_binary_stats, task_result
+from evalserve.core._evaluate import binary_result, task_result
 from evalserve.core._options import OPTIONS, Options, parse_options
 from evalserve.core._result import EvaluationResult
 from evalserve.core._state import StateKind, TaskState
 from evalserve.core._state_format import StateDocument, decode, encode
 from evalserve.core._tasks import check_task
+from evalserve.core._validation import WEIGHTLESS_BATCHES
 from evalserve.core.binary._state import BINARY_STATE, BinaryState
+from evalserve.core.detection._state import DETECTION_STATE
+from evalserve.core.regression._state import REGRESSION_STATE
 
 __all__ = ["Accumulator"]
 
-STATE_KINDS: dict[str, StateKind] = {"binary": BINARY_STATE}
+STATE_KINDS: dict[str, StateKind] = {
+    "binary": BINARY_STATE,
+    "regression": REGRESSION_STATE,
+    "detection": DETECTION_STATE,
+}
 
 
 class Accumulator:
@@ -53,6 +60,8 @@ class Accumulator:
         self.task = check_task(task)
         self.options = parse_options(options)
         self.classes = _class_names(classes)
+        if self.classes is not None and self.task in ("binary", "regression"):
+            raise InvalidInputError("classes", f"task {self.task!r} takes no class names")
         if self.task not in STATE_KINDS:
             raise InvalidInputError("task", f"task {task!r} has no accumulator in this version")
         self.kind = STATE_KINDS[self.task]
@@ -77,14 +86,19 @@ class Accumulator:
         field, and the accumulator stays as it was."""
         if _no_rows(y_true, y_score, y_pred, sample_weight):
             return self
-        state = self.kind.of_batch(
-            y_true, y_score, y_pred, sample_weight, self.options, self.classes
-        )
+        token = WEIGHTLESS_BATCHES.set(True)
+        try:
+            state = self.kind.of_batch(
+                y_true, y_score, y_pred, sample_weight, self.options, self.classes
+            )
+        finally:
+            WEIGHTLESS_BATCHES.reset(token)
         self._levels = self._pushed(list(self._levels), state)
         return self
 
     def merge(self, other: Accumulator) -> Accumulator:
-        """A new accumulator holding the rows of both (neither is changed). Raises
+        """A new accumulator holding the rows of both (neither is changed), this one's first
+        (task detection ranks tied scores image by image in that order). Raises
         ``InvalidInputError`` when the two differ in task, options or classes."""
         if not isinstance(other, Accumulator):
             raise InvalidInputError("other", f"expected an Accumulator, got {type(other).__name__}")
@@ -105,19 +119,22 @@ class Accumulator:
         return merged
 
     def _pushed(self, levels: list[TaskState], state: TaskState) -> list[TaskState]:
+        # The older level merges first: rows keep the order in which they were added.
         while levels and levels[-1].size <= 2 * state.size:
             state = levels.pop().merge(state)
         levels.append(state)
         cap = self.max_state_bytes
         if cap is not None and sum(level.nbytes for level in levels) > cap:
             # The levels may share entries: merge them all to measure the state exactly.
-            levels = [_merge_all(levels)]
+            levels = [_merge_all(levels).compact()]
             if levels[0].nbytes > cap:
                 raise StateTooLargeError(
                     "state",
                     f"the {self.task} state would hold {levels[0].nbytes} bytes, over its cap "
-                    f"of {cap} bytes (it grows with the distinct scores: round them, for "
-                    "example to 6 decimals, or split the work and raise the cap)",
+                    f"of {cap} bytes: evaluate fewer rows per state and merge the states "
+                    "elsewhere, raise the cap, or make the state smaller (it grows as the "
+                    "task's metric page says: rounding continuous scores, for example to 6 "
+                    "decimals, bounds the distinct scores)",
                 )
         return levels
 
@@ -152,12 +169,14 @@ class Accumulator:
         state = self._state()
         if state is None:
             raise InvalidInputError("labels", "is empty; no rows were added")
+        if state.weightless:
+            raise InvalidInputError("weights", "all weights are zero; nothing to evaluate")
         if self.task == "binary":
             assert isinstance(state, BinaryState)
-            return evaluate_binary_stats(
-                state.scores, self.options, predictions=state.predictions, baseline=baseline,
-                coverage=coverage,
-            )  # fmt: skip
+            predictions = None if state.predictions is None else state.predictions.sweep()
+            return binary_result(
+                state.scores.sweep(), state.n_rows, self.options, predictions, baseline, coverage
+            )
         if baseline is not None:
             raise InvalidInputError(
                 "baseline", f"drift tests take task 'binary', not {self.task!r}"

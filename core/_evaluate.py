@@ -19,14 +19,23 @@ from evalserve.core.binary._suite import compute
 from evalserve.core.binary._sweep import Sweep, sweep_of, sweep_of_rows
 from evalserve.core.detection import CONVENTIONS as DETECTION_CONVENTIONS
 from evalserve.core.detection import compute_detection
+from evalserve.core.detection._inputs import refuse_row_columns
 from evalserve.core.multiclass import CONVENTIONS as MULTICLASS_CONVENTIONS
 from evalserve.core.multiclass import compute_multiclass
 from evalserve.core.multilabel import CONVENTIONS as MULTILABEL_CONVENTIONS
 from evalserve.core.multilabel import compute_multilabel
 from evalserve.core.regression import CONVENTIONS as REGRESSION_CONVENTIONS
 from evalserve.core.regression import compute_regression
+from evalserve.core.regression._rows import regression_predictions
 
-__all__ = ["TASKS", "check_baseline", "evaluate", "evaluate_binary_stats", "task_result"]
+__all__ = [
+    "TASKS",
+    "binary_result",
+    "check_baseline",
+    "evaluate",
+    "evaluate_binary_stats",
+    "task_result",
+]
 
 
 def evaluate(
@@ -73,7 +82,7 @@ def evaluate(
     predictions = None
     if rows.predicted is not None:
         predictions = sweep_of_rows(rows.labels, rows.predicted.astype("float64"), rows.weights)
-    result = _binary_result(sweep, int(rows.labels.size), parsed, predictions, baseline, coverage)
+    result = binary_result(sweep, int(rows.labels.size), parsed, predictions, baseline, coverage)
     if challenger is not None:
         result.comparison["roc_auc"] = comparison_test(_placed(sweep), rows, challenger, parsed)
     return result
@@ -97,7 +106,7 @@ def evaluate_binary_stats(
 ) -> EvaluationResult:
     """The result for an already accumulated statistic (streaming and merged shards), with the
     drift test against ``baseline`` and the label coverage when given."""
-    return _binary_result(
+    return binary_result(
         sweep_of(stats),
         stats.n_rows,
         options,
@@ -107,7 +116,7 @@ def evaluate_binary_stats(
     )
 
 
-def _binary_result(
+def binary_result(
     sweep: Sweep,
     n_rows: int,
     options: Options,
@@ -115,6 +124,8 @@ def _binary_result(
     baseline: Mapping[str, Any] | None,
     coverage: Mapping[str, Any] | None,
 ) -> EvaluationResult:
+    """The binary result of a sweep (rows, a statistic or an accumulator's state): every
+    metric, the drift test against ``baseline`` and the label coverage when given."""
     if n_rows == 0:
         raise InvalidInputError("labels", "is empty; expected at least one row")
     drift = {} if baseline is None else {"roc_auc": drift_test(_placed(sweep), baseline, options)}
@@ -153,18 +164,10 @@ def _other_task(
             options=options,
         )  # fmt: skip
     elif task == "regression":
-        predicted = y_pred if y_pred is not None else y_score
-        if y_pred is not None and y_score is not None:
-            raise InvalidInputError(
-                "scores", "task 'regression' takes predictions only (send them as predictions)"
-            )
-        if classes is not None:
-            raise InvalidInputError("classes", "task 'regression' takes no class names")
+        predicted = regression_predictions(y_score, y_pred, classes)
         output = compute_regression(y_true, predicted, sample_weight=sample_weight, options=options)
     else:
-        if y_pred is not None or sample_weight is not None:
-            field = "predictions" if y_pred is not None else "weights"
-            raise InvalidInputError(field, "task 'detection' takes images, not row columns")
+        refuse_row_columns(y_pred, sample_weight)
         output = compute_detection(y_true, y_score, classes=classes, options=options)
     return task_result(task, output)
 

@@ -55,8 +55,19 @@ class TaskState(Protocol):
         """Bytes of the arrays held."""
         ...
 
+    @property
+    def weightless(self) -> bool:
+        """Rows came, but every one of them had weight zero (a batch may weigh nothing; the
+        whole may not, as in ``evaluate``)."""
+        ...
+
     def merge(self, other: Any) -> Any:
         """The state of both row sets."""
+        ...
+
+    def compact(self) -> Any:
+        """The same state with its entries merged as far as they go, so that ``size`` and
+        ``nbytes`` are exact (a state that merges at once returns itself)."""
         ...
 
     def to_arrays(self) -> Arrays:

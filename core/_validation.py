@@ -6,6 +6,7 @@ relies on them too, so both transports report the same error for the same bad in
 
 from __future__ import annotations
 
+from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import Any
 
@@ -93,8 +94,15 @@ def binary_labels(field: str, values: Any) -> Bools:
     return np.asarray(positive, dtype=np.bool_)
 
 
+# A batch of an ``Accumulator`` may weigh nothing (a shard of weight-zero rows): only the whole
+# must weigh something, which ``Accumulator.result`` checks. ``Accumulator.update`` sets this
+# while it checks a batch.
+WEIGHTLESS_BATCHES: ContextVar[bool] = ContextVar("weightless_batches", default=False)
+
+
 def sample_weights(field: str, values: Any, n_rows: int) -> Floats | None:
-    """Non-negative finite weights, not all zero; None stays None."""
+    """Non-negative finite weights, not all zero (except in a batch of an ``Accumulator``);
+    None stays None."""
     if values is None:
         return None
     weights = finite_floats(field, values)
@@ -106,7 +114,7 @@ def sample_weights(field: str, values: Any, n_rows: int) -> Floats | None:
         raise InvalidInputError(
             field, f"expected non-negative weights, but row {row} is {float(weights[row])}"
         )
-    if high == 0:
+    if high == 0 and not WEIGHTLESS_BATCHES.get():
         raise InvalidInputError(field, "all weights are zero; nothing to evaluate")
     # Weights far from 1 overflow or underflow the sums and products of the metrics.
     if high > MAX_WEIGHT or low < MIN_WEIGHT:

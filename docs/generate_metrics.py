@@ -106,15 +106,18 @@ def task_page(task: str) -> str:
     return "".join(parts)
 
 
+STATE_SECTION = "State size (streams and merges)"
+
+
 def _state_section(task: str) -> str:
     """What the task's ``Accumulator`` state holds and how it grows."""
     kind = STATE_KINDS.get(task)
     if kind is None:
         return ""
     return (
-        "## State size (streams and merges)\n\n"
+        f"## {STATE_SECTION}\n\n"
         f"Streams and `Accumulator` keep the exact state of the rows so far. {kind.size_doc} "
-        "See [streams](../api/streams.md) for the cap a server sets.\n\n"
+        "A server caps each stream's state with `max_stream_state_bytes`.\n\n"
     )
 
 

@@ -68,7 +68,9 @@ def wilson_interval(successes: float, trials: float, level: float) -> Interval |
     weights, the weights count as rows (frequency weights)."""
     if trials <= 0:
         return None
-    p = successes / trials
+    # Successes and trials are sums of weights added in their own orders: with fractional
+    # weights their ratio can pass 1 by a rounding.
+    p = min(1.0, max(0.0, successes / trials))
     z = _z(level)
     z2n = z * z / trials
     centre = (p + z2n / 2.0) / (1.0 + z2n)

@@ -64,12 +64,14 @@ def compute(
     sink.set("n_samples", n_rows)
     if predictions is None:
         tp, fp = sweep.counts_at(options.threshold)
+        counted = sweep
     else:
         tp, fp = predictions.counts_at(0.5)
+        counted = predictions
+    # The class totals of the same sweep as the counts: those of the scores' sweep are the same
+    # weights added in another order, and a rounding apart (fn or tn could come out -1e-16).
+    tn, fn = counted.n_negative - fp, counted.n_positive - tp
     positives, negatives = sweep.n_positive, sweep.n_negative
-    # Differences of weight sums added in another order (the predictions' sweep, the cumulative
-    # sums) can fall an ulp below zero where the count is 0: a count is never negative.
-    tn, fn = max(negatives - fp, 0.0), max(positives - tp, 0.0)
     confusion_metrics(sink, tp, fp, tn, fn, beta=options.beta)
     wilson_intervals(sink.intervals, sink, (tp, fp, tn, fn), options.confidence_level)
     curves: Curves = {}

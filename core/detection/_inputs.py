@@ -17,7 +17,7 @@ from numpy.typing import NDArray
 
 from evalserve.core._errors import InvalidInputError
 
-__all__ = ["Boxes", "Scene", "class_names", "scene"]
+__all__ = ["Boxes", "Scene", "class_names", "refuse_row_columns", "scene"]
 
 Floats = NDArray[np.float64]
 Ints = NDArray[np.int64]
@@ -74,6 +74,13 @@ def scene(targets: Any, predictions: Any, n_classes: int | None) -> Scene:
             _scores(f"{where}.pred_scores", prediction["scores"], len(boxes)),
         )
     return Scene(len(targets), gt.stack(), pred.stack())
+
+
+def refuse_row_columns(y_pred: Any, sample_weight: Any) -> None:
+    """Detection takes whole images: hard predictions and row weights have no place in it."""
+    if y_pred is not None or sample_weight is not None:
+        field = "predictions" if y_pred is not None else "weights"
+        raise InvalidInputError(field, "task 'detection' takes images, not row columns")
 
 
 def class_names(classes: Any) -> list[str] | None:

@@ -1,10 +1,10 @@
-"""Every detection metric of one request: ``_format`` (checked, flattened input) → ``_match``
-(per image and class) → ``_per_class`` (ranked over images) → the macro means."""
+"""Every detection metric of one request in two halves that the ``Accumulator`` shares:
+``_inputs.scene`` (checked, flattened input) → ``_statistics.statistics_of`` (cut, matched and
+ranked per class) → ``detection_output`` (the per-class APs and the macro means)."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -17,20 +17,18 @@ from evalserve.core.detection._average_precision import (
     voc_average_precision,
 )
 from evalserve.core.detection._catalog import CLASS_METRICS, CONVENTIONS, MEAN_METRICS
-from evalserve.core.detection._inputs import Boxes, Scene, class_names, scene
-from evalserve.core.detection._iou import box_iou
-from evalserve.core.detection._matching import coco_matches, voc_matches
+from evalserve.core.detection._inputs import class_names, scene
+from evalserve.core.detection._statistics import (
+    AT_50,
+    AT_75,
+    COCO_IOU_THRESHOLDS,
+    DetectionStats,
+    statistics_of,
+)
 
-__all__ = ["COCO_IOU_THRESHOLDS", "compute_detection"]
+__all__ = ["COCO_IOU_THRESHOLDS", "compute_detection", "detection_output"]
 
-Floats = NDArray[np.float64]
-Bools = NDArray[np.bool_]
 Ints = NDArray[np.int64]
-
-# pycocotools Params.iouThrs: 0.50:0.05:0.95; index 0 is 0.5 and index 5 is 0.75 exactly.
-COCO_IOU_THRESHOLDS = np.linspace(0.5, 0.95, 10)
-AT_50, AT_75 = 0, 5
-VOC_IOU_THRESHOLD = 0.5
 
 NO_TRUTH = "no ground truth of this class (COCO leaves such classes out of the means)"
 NO_TRUTH_ANYWHERE = "no ground truth boxes in any image"
@@ -48,132 +46,73 @@ def compute_detection(
     """
     names = class_names(classes)
     checked = scene(targets, predictions, None if names is None else len(names))
+    stats = statistics_of(checked, options.max_detections)
+    return detection_output(stats, names, options.max_detections)
+
+
+def detection_output(
+    stats: DetectionStats, names: Sequence[str] | None, max_detections: int
+) -> TaskOutput:
+    """Every metric of the images ``stats`` holds, cut at ``max_detections`` per image.
+    ``names``: the class names, whose ids ``stats`` was checked against; without them each
+    class seen has a row, named by its id."""
     sink = MetricSink()
-    sink.set("n_images", checked.n_images)
-    sink.set("n_ground_truth", checked.ground_truth.size)
-    sink.set("n_predictions", checked.predictions.size)
-    kept = _keep_top(checked.predictions, options.max_detections, sink)
-    matched = _match(checked.ground_truth, kept)
-    ids = _class_ids(checked, names)
-    received = checked.predictions.classes
-    rows = [
-        _per_class(class_id, names, checked.ground_truth, kept, matched, received)
-        for class_id in ids
-    ]
+    sink.set("n_images", stats.n_images)
+    sink.set("n_ground_truth", int(stats.n_truth.sum()))
+    sink.set("n_predictions", int(stats.n_received.sum()))
+    if stats.n_dropped:
+        sink.warn(
+            f"{stats.n_dropped} predictions in {stats.n_images_cut} images were left out: only "
+            f"the {max_detections} highest-scoring predictions of each image count "
+            "(options.max_detections)"
+        )
+    offsets = stats.offsets()
+    ids = stats.class_ids.tolist() if names is None else range(len(names))
+    positions = np.searchsorted(stats.class_ids, ids)
+    rows = []
+    for class_id, position in zip(ids, positions.tolist(), strict=True):
+        name = str(class_id) if names is None else names[class_id]
+        if position < stats.class_ids.size and stats.class_ids[position] == class_id:
+            rows.append(_per_class(name, stats, position, offsets))
+        else:  # named, but neither in the ground truth nor in the predictions
+            rows.append(_class_row(name, None, 0, 0))
     _means(rows, sink)
     _warn_no_truth(rows, sink)
     return TaskOutput(sink=sink, per_class=rows, conventions=dict(CONVENTIONS))
 
 
-@dataclass(frozen=True, slots=True, eq=False)
-class _Matched:
-    """True positives of each kept prediction: COCO at each IoU threshold, VOC at 0.5."""
-
-    coco: Bools  # (n_thresholds, n_kept)
-    voc: Bools  # (n_kept,)
-
-
-def _keep_top(predictions: Boxes, max_detections: int, sink: MetricSink) -> Boxes:
-    """The ``max_detections`` highest-scoring predictions of each image, over all classes
-    (ties: the earlier in input order)."""
-    scores = predictions.scores
-    assert scores is not None
-    order = np.lexsort((-scores, predictions.image))  # stable: input order within ties
-    image = predictions.image[order]
-    starts = np.searchsorted(image, image, side="left")
-    keep = np.zeros(predictions.size, dtype=np.bool_)
-    keep[order] = np.arange(predictions.size) - starts < max_detections
-    dropped = int(predictions.size - keep.sum())
-    if dropped == 0:
-        return predictions
-    n_images = np.unique(predictions.image[~keep]).size
-    sink.warn(
-        f"{dropped} predictions in {n_images} images were left out: only the "
-        f"{max_detections} highest-scoring predictions of each image count "
-        "(options.max_detections)"
-    )
-    return Boxes(
-        predictions.boxes[keep], predictions.classes[keep], predictions.image[keep], scores[keep]
-    )
-
-
-def _match(ground_truth: Boxes, predictions: Boxes) -> _Matched:
-    """Match each image's predictions of each class to its ground truth of that class."""
-    scores = predictions.scores
-    assert scores is not None
-    coco = np.zeros((COCO_IOU_THRESHOLDS.size, predictions.size), dtype=np.bool_)
-    voc = np.zeros(predictions.size, dtype=np.bool_)
-    truth_groups = _groups(ground_truth.image, ground_truth.classes)
-    # Within an (image, class) group: by score, highest first, ties in input order.
-    order = np.lexsort((-scores, predictions.classes, predictions.image))
-    keys = np.stack([predictions.image[order], predictions.classes[order]], axis=1)
-    bounds = np.flatnonzero(np.any(np.diff(keys, axis=0) != 0, axis=1)) + 1
-    for group in np.split(order, bounds):
-        if group.size == 0:
-            continue
-        key = (int(predictions.image[group[0]]), int(predictions.classes[group[0]]))
-        truth = truth_groups.get(key)
-        if truth is None:
-            continue  # no ground truth of this class in this image: all false positives
-        iou = box_iou(predictions.boxes[group], ground_truth.boxes[truth])
-        coco[:, group] = coco_matches(iou, COCO_IOU_THRESHOLDS)
-        voc[group] = voc_matches(iou, VOC_IOU_THRESHOLD)
-    return _Matched(coco, voc)
-
-
-def _groups(image: Ints, classes: Ints) -> dict[tuple[int, int], Ints]:
-    """Row indices of each (image, class), in input order."""
-    order = np.lexsort((classes, image))
-    keys = np.stack([image[order], classes[order]], axis=1)
-    bounds = np.flatnonzero(np.any(np.diff(keys, axis=0) != 0, axis=1)) + 1
-    return {
-        (int(image[rows[0]]), int(classes[rows[0]])): rows
-        for rows in np.split(order, bounds)
-        if rows.size
-    }
-
-
-def _class_ids(checked: Scene, names: Sequence[str] | None) -> list[int]:
-    """Every named class; without names, every id seen in ground truth or predictions."""
-    if names is not None:
-        return list(range(len(names)))
-    seen = np.union1d(checked.ground_truth.classes, checked.predictions.classes)
-    return [int(class_id) for class_id in seen]
-
-
-def _per_class(
-    class_id: int,
-    names: Sequence[str] | None,
-    ground_truth: Boxes,
-    predictions: Boxes,
-    matched: _Matched,
-    received: Ints,
-) -> dict[str, Any]:
-    """One class's row; ``received``: the class of every prediction, kept or not."""
-    scores = predictions.scores
-    assert scores is not None
-    n_truth = int(np.count_nonzero(ground_truth.classes == class_id))
-    mine = np.flatnonzero(predictions.classes == class_id)
-    # Over all images by score; ties keep input order: image by image, then within the image.
-    ranked = mine[np.argsort(-scores[mine], kind="stable")]
-    row: dict[str, Any] = {"class": str(class_id) if names is None else names[class_id]}
-    undefined: dict[str, str] = {}
+def _per_class(name: str, stats: DetectionStats, position: int, offsets: Ints) -> dict[str, Any]:
+    """The row of the class at ``position`` of ``stats.class_ids``."""
+    n_truth = int(stats.n_truth[position])
+    n_received = int(stats.n_received[position])
     if n_truth == 0:
-        for name in CLASS_METRICS:
-            row[name] = None
-            undefined[name] = NO_TRUTH
+        return _class_row(name, None, n_truth, n_received)
+    ranked = slice(int(offsets[position]), int(offsets[position + 1]))
+    coco_ap, coco_recall = coco_average_precision(stats.coco[:, ranked], n_truth)
+    eleven_point, all_point = voc_average_precision(stats.voc[ranked], n_truth)
+    metrics = {
+        "ap": float(coco_ap.mean()),
+        "ap_50": float(coco_ap[AT_50]),
+        "ap_75": float(coco_ap[AT_75]),
+        "ap_50_voc11": eleven_point,
+        "ap_50_voc_all": all_point,
+        "recall_50": float(coco_recall[AT_50]),
+    }
+    return _class_row(name, metrics, n_truth, n_received)
+
+
+def _class_row(
+    name: str, metrics: dict[str, float] | None, n_truth: int, n_received: int
+) -> dict[str, Any]:
+    row: dict[str, Any] = {"class": name}
+    undefined: dict[str, str] = {}
+    if metrics is None:
+        for metric in CLASS_METRICS:
+            row[metric] = None
+            undefined[metric] = NO_TRUTH
     else:
-        coco_ap, coco_recall = coco_average_precision(matched.coco[:, ranked], n_truth)
-        eleven_point, all_point = voc_average_precision(matched.voc[ranked], n_truth)
-        row.update(
-            ap=float(coco_ap.mean()),
-            ap_50=float(coco_ap[AT_50]),
-            ap_75=float(coco_ap[AT_75]),
-            ap_50_voc11=eleven_point,
-            ap_50_voc_all=all_point,
-            recall_50=float(coco_recall[AT_50]),
-        )
-    row.update(n_ground_truth=n_truth, n_predictions=int(np.count_nonzero(received == class_id)))
+        row.update(metrics)
+    row.update(n_ground_truth=n_truth, n_predictions=n_received)
     row["undefined"] = undefined
     row["intervals"] = {}
     return row

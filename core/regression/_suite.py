@@ -1,12 +1,12 @@
-"""Every regression metric from one pass of checked rows: ``regression_rows`` formats and
-checks, the residuals and SSE are computed once, and each small step below adds its metrics
-to the sink in the catalog's order."""
+"""Every regression metric from the sufficient statistic of the rows: ``regression_rows``
+formats and checks, ``RegressionStats.of_rows`` sums once, and each small step below adds its
+metrics to the sink in the catalog's order. The ``Accumulator`` merges the statistics of its
+batches and ends in the same ``regression_output``: one path from the statistic to the
+metrics for both."""
 
 from __future__ import annotations
 
 from typing import Any
-
-import numpy as np
 
 from evalserve.core._options import Options
 from evalserve.core._result import MetricSink, TaskOutput
@@ -19,8 +19,9 @@ from evalserve.core.regression._pointwise import (
     squared_error_metrics,
 )
 from evalserve.core.regression._rows import regression_rows
+from evalserve.core.regression._stats import RegressionStats
 
-__all__ = ["compute_regression"]
+__all__ = ["compute_regression", "regression_output"]
 
 
 def compute_regression(
@@ -31,22 +32,24 @@ def compute_regression(
 
     Raises ``InvalidInputError`` naming ``labels``, ``predictions`` or ``weights``."""
     rows = regression_rows(y_true, y_pred, sample_weight)
+    return regression_output(RegressionStats.of_rows(rows), options)
+
+
+def regression_output(stats: RegressionStats, options: Options) -> TaskOutput:
+    """Every metric from the statistic of the rows (of one batch or of merged batches).
+
+    Overflow (|values| near 1e154 and above) arrives as infinite sums and is caught metric by
+    metric (``put``), in Python floats, which neither warn nor raise."""
     sink = MetricSink()
-    sink.set("n_samples", rows.n_rows)
-    n = rows.total_weight
-    # Overflow (|values| near 1e154 and above) is caught metric by metric (``put``): numpy
-    # stays quiet meanwhile, so that it neither prints nor, under pytest, raises.
-    with np.errstate(over="ignore", under="ignore", invalid="ignore", divide="ignore"):
-        residual = rows.labels - rows.predictions
-        absolute = np.abs(residual)
-        sse = float(np.dot(rows.weights, residual * residual))
-        squared_error_metrics(sink, sse, n)
-        absolute_error_metrics(sink, rows, absolute)
-        fit_metrics(sink, rows, residual, sse)
-        adjusted_r2(sink, n, options.n_params)
-        order_statistics(sink, rows, absolute)
-        information_criteria(sink, sse, n, options.n_params)
-        mallows_cp(sink, sse, n, options)
+    sink.set("n_samples", stats.n_rows)
+    n = stats.weight
+    squared_error_metrics(sink, stats.sse, n)
+    absolute_error_metrics(sink, stats)
+    fit_metrics(sink, stats)
+    adjusted_r2(sink, n, options.n_params)
+    order_statistics(sink, stats)
+    information_criteria(sink, stats.sse, n, options.n_params)
+    mallows_cp(sink, stats.sse, n, options)
     _order_as_api(sink)
     return TaskOutput(sink=sink, conventions=dict(CONVENTIONS))
 

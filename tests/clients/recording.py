@@ -1,6 +1,19 @@
 """Small recording servers on loopback for the client tests: a gRPC EvaluationService and an
-HTTP server for the REST paths, each recording what arrived (method or path, and headers) and
-answering with the core's real result for the rows sent; optionally over TLS."""
+HTTP server for the REST paths, each recording what arrived (method or path, headers, and every
+message or NDJSON line in one neutral form), optionally over TLS.
+
+They answer with the service's one-shot answer to what arrived: a stream is put back together
+into the one request it stands for (the header's fields, the batches' columns end to end) and
+evaluated as ``POST /v1/evaluate`` would, whatever its task. A client's stream therefore gets
+the one-shot answer exactly when its batches carried the whole input, in order.
+
+The neutral form of a message or line (``Unit``) is the same for both transports, so what the
+two doors received can be compared directly: ``header`` (task name, ``classes``,
+``n_classes``, ``options``, ``model``, ``baseline`` with its columns as float lists,
+``coverage``), the row columns as flat float lists (matrices row-major, raw ``*_f64`` bytes
+decoded), ``label_names`` (class-name labels: JSON ``labels`` of strings), ``images`` (boxes
+flat) and ``challenger``.
+"""
 
 from __future__ import annotations
 
@@ -8,7 +21,7 @@ import base64
 import json
 import ssl
 import threading
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from concurrent import futures
 from contextlib import contextmanager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -16,53 +29,220 @@ from typing import Any
 
 import grpc
 import numpy as np
+from google.protobuf.message import Message
 
 from evalserve import core
-from evalserve.service import encode
+from evalserve.service import decode, encode
+from evalserve.service.config import Settings
+from evalserve.service.usecase import evaluate_request
 from evalserve.v1 import evaluation_pb2 as pb
 from evalserve.v1 import evaluation_pb2_grpc as pb_grpc
 
-Seen = list[tuple[str, dict[str, str]]]
+Unit = dict[str, Any]
+COLUMNS = ("labels", "scores", "predictions", "weights")
+HEADER_FIELDS = ("task", "classes", "n_classes", "options", "model", "baseline", "coverage")
+IMAGE_FIELDS = ("gt_boxes", "gt_classes", "pred_boxes", "pred_classes", "pred_scores")
+SETTINGS = Settings()
 
 
-def _column(values: Iterable[float], raw: bytes) -> list[float]:
-    return np.frombuffer(raw, dtype="<f8").tolist() if raw else list(values)
+class Seen(list[tuple[str, dict[str, str]]]):
+    """What arrived over HTTP: (path, headers) per request; ``received`` the units of each."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.received: list[list[Unit]] = []
 
 
 def answer(labels: list[float], scores: list[float]) -> core.EvaluationResult:
     return core.evaluate("binary", labels, scores)
 
 
+# --- the neutral form -------------------------------------------------------------------------
+
+
+def _floats(values: Any) -> list[float]:
+    return [float(v) for v in np.asarray(values, dtype=np.float64).reshape(-1)]
+
+
+def _raw(data: bytes) -> list[float]:
+    return [float(v) for v in np.frombuffer(data, dtype="<f8")]
+
+
+def _fields(message: Message) -> dict[str, Any]:
+    return {d.name: list(v) if d.is_repeated else v for d, v in message.ListFields()}
+
+
+def _proto_columns(message: Any, names: Iterable[str]) -> dict[str, list[float]]:
+    columns = {}
+    for name in names:
+        raw, packed = getattr(message, f"{name}_f64"), getattr(message, name)
+        if len(raw) or len(packed):
+            columns[name] = _raw(raw) + _floats(list(packed))
+    return columns
+
+
+def _proto_header(message: pb.StreamHeader | pb.EvaluateRequest) -> Unit:
+    header: Unit = {"task": pb.Task.Name(message.task).removeprefix("TASK_").lower()}
+    if message.classes:
+        header["classes"] = list(message.classes)
+    if message.HasField("n_classes"):
+        header["n_classes"] = message.n_classes
+    for name in ("options", "model", "coverage"):
+        if message.HasField(name):
+            header[name] = _fields(getattr(message, name))
+    if message.HasField("baseline"):
+        summary = {
+            key: value
+            for key, value in _fields(message.baseline).items()
+            if not isinstance(value, bytes | list)
+        }
+        header["baseline"] = {
+            **summary,
+            **_proto_columns(message.baseline, ("labels", "scores", "weights")),
+        }
+    return header
+
+
+def _proto_image(image: pb.DetectionImage) -> Unit:
+    return {
+        "image_id": image.image_id,
+        **{name: _floats(getattr(image, name)) for name in IMAGE_FIELDS},
+    }
+
+
+def _proto_rows(message: pb.EvaluateRequest | pb.EvaluateStreamRequest) -> Unit:
+    unit: Unit = _proto_columns(message, COLUMNS)
+    if message.label_names:
+        unit["label_names"] = list(message.label_names)
+    if message.images:
+        unit["images"] = [_proto_image(image) for image in message.images]
+    return unit
+
+
+def proto_unit(message: pb.EvaluateRequest | pb.EvaluateStreamRequest) -> Unit:
+    """A gRPC request or stream message in the neutral form."""
+    unit = _proto_rows(message)
+    if isinstance(message, pb.EvaluateRequest):
+        unit["header"] = _proto_header(message)
+        if message.HasField("challenger"):
+            unit["challenger"] = _proto_columns(message.challenger, ("scores",))
+    elif message.HasField("header"):
+        unit["header"] = _proto_header(message.header)
+    return unit
+
+
+def _json_columns(body: Mapping[str, Any], names: Iterable[str]) -> dict[str, list[float]]:
+    columns = {}
+    for name in names:
+        raw, plain = body.get(f"{name}_f64"), body.get(name)
+        if raw is not None or plain is not None:
+            columns[name] = _raw(base64.b64decode(raw or "")) + _floats(plain or [])
+    return columns
+
+
+def _json_header(line: Mapping[str, Any]) -> Unit:
+    header = {key: line[key] for key in HEADER_FIELDS if key in line and key != "baseline"}
+    if "baseline" in line:
+        baseline = line["baseline"]
+        summary = {
+            key: value
+            for key, value in baseline.items()
+            if not isinstance(value, str | list) and not key.endswith("_f64")
+        }
+        columns = _json_columns(baseline, ("labels", "scores", "weights"))
+        header["baseline"] = {**summary, **columns}
+    return header
+
+
+def json_unit(line: Mapping[str, Any]) -> Unit:
+    """A JSON body or NDJSON line in the neutral form."""
+    names = [str(v) for v in line.get("labels") or [] if isinstance(v, str)]
+    numeric = [name for name in COLUMNS if not (name == "labels" and names)]
+    unit: Unit = _json_columns(line, numeric)
+    if names:
+        unit["label_names"] = names
+    if "label_names" in line:
+        unit["label_names"] = list(line["label_names"])
+    if "images" in line:
+        unit["images"] = [
+            {"image_id": image["image_id"], **{k: _floats(image[k]) for k in IMAGE_FIELDS}}
+            for image in line["images"]
+        ]
+    if "challenger" in line:
+        unit["challenger"] = _json_columns(line["challenger"], ("scores",))
+    if "task" in line:
+        unit["header"] = _json_header(line)
+    return unit
+
+
+# --- the one request a stream stands for -------------------------------------------------------
+
+
+def _b64(values: Sequence[float]) -> str:
+    return base64.b64encode(np.asarray(values, dtype="<f8").tobytes()).decode()
+
+
+def one_request(units: Sequence[Unit]) -> dict[str, Any]:
+    """The ``POST /v1/evaluate`` body of a request or of a whole stream (header first)."""
+    body: dict[str, Any] = dict(units[0]["header"])
+    if "baseline" in body:
+        baseline = body["baseline"]
+        summary = {key: value for key, value in baseline.items() if not isinstance(value, list)}
+        columns = {f"{k}_f64": _b64(v) for k, v in baseline.items() if isinstance(v, list)}
+        body["baseline"] = {**summary, **columns}
+    for name in COLUMNS:
+        parts = [unit[name] for unit in units if name in unit]
+        if parts:
+            body[f"{name}_f64"] = _b64([v for part in parts for v in part])
+    names = [v for unit in units for v in unit.get("label_names", [])]
+    if names:
+        body["labels"] = names
+    images = [image for unit in units for image in unit.get("images", [])]
+    if images:
+        body["images"] = images
+    challenger = units[0].get("challenger")
+    if challenger is not None:
+        body["challenger"] = {"scores_f64": _b64(challenger["scores"])}
+    return body
+
+
+def evaluated(units: Sequence[Unit]) -> pb.EvaluateResponse:
+    """The service's one-shot answer to what arrived."""
+    request = decode.request_from_json(one_request(units), SETTINGS)
+    return encode.result_to_proto(evaluate_request(request))
+
+
+# --- the servers ---------------------------------------------------------------------------------
+
+
 class Recording(pb_grpc.EvaluationServiceServicer):
     def __init__(self) -> None:
         self.seen: list[tuple[str, dict[str, str]]] = []
+        self.received: list[list[Unit]] = []
 
-    def _record(self, method: str, context: grpc.ServicerContext) -> None:
+    def _record(self, method: str, context: grpc.ServicerContext, units: list[Unit]) -> None:
         pairs = context.invocation_metadata() or ()
         self.seen.append((method, {str(k): str(v) for k, v in pairs}))
+        self.received.append(units)
 
     def Evaluate(  # noqa: N802 - the RPC's name
         self, request: pb.EvaluateRequest, context: grpc.ServicerContext
     ) -> pb.EvaluateResponse:
-        self._record("Evaluate", context)
-        labels = _column(request.labels, request.labels_f64)
-        return encode.result_to_proto(answer(labels, _column(request.scores, request.scores_f64)))
+        units = [proto_unit(request)]
+        self._record("Evaluate", context, units)
+        return evaluated(units)
 
     def EvaluateStream(  # noqa: N802
         self, request_iterator: Iterator[pb.EvaluateStreamRequest], context: grpc.ServicerContext
     ) -> pb.EvaluateResponse:
-        self._record("EvaluateStream", context)
-        labels: list[float] = []
-        scores: list[float] = []
-        for message in request_iterator:
-            labels += _column(message.labels, message.labels_f64)
-            scores += _column(message.scores, message.scores_f64)
-        return encode.result_to_proto(answer(labels, scores))
+        units = [proto_unit(message) for message in request_iterator]
+        self._record("EvaluateStream", context, units)
+        return evaluated(units)
 
     def ListMetrics(  # noqa: N802
         self, request: pb.ListMetricsRequest, context: grpc.ServicerContext
     ) -> pb.ListMetricsResponse:
-        self._record("ListMetrics", context)
+        self._record("ListMetrics", context, [])
         return encode.catalog_to_proto()
 
 
@@ -85,11 +265,6 @@ def grpc_recording(
         server.stop(grace=None).wait()
 
 
-def _json_column(body: dict[str, Any], name: str) -> list[float]:
-    raw = body.get(f"{name}_f64")
-    return _column(body.get(name, []), base64.b64decode(raw) if raw else b"")
-
-
 class _HttpRecording(BaseHTTPRequestHandler):
     seen: Seen
 
@@ -106,34 +281,38 @@ class _HttpRecording(BaseHTTPRequestHandler):
         self.rfile.readline()
         return body
 
-    def _send(self, answer: dict[str, Any]) -> None:
+    def _send(self, answer: dict[str, Any], status: int = 200) -> None:
         data = json.dumps(answer).encode()
-        self.send_response(200)
+        self.send_response(status)
         self.send_header("content-type", "application/json")
         self.send_header("content-length", str(len(data)))
         self.end_headers()
         self.wfile.write(data)
 
-    def _record(self) -> None:
+    def _record(self, units: list[Unit]) -> None:
         self.seen.append((self.path, {k.lower(): v for k, v in self.headers.items()}))
+        self.seen.received.append(units)
 
     def do_GET(self) -> None:
-        self._record()
+        self._record([])
         self._send(encode.catalog_to_json())
 
     def do_POST(self) -> None:
-        self._record()
         lines = [json.loads(line) for line in self._body().splitlines() if line.strip()]
-        batches = lines[1:] if self.path.endswith("/stream") else lines
-        labels = [v for batch in batches for v in _json_column(batch, "labels")]
-        scores = [v for batch in batches for v in _json_column(batch, "scores")]
-        self._send(encode.proto_to_json(encode.result_to_proto(answer(labels, scores))))
+        units = [json_unit(line) for line in lines]
+        self._record(units)
+        try:
+            answer = encode.proto_to_json(evaluated(units))
+        except Exception as error:  # the test's failure, told to the client
+            self._send({"error": {"code": "recording", "message": repr(error)}}, status=500)
+            return
+        self._send(answer)
 
 
 @contextmanager
 def http_recording(tls: ssl.SSLContext | None = None) -> Iterator[tuple[str, Seen]]:
     """A recording HTTP(S) server on 127.0.0.1: (base URL, what arrived)."""
-    seen: Seen = []
+    seen = Seen()
     handler = type("Handler", (_HttpRecording,), {"seen": seen})
     server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
     if tls is not None:

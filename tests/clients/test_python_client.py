@@ -1,9 +1,9 @@
 """The Python client (clients/python, ``evalserve_client``) against a real server on loopback:
 every request of the contract table through both transports gives ``core.evaluate``'s answer
-exactly, large binary inputs stream, refusals come back as typed exceptions with the server's
-field and message, unavailable servers are retried (a gRPC or REST server that comes up during the
-backoff is reached) while refusals are not, the metric catalog is core's, and streamed uploads
-report their progress on stderr when asked (or on a terminal)."""
+exactly, large inputs of every task stream to the one-shot answer, refusals come back as typed
+exceptions with the server's field and message, unavailable servers are retried (a gRPC or REST
+server that comes up during the backoff is reached) while refusals are not, the metric catalog
+is core's, and streamed uploads report their progress on stderr when asked (or on a terminal)."""
 
 from __future__ import annotations
 
@@ -37,6 +37,8 @@ from evalserve_client import (
 from evalserve.core import catalog_entries, evaluate
 from evalserve.service.config import Settings
 from evalserve.v1 import evaluation_pb2 as pb
+from tests.clients import stream_cases
+from tests.clients.stream_cases import assert_same_answer, skip_unless_the_server_streams
 from tests.contract.doors import column
 from tests.contract.servers import Service, running
 from tests.contract.test_same_answer import REQUESTS, assert_same, expected_of, request_of
@@ -165,6 +167,24 @@ def test_an_input_over_the_threshold_streams(limited: Service, transport: str) -
     with Client(target, stream_threshold=1000, chunk_rows=700) as client:
         result = client.evaluate("binary", labels, scores, options=options)
     assert_same(result.to_dict(), expected)
+
+
+@pytest.mark.parametrize("transport", ["grpc", "rest"])
+@pytest.mark.parametrize("name", stream_cases.CASES)
+def test_every_task_streams_to_the_one_shot_answer(
+    service: Service, name: str, transport: str
+) -> None:
+    """Each task's input over the stream threshold (a small one here) goes as a stream, in
+    batches of whole rows or images, and gets the answer the same input gets in one request."""
+    case = stream_cases.cases()[name]
+    skip_unless_the_server_streams(case.task)
+    target = targets(service)[transport]
+    with Client(target) as client:
+        one_shot = client.evaluate(*case.args(), **case.keywords).to_dict()
+    assert_same(one_shot, case.one_shot())
+    with Client(target, **case.python_settings) as client:
+        streamed = client.evaluate(*case.args(), **case.keywords).to_dict()
+    assert_same_answer(case.task, streamed, one_shot)
 
 
 @pytest.mark.slow

@@ -258,6 +258,11 @@ def check_k8s_generated(out: str) -> None:
     assert out == "deploy/k8s is up to date\n"
 
 
+def check_python_accumulator(out: str) -> None:
+    # The example compares the merged answer with evaluate's itself: it must print True.
+    assert out.split() == ["9000", "True"]
+
+
 CHECKS: dict[str, Callable[[str], None]] = {
     "ts-grpc": check_ts_grpc,
     "ts-rest": check_ts_rest,
@@ -273,6 +278,7 @@ CHECKS: dict[str, Callable[[str], None]] = {
     "grpcurl-describe": check_grpcurl_describe,
     "first-grpcurl": check_grpcurl_evaluate,
     "python-api": check_python_api,
+    "python-accumulator": check_python_accumulator,
     "offline-file": check_offline_file,
     "offline-options": check_offline_options,
     "k8s-generated": check_k8s_generated,

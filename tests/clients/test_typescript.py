@@ -29,6 +29,8 @@ from evalserve_client import Client, EvalserveError
 
 from evalserve.core import evaluate
 from evalserve.service.config import Settings
+from tests.clients import stream_cases
+from tests.clients.stream_cases import Case, assert_same_answer, skip_unless_the_server_streams
 from tests.clients.test_python_client import arguments
 from tests.contract.servers import Service, running
 from tests.contract.test_same_answer import REQUESTS, assert_same, request_of
@@ -203,6 +205,20 @@ def assert_equal(got: dict[str, Any], expected: dict[str, Any]) -> None:
     assert got == expected
 
 
+def ts_stream_case(
+    case_id: str, target: str, case: Case, settings: dict[str, Any] | None = None
+) -> dict[str, Any]:
+    """A case of tests/clients/stream_cases.py as a run-cases.ts call."""
+    given = case.keywords
+    return ts_case(
+        case_id, target, case.task, case.y_true, case.y_score, settings=settings,
+        yPred=given.get("y_pred"), sampleWeight=given.get("sample_weight"),
+        options=given.get("options"), classes=given.get("classes"), model=given.get("model"),
+        baseline=given.get("baseline"), challenger=given.get("challenger"),
+        coverage=given.get("coverage"),
+    )  # fmt: skip
+
+
 # --- the contract table -------------------------------------------------------------------
 
 
@@ -277,6 +293,10 @@ def other_cases(service: Service, limited: Service, dead: int) -> list[dict[str,
             {"id": f"catalog-unknown-task:{transport}", "target": served, "call": "listMetrics",
              "task": "ranking"},
         ]  # fmt: skip
+        cases += [
+            ts_stream_case(f"stream-task:{name}:{transport}", served, case, case.ts_settings)
+            for name, case in stream_cases.cases().items()
+        ]
     return cases
 
 
@@ -374,6 +394,19 @@ def test_a_stream_carries_weights_a_baseline_and_coverage(
     )  # fmt: skip
     assert_equal(streamed, expected)
     assert_equal(ok(answers, f"stream-weights-baseline:{transport}"), expected)
+
+
+@pytest.mark.parametrize("transport", TRANSPORTS)
+@pytest.mark.parametrize("name", stream_cases.CASES)
+def test_every_task_streams_to_the_one_shot_answer(
+    service: Service, answers: Answers, name: str, transport: str
+) -> None:
+    """Each task's input over the stream threshold, streamed by the TypeScript client, gets
+    the answer the Python client gets in one request."""
+    case = stream_cases.cases()[name]
+    skip_unless_the_server_streams(case.task)
+    expected = python_answer(targets(service)[transport], *case.args(), **case.keywords)
+    assert_same_answer(case.task, ok(answers, f"stream-task:{name}:{transport}"), expected)
 
 
 @pytest.mark.parametrize(

@@ -392,3 +392,19 @@ def test_zero_curve_points_omits_curves_only(data: Rows) -> None:
     none = data.evaluate({**OPTIONS, "max_curve_points": 0})
     assert none.curves == {}
     assert_same_metrics(full, none)
+
+
+def test_hard_predictions_count_against_their_own_class_totals() -> None:
+    """With hard predictions, tn and fn are the predictions' class totals minus their counts:
+    the scores' totals are the same weights added in another order (here 13.579999999999998
+    against 13.580000000000002), and tn came out -4e-15, which crashed MCC's square root."""
+    result = core.evaluate(
+        "binary",
+        [1, 0, 0, 0],
+        [0.1, 0.5, 0.7, 0.1],
+        y_pred=[1, 1, 1, 1],
+        sample_weight=[2.18, 4.87, 4.49, 4.22],
+    )
+    assert result.metrics["specificity"] == 0.0
+    assert result.metrics["npv"] is None
+    assert result.metrics["mcc"] is None

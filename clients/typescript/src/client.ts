@@ -1,13 +1,14 @@
 /**
  * `EvalserveClient`: one `evaluate` over gRPC (`host:port`, `grpc://host:port`) or REST
  * (`http://`, `https://`), with deadlines, retries of these idempotent calls when the server is
- * unavailable, and automatic streaming of large binary inputs.
+ * unavailable, and automatic streaming of large inputs of every task (see `request.ts` for what
+ * a stream's size counts).
  */
 
 import type { Door } from "./door.js";
 import { EvalserveError, Unavailable } from "./errors.js";
 import { GrpcDoor } from "./grpc.js";
-import { detectionRequest, rowsRequest, type Request } from "./request.js";
+import { detectionRequest, rowsRequest, streamSize, type Request } from "./request.js";
 import { RestDoor } from "./rest.js";
 import type {
   ClientOptions,
@@ -120,11 +121,9 @@ export class EvalserveClient {
             opts,
           )
         : rowsRequest(task, yTrue as Labels, yScore as Values | null | undefined, opts);
-    // streams take binary rows; a challenger has no place in a stream's header
+    // a challenger has no place in a stream's header: such a request goes in one message
     const stream =
-      task === "binary" &&
-      request.challenger === null &&
-      request.nRows > this.settings.streamThreshold;
+      request.challenger === null && streamSize(request) > this.settings.streamThreshold;
     const timeoutMs = opts.timeoutMs ?? this.settings.timeoutMs;
     return this.retried(() =>
       this.door.evaluate(request, stream, this.settings.chunkRows, timeoutMs),

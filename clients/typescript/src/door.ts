@@ -4,7 +4,7 @@ import type { Request } from "./request.js";
 import type { EvaluationResult, MetricInfo, Task } from "./types.js";
 
 export interface Door {
-  /** Evaluate once; `stream` sends the rows in batches of `chunkRows`. */
+  /** Evaluate once; `stream` sends the rows (images) in batches of `chunkRows` (request.ts). */
   evaluate(
     request: Request,
     stream: boolean,

@@ -1,12 +1,13 @@
 /**
  * The neutral request as JSON for REST: one `POST /v1/evaluate` body, or NDJSON lines for
- * `POST /v1/evaluate/stream` (the header line first, then one line per batch). Numeric columns
+ * `POST /v1/evaluate/stream` (the header line first, then one line per batch of rows, or of
+ * images for detection, as `chunks` cuts them). Numeric columns
  * travel as base64 `*_f64` text, as the Python client sends them: exact, compact, and NaN and
  * infinity reach the server's validation (JSON has neither).
  */
 
 import { f64Base64, floats } from "./f64.js";
-import { chunks, COLUMNS, rowSlice, type Request } from "./request.js";
+import { chunks, COLUMNS, headerClasses, rowSlice, type Image, type Request } from "./request.js";
 import type { Column } from "./types.js";
 
 type Json = Record<string, unknown>;
@@ -31,7 +32,7 @@ function payload(values: object): Json {
   return body;
 }
 
-function header(request: Request): Json {
+function header(request: Request, stream: boolean): Json {
   const body: Json = { task: request.task };
   if (request.classes !== null) {
     body["classes"] = request.classes;
@@ -42,8 +43,9 @@ function header(request: Request): Json {
   if (request.model !== null) {
     body["model"] = request.model;
   }
-  if (request.nClasses !== null) {
-    body["n_classes"] = request.nClasses;
+  const nClasses = headerClasses(request, stream);
+  if (nClasses !== null) {
+    body["n_classes"] = nClasses;
   }
   if (request.baseline !== null) {
     body["baseline"] = payload(request.baseline);
@@ -79,28 +81,36 @@ function boxes(flat: Float64Array): number[][] {
   return out;
 }
 
+function images(given: readonly Image[]): Json[] {
+  return given.map((image) => ({
+    image_id: image.image_id,
+    gt_boxes: boxes(image.gt_boxes),
+    gt_classes: Array.from(image.gt_classes),
+    pred_boxes: boxes(image.pred_boxes),
+    pred_classes: Array.from(image.pred_classes),
+    pred_scores: Array.from(image.pred_scores),
+  }));
+}
+
 export function toJson(request: Request): Json {
-  const body: Json = { ...header(request), ...rows(request.columns, request.labelNames) };
+  const body: Json = { ...header(request, false), ...rows(request.columns, request.labelNames) };
   if (request.challenger !== null) {
     body["challenger"] = payload(request.challenger);
   }
   if (request.images !== null) {
-    body["images"] = request.images.map((image) => ({
-      image_id: image.image_id,
-      gt_boxes: boxes(image.gt_boxes),
-      gt_classes: Array.from(image.gt_classes),
-      pred_boxes: boxes(image.pred_boxes),
-      pred_classes: Array.from(image.pred_classes),
-      pred_scores: Array.from(image.pred_scores),
-    }));
+    body["images"] = images(request.images);
   }
   return body;
 }
 
-/** The NDJSON lines of a stream: the header, then one line per chunk of rows. */
+/** The NDJSON lines of a stream: the header, then one line per batch (rows or images). */
 export function* toNdjson(request: Request, chunkRows: number): Generator<string> {
-  yield `${JSON.stringify(header(request))}\n`;
-  for (const [start, stop] of chunks(request.nRows, chunkRows)) {
+  yield `${JSON.stringify(header(request, true))}\n`;
+  for (const [start, stop] of chunks(request, chunkRows)) {
+    if (request.images !== null) {
+      yield `${JSON.stringify({ images: images(request.images.slice(start, stop)) })}\n`;
+      continue;
+    }
     const names = request.labelNames === null ? null : request.labelNames.slice(start, stop);
     yield `${JSON.stringify(rows(rowSlice(request, start, stop), names))}\n`;
   }

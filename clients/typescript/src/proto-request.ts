@@ -1,6 +1,7 @@
 /**
  * The neutral request as protobuf messages for gRPC: one `EvaluateRequest`, or an
- * `EvaluateStreamRequest` stream (the header first, then batches of rows). Every numeric column
+ * `EvaluateStreamRequest` stream (the header first, then batches of rows, or of images for
+ * detection, as `chunks` cuts them). Every numeric column
  * travels as raw little-endian `*_f64` bytes, as the Python client sends them.
  */
 
@@ -27,12 +28,13 @@ import {
   StreamHeaderSchema,
   Task as ProtoTaskValue,
   TaskSchema,
+  type DetectionImage,
   type EvaluateRequest,
   type EvaluateStreamRequest,
   type StreamHeader,
   type Task as ProtoTask,
 } from "./gen/evalserve/v1/evaluation_pb.js";
-import { chunks, COLUMNS, rowSlice, type Request } from "./request.js";
+import { chunks, COLUMNS, headerClasses, rowSlice, type Image, type Request } from "./request.js";
 import type { Column, Task } from "./types.js";
 
 type Init = Record<string, unknown>;
@@ -141,7 +143,7 @@ function messageInit(schema: DescMessage, values: object, where: string): Init {
   return init;
 }
 
-function headerInit(request: Request): Init {
+function headerInit(request: Request, stream: boolean): Init {
   const init: Init = { task: protoTask(request.task) };
   if (request.classes !== null) {
     init["classes"] = [...request.classes];
@@ -160,8 +162,9 @@ function headerInit(request: Request): Init {
     const coverage = messageInit(CoverageSchema, request.coverage, "coverage");
     init["coverage"] = build(CoverageSchema, coverage);
   }
-  if (request.nClasses !== null) {
-    init["nClasses"] = BigInt(request.nClasses);
+  const nClasses = headerClasses(request, stream);
+  if (nClasses !== null) {
+    init["nClasses"] = BigInt(nClasses);
   }
   return init;
 }
@@ -180,35 +183,45 @@ function rowsInit(columns: Request["columns"], labelNames: readonly string[] | n
   return init;
 }
 
+function images(given: readonly Image[]): DetectionImage[] {
+  return given.map((image) =>
+    build(DetectionImageSchema, {
+      imageId: image.image_id,
+      gtBoxes: Array.from(image.gt_boxes),
+      gtClasses: Array.from(image.gt_classes, (c) => integer(c, "images.gt_classes")),
+      predBoxes: Array.from(image.pred_boxes),
+      predClasses: Array.from(image.pred_classes, (c) => integer(c, "images.pred_classes")),
+      predScores: Array.from(image.pred_scores),
+    }),
+  );
+}
+
 export function toProto(request: Request): EvaluateRequest {
-  const init: Init = { ...headerInit(request), ...rowsInit(request.columns, request.labelNames) };
+  const columns = rowsInit(request.columns, request.labelNames);
+  const init: Init = { ...headerInit(request, false), ...columns };
   if (request.challenger !== null) {
     const challenger = messageInit(ChallengerSchema, request.challenger, "challenger");
     init["challenger"] = build(ChallengerSchema, challenger);
   }
   if (request.images !== null) {
-    init["images"] = request.images.map((image) =>
-      build(DetectionImageSchema, {
-        imageId: image.image_id,
-        gtBoxes: Array.from(image.gt_boxes),
-        gtClasses: Array.from(image.gt_classes, (c) => integer(c, "images.gt_classes")),
-        predBoxes: Array.from(image.pred_boxes),
-        predClasses: Array.from(image.pred_classes, (c) => integer(c, "images.pred_classes")),
-        predScores: Array.from(image.pred_scores),
-      }),
-    );
+    init["images"] = images(request.images);
   }
   return build(EvaluateRequestSchema, init);
 }
 
-/** The stream of a request: its header alone, then one message per chunk of rows. */
+/** The stream of a request: its header alone, then one message per batch (rows or images). */
 export function* toProtoStream(
   request: Request,
   chunkRows: number,
 ): Generator<EvaluateStreamRequest> {
-  const header: StreamHeader = build(StreamHeaderSchema, headerInit(request));
+  const header: StreamHeader = build(StreamHeaderSchema, headerInit(request, true));
   yield build(EvaluateStreamRequestSchema, { header });
-  for (const [start, stop] of chunks(request.nRows, chunkRows)) {
+  for (const [start, stop] of chunks(request, chunkRows)) {
+    if (request.images !== null) {
+      const batch = images(request.images.slice(start, stop));
+      yield build(EvaluateStreamRequestSchema, { images: batch });
+      continue;
+    }
     const names = request.labelNames === null ? null : request.labelNames.slice(start, stop);
     yield build(EvaluateStreamRequestSchema, rowsInit(rowSlice(request, start, stop), names));
   }

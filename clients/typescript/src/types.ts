@@ -252,9 +252,16 @@ export interface ClientOptions {
   readonly retries?: number;
   /** The first retry waits this long, each further one twice as long (default 200 ms). */
   readonly backoffMs?: number;
-  /** A binary evaluation of more rows than this is streamed (default 1 000 000). */
+  /**
+   * An input larger than this is streamed, whatever its task (default 1 000 000). Sizes count
+   * values of the widest column: rows (binary, regression), rows times classes (multiclass and
+   * multilabel matrices), boxes (detection: ground truth and predicted, at least 1 an image).
+   */
   readonly streamThreshold?: number;
-  /** Rows per batch of a stream (default 250 000). */
+  /**
+   * The size of a stream's batch, in the unit of `streamThreshold` (default 250 000): whole rows
+   * (matrices split on row boundaries), or whole images for detection; at least one each.
+   */
   readonly chunkRows?: number;
   /**
    * Headers sent with every call (a gateway's authorization, a request id): HTTP headers over

@@ -1,7 +1,7 @@
 """``Client`` and ``AsyncClient``: ``evaluate`` and ``list_metrics`` over gRPC (``host:port``,
 ``grpc://``, ``grpcs://`` for TLS) or REST (``http://``, ``https://``), with deadlines, retries
-of these idempotent calls and automatic streaming of large binary inputs (with a progress line
-on stderr).
+of these idempotent calls and automatic streaming of large inputs of every task (with a progress
+line on stderr).
 
 The two classes share everything but the I/O: ``_Base`` builds a call (the request, whether it
 streams, its deadline and progress) and maps errors; each class sends it, sync or awaited.
@@ -156,7 +156,9 @@ class _Call:
     progress: bool
 
     def progress_line(self) -> ProgressLine | None:
-        return ProgressLine(self.request.n_rows) if self.progress else None
+        if not self.progress:
+            return None
+        return ProgressLine(self.request.n_rows, unit=self.request.unit)
 
 
 def _headers(headers: Mapping[str, str] | None) -> dict[str, str]:
@@ -218,11 +220,8 @@ class _Base:
     ) -> _Call:
         """``fields``: the other arguments of ``evaluate``, as ``_wire.build`` takes them."""
         request = _wire.build(task, y_true, y_score, **fields)
-        # streams take binary rows; a challenger has no place in a stream's header
-        stream = (
-            task == "binary" and request.challenger is None
-            and request.n_rows > self.stream_threshold
-        )  # fmt: skip
+        # a challenger has no place in a stream's header: such a request goes in one message
+        stream = request.challenger is None and request.size > self.stream_threshold
         progress = self.progress if progress is None else progress
         return _Call(request, stream, self._deadline(timeout), shown(progress, stream))
 
@@ -261,8 +260,11 @@ class Client(_Base):
     context manager or call ``close()``.
 
     Settings (keywords): ``timeout`` (s, each call's deadline), ``retries`` and ``backoff`` (s,
-    doubled each retry) for a server that is unavailable, ``stream_threshold`` (rows over which
-    a binary input streams) and ``chunk_rows`` (rows a batch), ``progress`` (a progress line on
+    doubled each retry) for a server that is unavailable, ``stream_threshold`` (an input larger
+    than this streams, whatever its task) and ``chunk_rows`` (the size of a batch): both count
+    values of the widest column, that is rows (binary, regression), rows times classes
+    (multiclass and multilabel matrices) or boxes (detection, whose batches hold whole images),
+    and a batch holds at least one row or image; ``progress`` (a progress line on
     stderr for streamed uploads: None shows it when stderr is a terminal), ``headers`` (sent with
     every call: HTTP headers over REST, metadata over gRPC, e.g. a gateway's authorization),
     ``root_certificates`` (PEM bytes of the CAs to trust instead of the system's, for

@@ -1,5 +1,5 @@
-"""A one-line progress report of a streamed upload on stderr: rows handed to the transport out
-of the total, rewritten in place.
+"""A one-line progress report of a streamed upload on stderr: rows (images, for detection) handed
+to the transport out of the total, rewritten in place.
 
 Written here rather than taken from tqdm: the client needs one counter on one line, which is
 twenty lines, and a library that lands in other services' dependency trees should not bring a
@@ -26,10 +26,12 @@ def shown(progress: bool | None, streamed: bool) -> bool:
 
 class ProgressLine:
     """``line(rows)`` adds ``rows`` sent and redraws ``evalserve: 500,000/1,000,000 rows sent
-    (50%)``; the line ends when the total is reached or at ``close()``."""
+    (50%)`` (``unit`` names what is counted: "images" for detection); the line ends when the
+    total is reached or at ``close()``."""
 
-    def __init__(self, total: int, stream: TextIO | None = None) -> None:
+    def __init__(self, total: int, stream: TextIO | None = None, *, unit: str = "rows") -> None:
         self.total = total
+        self.unit = unit
         self.sent = 0
         self._stream = sys.stderr if stream is None else stream
         self._open = False
@@ -37,7 +39,9 @@ class ProgressLine:
     def __call__(self, rows: int) -> None:
         self.sent += rows
         percent = 100 * self.sent // max(self.total, 1)
-        self._stream.write(f"\revalserve: {self.sent:,}/{self.total:,} rows sent ({percent}%)")
+        self._stream.write(
+            f"\revalserve: {self.sent:,}/{self.total:,} {self.unit} sent ({percent}%)"
+        )
         self._open = True
         if self.sent >= self.total:
             self.close()

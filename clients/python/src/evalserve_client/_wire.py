@@ -1,6 +1,13 @@
 """Requests and answers on the wire: one neutral request (numpy columns + header fields), encoded
 as a protobuf message or stream for gRPC, or as JSON / NDJSON for REST, and the answers decoded
-back to the JSON shape of the service."""
+back to the JSON shape of the service.
+
+A stream (every task) is a header, then batches of whole rows, or of whole images for detection.
+Its size is counted in values of the widest column, so a batch weighs about the same whatever
+the task: a row counts 1 (binary, regression) or its class count (a row of a multiclass or
+multilabel matrix), an image its boxes, ground truth and predicted (at least 1). The stream
+threshold and the batch size are in that unit; a batch always holds at least one row or image.
+"""
 
 from __future__ import annotations
 
@@ -18,14 +25,21 @@ from evalserve_client._errors import InvalidArgument
 from evalserve_client._proto.evalserve.v1 import evaluation_pb2 as pb
 
 COLUMNS = ("labels", "scores", "predictions", "weights")
-OnRows = Callable[[int], None]  # told the rows of each batch once the transport has taken it
+OnRows = Callable[[int], None]  # told the rows (images) of each batch once the transport took it
 F64 = np.dtype("<f8")
+# The columns that hold an n x k matrix, per task (the others hold one value a row).
+MATRIX_COLUMNS = {"multiclass": ("scores",), "multilabel": ("labels", "scores", "predictions")}
 
 
 @dataclass
 class Request:
     """A validated-enough request: flat float64 columns (matrices row-major, their width in
-    ``n_classes``), string labels in ``label_names``, the rest as given."""
+    ``n_classes`` when given as 2-D arrays), string labels in ``label_names``, the rest as given.
+
+    ``n_rows`` counts the rows (detection: the images); ``widths`` the values a row of each
+    column holds, and ``width`` the class count of the task's matrices when it is known (from a
+    2-D column, the class names, or for multiclass the ratio of scores to labels): a stream's
+    header carries it as ``n_classes`` and its batches split the matrices on row boundaries."""
 
     task: str
     columns: dict[str, NDArray[np.float64]] = field(default_factory=dict)
@@ -39,6 +53,25 @@ class Request:
     challenger: dict[str, Any] | None = None
     images: list[dict[str, Any]] | None = None
     n_rows: int = 0
+    widths: dict[str, int] = field(default_factory=dict)
+    width: int | None = None
+
+    @property
+    def unit(self) -> str:
+        """What ``n_rows`` counts, as a progress line names it."""
+        return "images" if self.images is not None else "rows"
+
+    @property
+    def size(self) -> int:
+        """What the stream threshold counts: values of the widest column, or boxes."""
+        if self.images is not None:
+            return sum(image_sizes(self.images))
+        return self.n_rows * self.row_size
+
+    @property
+    def row_size(self) -> int:
+        """The values of a row of the widest column."""
+        return max(1, *self.widths.values())
 
 
 def _flat(values: Any, request: Request) -> NDArray[np.float64]:
@@ -50,6 +83,12 @@ def _flat(values: Any, request: Request) -> NDArray[np.float64]:
 
 def _floats(values: Any) -> NDArray[np.float64]:
     return np.ascontiguousarray(np.asarray(values, dtype=np.float64).reshape(-1), dtype=F64)
+
+
+def image_sizes(images: Sequence[Mapping[str, Any]]) -> list[int]:
+    """The size of each image in a stream: its boxes, ground truth and predicted, at least 1 (so
+    a batch of images without boxes stays bounded too)."""
+    return [max(1, (len(i["gt_boxes"]) + len(i["pred_boxes"])) // 4) for i in images]
 
 
 def _detection_images(targets: Sequence[Any], predictions: Sequence[Any]) -> list[dict[str, Any]]:
@@ -123,17 +162,49 @@ def build(
     )
     if task == "detection":
         request.images = _detection_images(y_true, y_score)
+        request.n_rows = len(request.images)
         return request
     labels = np.asarray(y_true)
-    request.n_rows = len(labels)
+    shapes: dict[str, tuple[int, ...]] = {}
     if labels.dtype.kind in "USO" and labels.ndim == 1:
         request.label_names = [str(v) for v in labels.tolist()]
     else:
+        shapes["labels"] = labels.shape
         request.columns["labels"] = _flat(labels, request)
     for name, values in (("scores", y_score), ("predictions", y_pred), ("weights", sample_weight)):
         if values is not None:
-            request.columns[name] = _flat(values, request)
+            array = np.asarray(values)
+            shapes[name] = array.shape
+            request.columns[name] = _flat(array, request)
+    _shape_rows(request, shapes)
     return request
+
+
+def _shape_rows(request: Request, shapes: Mapping[str, tuple[int, ...]]) -> None:
+    """``n_rows``, ``width`` and ``widths`` of a row task's request (see ``Request``)."""
+    matrices = MATRIX_COLUMNS.get(request.task, ())
+    width = request.n_classes
+    if width is None and matrices and request.classes:
+        width = len(request.classes)
+    if request.label_names is not None:
+        n_rows = len(request.label_names)
+    elif len(shapes["labels"]) > 1:
+        n_rows = shapes["labels"][0]
+    elif "labels" in matrices and width:
+        n_rows = len(request.columns["labels"]) // width  # a flat multilabel matrix
+    else:
+        n_rows = len(request.columns["labels"])
+    scores = request.columns.get("scores")
+    if width is None and request.task == "multiclass" and scores is not None and n_rows:
+        ratio, rest = divmod(len(scores), n_rows)  # the server's reading of flat scores
+        width = ratio if ratio > 1 and not rest else None
+    request.n_rows = n_rows
+    request.width = width if matrices else None
+    for name, shape in shapes.items():
+        if len(shape) == 2:
+            request.widths[name] = int(shape[1])
+        else:
+            request.widths[name] = width if name in matrices and width else 1
 
 
 # --- gRPC -------------------------------------------------------------------------------------
@@ -156,7 +227,15 @@ def _task(task: str) -> pb.Task.ValueType:
     return pb.Task.Value(f"TASK_{task.upper()}")
 
 
-def _header_fields(request: Request) -> dict[str, Any]:
+def _n_classes(request: Request, stream: bool) -> int | None:
+    """The header's ``n_classes``: a one-shot request's as given (by a 2-D column); a stream's
+    whenever the width of its matrices is known, as its batches hold flat rows."""
+    if request.n_classes is not None or not stream:
+        return request.n_classes
+    return request.width
+
+
+def _header_fields(request: Request, stream: bool = False) -> dict[str, Any]:
     fields: dict[str, Any] = {}
     if request.classes is not None:
         fields["classes"] = request.classes
@@ -168,20 +247,36 @@ def _header_fields(request: Request) -> dict[str, Any]:
         fields["baseline"] = pb.Baseline(**_pb_fields(request.baseline))
     if request.coverage is not None:
         fields["coverage"] = _coverage_message(request.coverage)
-    if request.n_classes is not None:
-        fields["n_classes"] = request.n_classes
+    n_classes = _n_classes(request, stream)
+    if n_classes is not None:
+        fields["n_classes"] = n_classes
     return fields
+
+
+def _column_part(request: Request, name: str, rows: slice | None) -> NDArray[np.float64]:
+    """A column, or its values of ``rows`` (a matrix's whole rows)."""
+    values = request.columns[name]
+    if rows is None:
+        return values
+    width = request.widths.get(name, 1)
+    return values[rows.start * width : rows.stop * width]
 
 
 def _row_fields(request: Request, rows: slice | None = None) -> dict[str, Any]:
-    width = request.n_classes or 1
     fields: dict[str, Any] = {}
-    for name, values in request.columns.items():
-        part = values if rows is None else values[rows.start * width : rows.stop * width]
-        fields[f"{name}_f64"] = part.tobytes()
+    for name in request.columns:
+        fields[f"{name}_f64"] = _column_part(request, name, rows).tobytes()
     if request.label_names is not None:
         fields["label_names"] = request.label_names if rows is None else request.label_names[rows]
     return fields
+
+
+def _proto_images(images: Sequence[Mapping[str, Any]]) -> list[pb.DetectionImage]:
+    return [
+        pb.DetectionImage(**{k: v.tolist() if isinstance(v, np.ndarray) else v
+                             for k, v in image.items()})
+        for image in images
+    ]  # fmt: skip
 
 
 def to_proto(request: Request) -> pb.EvaluateRequest:
@@ -189,26 +284,44 @@ def to_proto(request: Request) -> pb.EvaluateRequest:
     if request.challenger is not None:
         fields["challenger"] = pb.Challenger(**_pb_fields(request.challenger))
     if request.images is not None:
-        fields["images"] = [
-            pb.DetectionImage(**{k: v.tolist() if isinstance(v, np.ndarray) else v
-                                 for k, v in image.items()})
-            for image in request.images
-        ]  # fmt: skip
+        fields["images"] = _proto_images(request.images)
     return pb.EvaluateRequest(task=_task(request.task), **fields)
 
 
-def chunks(n_rows: int, chunk_rows: int) -> Iterator[slice]:
-    for start in range(0, n_rows, chunk_rows):
-        yield slice(start, min(start + chunk_rows, n_rows))
+def packed(sizes: Sequence[int], chunk_size: int) -> Iterator[slice]:
+    """Consecutive slices of items whose sizes sum to at most ``chunk_size``; an item larger
+    than that goes alone."""
+    start, filled = 0, 0
+    for index, size in enumerate(sizes):
+        if index > start and filled + size > chunk_size:
+            yield slice(start, index)
+            start, filled = index, 0
+        filled += size
+    if start < len(sizes):
+        yield slice(start, len(sizes))
+
+
+def chunks(request: Request, chunk_size: int) -> Iterator[slice]:
+    """The batches of a stream: slices of whole rows, or of whole images for detection, each
+    of at most ``chunk_size`` values of the widest column (boxes), and at least one row."""
+    if request.images is not None:
+        yield from packed(image_sizes(request.images), chunk_size)
+        return
+    step = max(1, chunk_size // request.row_size)
+    for start in range(0, request.n_rows, step):
+        yield slice(start, min(start + step, request.n_rows))
 
 
 def to_proto_stream(
     request: Request, chunk_rows: int, on_rows: OnRows | None = None
 ) -> Iterator[pb.EvaluateStreamRequest]:
-    header = pb.StreamHeader(task=_task(request.task), **_header_fields(request))
+    header = pb.StreamHeader(task=_task(request.task), **_header_fields(request, stream=True))
     yield pb.EvaluateStreamRequest(header=header)
-    for rows in chunks(request.n_rows, chunk_rows):
-        yield pb.EvaluateStreamRequest(**_row_fields(request, rows))
+    for rows in chunks(request, chunk_rows):
+        if request.images is not None:
+            yield pb.EvaluateStreamRequest(images=_proto_images(request.images[rows]))
+        else:
+            yield pb.EvaluateStreamRequest(**_row_fields(request, rows))
         if on_rows is not None:
             on_rows(rows.stop - rows.start)
 
@@ -361,12 +474,15 @@ def _jsonable(value: Any) -> Any:
     return value
 
 
-def _json_header(request: Request) -> dict[str, Any]:
+def _json_header(request: Request, stream: bool = False) -> dict[str, Any]:
     body: dict[str, Any] = {"task": request.task}
-    for name in ("classes", "options", "model", "n_classes"):
+    for name in ("classes", "options", "model"):
         value = getattr(request, name)
         if value is not None:
             body[name] = _jsonable(value)
+    n_classes = _n_classes(request, stream)
+    if n_classes is not None:
+        body["n_classes"] = n_classes
     if request.baseline is not None:
         body["baseline"] = _json_payload(request.baseline)
     if request.coverage is not None:
@@ -390,11 +506,9 @@ def _json_payload(payload: Mapping[str, Any]) -> dict[str, Any]:
 def _json_rows(request: Request, rows: slice | None = None) -> dict[str, Any]:
     # base64 f64 rather than JSON numbers: exact, compact, and NaN/inf survive to the server's
     # validation (JSON has no NaN).
-    width = request.n_classes or 1
     body: dict[str, Any] = {}
-    for name, values in request.columns.items():
-        part = values if rows is None else values[rows.start * width : rows.stop * width]
-        body[f"{name}_f64"] = _b64(part)
+    for name in request.columns:
+        body[f"{name}_f64"] = _b64(_column_part(request, name, rows))
     if request.label_names is not None:
         body["labels"] = request.label_names if rows is None else request.label_names[rows]
     return body
@@ -405,19 +519,27 @@ def to_json(request: Request) -> dict[str, Any]:
     if request.challenger is not None:
         body["challenger"] = _json_payload(request.challenger)
     if request.images is not None:
-        body["images"] = [
-            {key: np.asarray(value).reshape(-1, 4).tolist() if key.endswith("_boxes")
-             else _jsonable(value) for key, value in image.items()}
-            for image in request.images
-        ]  # fmt: skip
+        body["images"] = _json_images(request.images)
     return body
+
+
+def _json_images(images: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    return [
+        {key: np.asarray(value).reshape(-1, 4).tolist() if key.endswith("_boxes")
+         else _jsonable(value) for key, value in image.items()}
+        for image in images
+    ]  # fmt: skip
 
 
 def to_ndjson(request: Request, chunk_rows: int, on_rows: OnRows | None = None) -> Iterator[bytes]:
     """NDJSON lines: the header, then one line a batch."""
-    yield orjson.dumps(_json_header(request)) + b"\n"
-    for rows in chunks(request.n_rows, chunk_rows):
-        yield orjson.dumps(_json_rows(request, rows)) + b"\n"
+    yield orjson.dumps(_json_header(request, stream=True)) + b"\n"
+    for rows in chunks(request, chunk_rows):
+        if request.images is not None:
+            line = {"images": _json_images(request.images[rows])}
+        else:
+            line = _json_rows(request, rows)
+        yield orjson.dumps(line) + b"\n"
         if on_rows is not None:
             on_rows(rows.stop - rows.start)
 
