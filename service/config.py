@@ -28,8 +28,8 @@ class Settings(BaseSettings):
     max_stream_state_bytes: int = Field(
         1_200_000_000,
         ge=1,
-        description="most bytes one stream's state may hold (binary: 24 bytes per distinct "
-        "score; each task's metric page says what its state holds)",
+        description="most bytes one stream's state may hold (binary: 16 bytes per distinct "
+        "score of each class; each task's metric page says what its state holds)",
     )
     max_classes: int = Field(1000, ge=2, description="most classes (score columns)")
     workers: int = Field(

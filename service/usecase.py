@@ -123,8 +123,6 @@ class StreamAccumulator:
         self.observer = observer
         task = header.task
         # Everything the header alone decides is checked now, not after the last batch.
-        if task in ("binary", "regression") and header.classes is not None:
-            raise InvalidInputError("classes", f"task {task!r} takes no class names")
         if header.baseline is not None and task != "binary":
             raise InvalidInputError(
                 "baseline", f"drift tests and comparisons take task 'binary', not {task!r}"
@@ -199,10 +197,9 @@ class StreamAccumulator:
             raise StateTooLargeError(
                 where,
                 f"the stream's {self.header.task} state would grow past max_stream_state_bytes"
-                f" ({self.settings.max_stream_state_bytes} bytes); it grows with the distinct"
-                " values the metrics keep (each task's State size in the metric docs): round"
-                " the scores, for example to 6 decimals, split the stream, or raise"
-                " max_stream_state_bytes",
+                f" ({self.settings.max_stream_state_bytes} bytes): split the stream into shorter"
+                " ones, raise max_stream_state_bytes, or make the state smaller (it grows as the"
+                " task's metric page says: round continuous scores, for example to 6 decimals)",
             ) from None
         except (ServiceError, InvalidInputError) as error:  # 4xx as in one payload, located
             raise type(error)(f"{where}.{error.field}", error.message) from None

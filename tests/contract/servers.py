@@ -4,8 +4,8 @@ background thread, on 127.0.0.1 with free ports, called with real clients (httpx
 
 Three services live for the whole session (each started by the first test that asks for it):
 one with the default settings, one with small limits (64 KiB bodies and messages, 2 000 rows a
-request, 3 000 rows a stream, a stream state of 60 000 bytes: 2 500 distinct binary scores, 3
-classes) for the size cases, and one whose stream state is capped at 4 800 bytes (200 distinct
+request, 3 000 rows a stream, a stream state of 60 000 bytes: 3 750 distinct binary scores, 3
+classes) for the size cases, and one whose stream state is capped at 4 800 bytes (300 distinct
 binary scores) for the cap of every task's state.
 """
 

@@ -523,11 +523,12 @@ CASES: dict[str, Bad] = {
         413, EXHAUSTED, "line 4", "limit of 3000", grpc_field="batch 4", stream=True,
         server="limited",
     ),
-    # The state's cap of the capped service: 4 800 bytes, 200 distinct binary scores.
+    # The state's cap of the capped service: 4 800 bytes (300 distinct binary scores at 16
+    # bytes). 100 distinct scores fit; 500 are over it at any size of an entry of 10-48 bytes.
     "stream-binary-state-over-the-cap": Bad(
-        [HEADER, *[{"labels": [0, 1] * 40, "scores": [i + k / 1000 for k in range(80)]}
-                   for i in range(3)]],  # 240 distinct scores, 5 760 bytes, at batch 4
-        413, EXHAUSTED, "line 4", "max_stream_state_bytes (4800 bytes)", grpc_field="batch 4",
+        [HEADER, {"labels": [0, 1] * 50, "scores": [k / 1000 for k in range(100)]},
+         {"labels": [0, 1] * 200, "scores": [1 + k / 1000 for k in range(400)]}],
+        413, EXHAUSTED, "line 3", "max_stream_state_bytes (4800 bytes)", grpc_field="batch 3",
         stream=True, server="capped",
     ),
     # 900 distinct scores (7 200 bytes as float64 alone) in the first batch
@@ -535,7 +536,7 @@ CASES: dict[str, Bad] = {
         [{"task": "multiclass"}, {"labels": [i % 3 for i in range(300)],
                                   "scores": [[k / 300, 1 + k / 300, 2 + k / 300]
                                              for k in range(300)]}],
-        413, EXHAUSTED, "line 2", "round the scores", grpc_field="batch 2", stream=True,
+        413, EXHAUSTED, "line 2", "round continuous scores", grpc_field="batch 2", stream=True,
         server="capped",
     ),
     "stream-multilabel-state-over-the-cap": Bad(
