@@ -29,12 +29,14 @@ from evalserve.core._tasks import check_task
 from evalserve.core._validation import WEIGHTLESS_BATCHES
 from evalserve.core.binary._state import BINARY_STATE, BinaryState
 from evalserve.core.detection._state import DETECTION_STATE
+from evalserve.core.multilabel._state import MULTILABEL_STATE
 from evalserve.core.regression._state import REGRESSION_STATE
 
 __all__ = ["Accumulator"]
 
 STATE_KINDS: dict[str, StateKind] = {
     "binary": BINARY_STATE,
+    "multilabel": MULTILABEL_STATE,
     "regression": REGRESSION_STATE,
     "detection": DETECTION_STATE,
 }

@@ -62,4 +62,6 @@ def label_averages(sink: MetricSink, name: str, metric: PerLabel, support: Float
         return
     values, weights = metric.values[kept], support[kept]
     sink.set(f"{name}_macro", float(np.mean(values)))
-    sink.set(f"{name}_weighted", float(np.dot(weights, values) / weights.sum()))
+    # Elementwise products and numpy's own sum, not a BLAS dot: the same numbers give the same
+    # result wherever they sit in memory (a merged state and the rows agree to the bit).
+    sink.set(f"{name}_weighted", float((weights * values).sum() / weights.sum()))

@@ -1,14 +1,12 @@
 """Metrics of the scores: ROC AUC and average precision per label (and pooled: micro), label
 ranking average precision and coverage error per sample.
 
-Per label, as task binary (:mod:`core.binary._ranking`, :mod:`core.binary._precision_recall`):
-tied scores form one threshold; the AUC is the Mann-Whitney statistic with ties counting half
-(the area under the tie-grouped ROC curve), the AP the step-wise sum_n (R_n - R_{n-1}) P_n of
-scikit-learn. Here all labels are ranked at once: one ``argsort`` along the rows of a
-(labels x rows) block sorts every label column, and the tie groups of all labels are summed in
-one pass, so no Python loop runs per label. Blocks hold at most ``BLOCK_CELLS`` cells, which
-bounds the memory at any k. Unweighted blocks without ties (continuous scores) skip the tie
-grouping: every cell is a threshold, and the AUC comes out of exact integer counts.
+Per label, as task binary (:mod:`core.binary._ranking`, :mod:`core.binary._precision_recall`),
+from the label's statistic (:mod:`._columns`: distinct scores with their positive and negative
+mass): tied scores form one threshold; the AUC is the Mann-Whitney statistic with ties counting
+half (the area under the tie-grouped ROC curve), the AP the step-wise sum_n (R_n - R_{n-1}) P_n
+of scikit-learn. All labels are ranked at once, in blocks of at most ``BLOCK_CELLS`` cells
+(which bounds the memory at any k), so no Python loop runs per label.
 
 Per sample, as scikit-learn's ``label_ranking_average_precision_score`` and ``coverage_error``:
 a label's rank is the number of labels scored ``>=`` it (ties take the highest rank).
@@ -21,18 +19,21 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import NDArray
 
+from evalserve.core.multilabel._columns import ColumnStats
+
 __all__ = ["ColumnRanking", "SampleRanking", "rank_columns", "rank_samples"]
 
 Floats = NDArray[np.float64]
 Bools = NDArray[np.bool_]
 Indices = NDArray[np.intp]
+Ints = NDArray[np.int64]
 
 BLOCK_CELLS = 1 << 21  # about 16 MB per float64 block
 
 
 @dataclass(frozen=True, slots=True, eq=False)
 class ColumnRanking:
-    """Per column: positive and negative weight, the AUC numerator (positive-negative pairs
+    """Per label: positive and negative weight, the AUC numerator (positive-negative pairs
     ranked right, ties half) and the AP numerator (sum of positive weight x precision)."""
 
     positives: Floats
@@ -65,98 +66,79 @@ def _unit(values: Floats) -> Floats:
     return clipped
 
 
-def rank_columns(labels: Bools, scores: Floats, weights: Floats | None) -> ColumnRanking:
-    """The ranking statistics of every column of n x k ``labels`` / ``scores``."""
-    n_rows, n_columns = labels.shape
-    step = max(1, BLOCK_CELLS // n_rows)
-    parts = [
-        _rank_block(
-            np.ascontiguousarray(labels[:, start : start + step].T),
-            np.ascontiguousarray(scores[:, start : start + step].T),
-            weights,
-        )
-        for start in range(0, n_columns, step)
-    ]
-    return ColumnRanking(*(np.concatenate(column) for column in zip(*parts, strict=True)))
+def rank_columns(columns: ColumnStats) -> ColumnRanking:
+    """The ranking statistics of every label of ``columns``.
+
+    Labels of similar length share a block: each label's entries become one row of a
+    (labels x longest) block, padded with zero mass, and every sum runs along the row in order
+    (``cumsum``), so the padding adds exact zeros and neither the block nor its width changes a
+    label's numbers."""
+    n_labels = columns.n_labels
+    lengths = np.diff(columns.offsets)
+    out = np.zeros((4, n_labels))
+    if lengths[0] > 0 and bool((lengths == lengths[0]).all()):
+        # Every label as long (no ties, or the same ones): the blocks are slices, no padding.
+        width = max(1, int(lengths[0]))
+        step = max(1, BLOCK_CELLS // width)
+        for start in range(0, n_labels, step):
+            stop = min(n_labels, start + step)
+            entries = slice(int(columns.offsets[start]), int(columns.offsets[stop]))
+            out[:, start:stop] = _rank_block(
+                columns.pos[entries].reshape(stop - start, width),
+                columns.neg[entries].reshape(stop - start, width),
+            )
+        return ColumnRanking(*out)
+    by_length = np.argsort(-lengths, kind="stable")
+    start = 0
+    while start < n_labels:
+        width = max(1, int(lengths[by_length[start]]))
+        block = by_length[start : start + max(1, BLOCK_CELLS // width)]
+        out[:, block] = _rank_block(*_padded(columns, block, lengths[block], width))
+        start += block.size
+    return ColumnRanking(*out)
 
 
-def _rank_block(
-    labels: Bools, scores: Floats, weights: Floats | None
-) -> tuple[Floats, Floats, Floats, Floats]:
-    """``labels`` and ``scores`` are (columns x rows): each row of the block is one label."""
-    order = np.argsort(scores, axis=1)[:, ::-1]  # descending; order inside ties is irrelevant
-    ordered = np.take_along_axis(scores, order, axis=1)
-    hit = np.take_along_axis(labels, order, axis=1)
-    # The last cell of each tie group (and of each column) is where the group's threshold
-    # takes effect: the cumulative masses there are that threshold's TP and FP.
-    group_end = np.empty(ordered.shape, dtype=np.bool_)
-    np.not_equal(ordered[:, 1:], ordered[:, :-1], out=group_end[:, :-1])
-    group_end[:, -1] = True
-    if weights is None and group_end.all():
-        return _untied_counts(hit)
-    if weights is None:
-        pos = hit.astype(np.float64)
-        neg = 1.0 - pos
-    else:
-        mass = weights[order]
-        pos = np.where(hit, mass, 0.0)
-        neg = mass - pos
-    return _tie_groups(pos, neg, group_end)
+def _padded(
+    columns: ColumnStats, block: Indices, lengths: Ints, width: int
+) -> tuple[Floats, Floats]:
+    """The positive and negative masses of the labels ``block``, one label a row (ascending
+    scores), padded with zeros on the right to ``width``."""
+    row = np.repeat(np.arange(block.size), lengths)
+    place = np.arange(int(lengths.sum())) - np.repeat(np.cumsum(lengths) - lengths, lengths)
+    source = np.repeat(columns.offsets[block], lengths) + place
+    pos = np.zeros((block.size, width))
+    neg = np.zeros((block.size, width))
+    pos[row, place] = columns.pos[source]
+    neg[row, place] = columns.neg[source]
+    return pos, neg
 
 
-def _untied_counts(hit: Bools) -> tuple[Floats, Floats, Floats, Floats]:
-    """Unweighted columns without ties (continuous scores): every cell is its own threshold,
-    and the AUC numerator is an exact integer: P N minus, over the positives, the negatives
-    ranked above them."""
-    n_rows = hit.shape[1]
-    tps = np.cumsum(hit, axis=1)
-    taken = np.arange(1, n_rows + 1)
-    positives = tps[:, -1]
-    negatives = n_rows - positives
-    above = np.where(hit, taken - tps, 0).sum(axis=1)
-    precision = np.where(hit, tps / taken, 0.0).sum(axis=1)
-    return (
-        positives.astype(np.float64),
-        negatives.astype(np.float64),
-        (positives * negatives - above).astype(np.float64),
-        precision,
-    )
-
-
-def _tie_groups(
-    pos: Floats, neg: Floats, group_end: Bools
-) -> tuple[Floats, Floats, Floats, Floats]:
-    """Columns of class masses in descending score order, tie groups ending at ``group_end``:
-    every group is one threshold (ties averaged)."""
-    n_columns, n_rows = pos.shape
-    tps, fps = np.cumsum(pos, axis=1), np.cumsum(neg, axis=1)
-    positives, negatives = tps[:, -1].copy(), fps[:, -1].copy()
-    if group_end.all():  # no ties: every cell is its own group, nothing to gather
-        won = pos * (negatives[:, None] - fps + 0.5 * neg)
-        taken = tps + fps
-        precision = np.divide(tps, taken, out=np.zeros_like(taken), where=taken > 0)
-        return positives, negatives, won.sum(axis=1), (pos * precision).sum(axis=1)
-    ends = np.flatnonzero(group_end)
-    starts = np.concatenate(([0], ends[:-1] + 1))
-    column = ends // n_rows
-    pos_group = np.add.reduceat(pos.ravel(), starts)
-    neg_group = np.add.reduceat(neg.ravel(), starts)
-    tps_group, fps_group = tps.ravel()[ends], fps.ravel()[ends]
-    # A positive beats the negatives strictly below its threshold and ties with those at it.
-    won = pos_group * (negatives[column] - fps_group + 0.5 * neg_group)
-    taken = tps_group + fps_group
-    precision = np.divide(tps_group, taken, out=np.zeros_like(taken), where=taken > 0)
-    return (
-        positives,
-        negatives,
-        _sum_by(column, won, n_columns),
-        _sum_by(column, pos_group * precision, n_columns),
-    )
-
-
-def _sum_by(group: Indices, values: Floats, n_groups: int) -> Floats:
-    sums = np.bincount(group, weights=values, minlength=n_groups)
-    return sums.astype(np.float64, copy=False)
+def _rank_block(pos: Floats, neg: Floats) -> Floats:
+    """Rows P, N, the AUC numerator and the AP numerator of a block of labels (one a row,
+    masses by ascending score). Two buffers, worked in place: blocks are large."""
+    # From the top: the masses at or above each entry (the padding, on top, adds zeros first).
+    top_pos, top_neg = pos[:, ::-1], neg[:, ::-1]
+    precision = np.cumsum(top_pos, axis=1)
+    positives = precision[:, -1].copy()
+    taken = np.cumsum(top_neg, axis=1)
+    taken += precision
+    # A positive's precision is TP / (TP + FP) at its score, summed from the top: small masses
+    # near the top keep their precision. Where nothing is taken (padding), TP is 0 and stays.
+    np.divide(precision, taken, out=precision, where=taken > 0)
+    precision *= top_pos
+    np.cumsum(precision, axis=1, out=precision)
+    # From the bottom: the negatives strictly below each entry. A positive beats them and ties
+    # with the negatives at its own score, half each: 2 x won = pos (2 below + tied), and the
+    # doubling is exact.
+    twice = taken
+    twice[:, 0] = 0.0
+    np.cumsum(neg[:, :-1], axis=1, out=twice[:, 1:])
+    negatives = twice[:, -1] + neg[:, -1]
+    twice *= 2.0
+    twice += neg
+    twice *= pos
+    np.cumsum(twice, axis=1, out=twice)
+    return np.stack((positives, negatives, 0.5 * twice[:, -1], precision[:, -1]))
 
 
 @dataclass(frozen=True, slots=True, eq=False)

@@ -1,8 +1,10 @@
 """``compute_multilabel``: every multilabel metric of one request, per-label rows and warnings.
 
-Steps: check the rows (:mod:`._inputs`), count the cells of the hard predictions
-(:mod:`._threshold`), rank the scores per label and per sample (:mod:`._ranking`), then average
-and explain what was left out.
+Two halves: check the rows (:mod:`._inputs`) and reduce them to their statistic
+(:mod:`._stats`); then ``multilabel_output`` derives everything from the statistic: the
+metrics of the hard predictions (:mod:`._threshold`), of the scores per label, pooled and per
+sample (:mod:`._ranking`), the averages, and what they left out. The ``Accumulator`` runs the
+second half on its merged statistic, so a stream and one request give the same numbers.
 """
 
 from __future__ import annotations
@@ -16,21 +18,22 @@ from evalserve.core._options import Options
 from evalserve.core._result import MetricSink, TaskOutput
 from evalserve.core.binary._precision_recall import pr_areas
 from evalserve.core.binary._ranking import roc_auc
-from evalserve.core.binary._sweep import sweep_of_rows
+from evalserve.core.binary._sweep import sweep
 from evalserve.core.binary._threshold import NO_NEGATIVES, NO_POSITIVES
 from evalserve.core.multilabel._catalog import CONVENTIONS
-from evalserve.core.multilabel._inputs import MultilabelInputs, multilabel_inputs
+from evalserve.core.multilabel._inputs import multilabel_inputs
 from evalserve.core.multilabel._per_label import PerLabel, label_averages
-from evalserve.core.multilabel._ranking import ColumnRanking, rank_columns, rank_samples
+from evalserve.core.multilabel._ranking import ColumnRanking, rank_columns
+from evalserve.core.multilabel._samples import SampleStats
+from evalserve.core.multilabel._stats import MultilabelStats, multilabel_stats
 from evalserve.core.multilabel._threshold import (
     LABEL_METRICS,
     Counts,
-    SampleCounts,
-    count_cells,
+    sample_counts,
     threshold_metrics,
 )
 
-__all__ = ["compute_multilabel"]
+__all__ = ["compute_multilabel", "multilabel_output"]
 
 Floats = NDArray[np.float64]
 Bools = NDArray[np.bool_]
@@ -55,25 +58,30 @@ def compute_multilabel(
     rows = multilabel_inputs(
         y_true, y_score, y_pred, sample_weight, classes, threshold=options.threshold
     )
+    return multilabel_output(multilabel_stats(rows), rows.classes)
+
+
+def multilabel_output(stats: MultilabelStats, classes: tuple[str, ...]) -> TaskOutput:
+    """Every metric, the per-label rows and the warnings of the rows behind ``stats`` (one
+    request's, or the merged batches of an ``Accumulator``); ``classes`` names the k labels."""
     sink = MetricSink()
-    n_rows, n_labels = rows.labels.shape
-    sink.set("n_samples", n_rows)
-    label_counts, sample_counts = count_cells(rows)
-    per_label = threshold_metrics(sink, label_counts, sample_counts, n_labels)
-    support = label_counts.tp + label_counts.fn
-    ranked = rank_columns(rows.labels, rows.scores, rows.weights)
-    per_label.update(_label_ranking_metrics(sink, rows, ranked, support))
-    _sample_ranking_metrics(sink, rows, sample_counts)
-    _warn(sink, rows, label_counts, sample_counts, ranked)
+    sink.set("n_samples", stats.n_rows)
+    labels, samples = stats.labels, stats.samples
+    per_label = threshold_metrics(sink, labels, samples, stats.n_labels)
+    support = labels.tp + labels.fn
+    ranked = rank_columns(stats.columns)
+    per_label.update(_label_ranking_metrics(sink, stats, ranked, support))
+    _sample_ranking_metrics(sink, samples)
+    _warn(sink, classes, labels, samples, ranked)
     return TaskOutput(
         sink=sink,
-        per_class=_per_class_rows(rows.classes, per_label, support),
+        per_class=_per_class_rows(classes, per_label, support),
         conventions=dict(CONVENTIONS),
     )
 
 
 def _label_ranking_metrics(
-    sink: MetricSink, rows: MultilabelInputs, ranked: ColumnRanking, support: Floats
+    sink: MetricSink, stats: MultilabelStats, ranked: ColumnRanking, support: Floats
 ) -> dict[str, PerLabel]:
     """ROC AUC and average precision: pooled over all cells (micro), per label, averaged."""
     no_positives = ranked.positives == 0
@@ -90,7 +98,7 @@ def _label_ranking_metrics(
             dict.fromkeys(np.flatnonzero(no_positives).tolist(), NO_POSITIVES),
         ),
     }
-    micro = _micro_ranking(rows)
+    micro = _micro_ranking(stats)
     for name, metric in metrics.items():
         value = micro[name]
         if isinstance(value, str):
@@ -101,12 +109,10 @@ def _label_ranking_metrics(
     return metrics
 
 
-def _micro_ranking(rows: MultilabelInputs) -> dict[str, float | str]:
+def _micro_ranking(stats: MultilabelStats) -> dict[str, float | str]:
     """ROC AUC and AP of all n x k cells pooled, each with its row's weight, by task binary's
     own code; a string is the reason a value is undefined."""
-    n_labels = rows.labels.shape[1]
-    weights = None if rows.weights is None else np.repeat(rows.weights, n_labels)
-    cells = sweep_of_rows(rows.labels.ravel(), rows.scores.ravel(), weights)
+    cells = sweep(*stats.columns.pooled())
     positives, negatives = cells.n_positive, cells.n_negative
     micro: dict[str, float | str] = {}
     if positives > 0 and negatives > 0:
@@ -121,22 +127,18 @@ def _micro_ranking(rows: MultilabelInputs) -> dict[str, float | str]:
     return micro
 
 
-def _sample_ranking_metrics(
-    sink: MetricSink, rows: MultilabelInputs, samples: SampleCounts
-) -> None:
+def _sample_ranking_metrics(sink: MetricSink, samples: SampleStats) -> None:
     """Label ranking average precision and coverage error, over rows with a true label."""
-    ranking = rank_samples(rows.labels, rows.scores)
-    kept = (ranking.n_true > 0) & samples.live
-    if not kept.any():
+    total = float(samples.coverage.sum())
+    if total == 0:
         reason = "no sample has a true label (with weight > 0)"
         sink.undefine("label_ranking_average_precision", reason)
         sink.undefine("coverage_error", reason)
         return
-    weights = samples.weights[kept]
-    total = float(weights.sum())
-    lrap = ranking.precision_sum[kept] / ranking.n_true[kept]
-    sink.set("label_ranking_average_precision", float(np.dot(weights, lrap)) / total)
-    sink.set("coverage_error", float(np.dot(weights, ranking.coverage[kept])) / total)
+    lrap = float((samples.lrap * samples.lrap_weight).sum())
+    coverage = np.arange(1.0, samples.coverage.size + 1.0)
+    sink.set("label_ranking_average_precision", lrap / total)
+    sink.set("coverage_error", float((coverage * samples.coverage).sum()) / total)
 
 
 def _names(classes: tuple[str, ...], mask: Bools) -> str:
@@ -149,13 +151,12 @@ def _names(classes: tuple[str, ...], mask: Bools) -> str:
 
 def _warn(
     sink: MetricSink,
-    rows: MultilabelInputs,
+    classes: tuple[str, ...],
     labels: Counts,
-    samples: SampleCounts,
+    samples: SampleStats,
     ranked: ColumnRanking,
 ) -> None:
     """Say which labels and how many samples the averages left out, and why."""
-    classes = rows.classes
     absent = (labels.tp + labels.fn) == 0
     if absent.any():
         sink.warn(
@@ -175,17 +176,17 @@ def _warn(
             f"labels never predicted: {_names(classes, unpredicted)}; their precision is "
             "undefined, and precision_macro and precision_weighted leave them out"
         )
-    live = samples.live
-    total = int(live.sum())
-    no_true = live & (samples.n_true == 0)
-    no_predicted = live & (samples.n_predicted == 0)
+    counts = sample_counts(samples)
+    total = int(samples.rows.sum())
+    no_true = (counts.tp + counts.fn) == 0
+    no_predicted = (counts.tp + counts.fp) == 0
     ranking = "recall_samples, label_ranking_average_precision and coverage_error"
     for mask, what, left_out in (
         (no_true, "no true label", ranking),
         (no_predicted, "no predicted label", "precision_samples"),
         (no_true & no_predicted, "no true and no predicted label", "f1_samples, jaccard_samples"),
     ):
-        count = int(mask.sum())
+        count = int(samples.rows[mask].sum())
         if count:
             have = "has" if count == 1 else "have"
             sink.warn(f"{count} of {total} samples {have} {what}; left out of {left_out}")

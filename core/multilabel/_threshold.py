@@ -3,7 +3,8 @@ Jaccard with the four averages of scikit-learn (``micro``, ``macro``, ``weighted
 ``samples``).
 
 All of them come from three n x k cell masks (true positive, false positive, false negative):
-their weighted column sums are the per-label counts, their row sums the per-sample counts.
+their weighted column sums are the per-label counts, their row sums the per-sample counts
+(grouped by :mod:`._samples`: rows with the same counts share one entry and their weight).
 
 * per label / pooled (micro): precision TP / (TP + FP), recall TP / (TP + FN), F1
   2 TP / (2 TP + FP + FN), Jaccard TP / (TP + FP + FN) (the IoU of the sets, |A & B| / |A | B|);
@@ -26,8 +27,9 @@ from evalserve.core._result import MetricSink
 from evalserve.core.binary._threshold import NO_POSITIVES, NO_PREDICTED_POSITIVES
 from evalserve.core.multilabel._inputs import MultilabelInputs
 from evalserve.core.multilabel._per_label import PerLabel, label_averages, ratio
+from evalserve.core.multilabel._samples import SampleStats
 
-__all__ = ["LABEL_METRICS", "Counts", "SampleCounts", "count_cells", "threshold_metrics"]
+__all__ = ["LABEL_METRICS", "Counts", "label_counts", "sample_counts", "threshold_metrics"]
 
 Floats = NDArray[np.float64]
 Bools = NDArray[np.bool_]
@@ -51,7 +53,7 @@ SAMPLE_REASONS = {
 @dataclass(frozen=True, slots=True, eq=False)
 class Counts:
     """True positives, false positives and false negatives: per label (weighted sums), pooled
-    over all labels, or per sample (counts of one row's cells)."""
+    over all labels, or per group of samples (counts of one row's cells)."""
 
     tp: Floats
     fp: Floats
@@ -67,51 +69,36 @@ class Counts:
         }
 
 
-@dataclass(frozen=True, slots=True, eq=False)
-class SampleCounts:
-    """Per-sample counts and the rows that take part in weighted averages (weight > 0)."""
-
-    counts: Counts
-    live: Bools
-    weights: Floats
-
-    @property
-    def n_true(self) -> Floats:
-        return self.counts.tp + self.counts.fn
-
-    @property
-    def n_predicted(self) -> Floats:
-        return self.counts.tp + self.counts.fp
-
-
-def count_cells(rows: MultilabelInputs) -> tuple[Counts, SampleCounts]:
-    """Per-label counts (weighted) and per-sample counts of the three cell masks."""
+def label_counts(rows: MultilabelInputs) -> Counts:
+    """Per label, the (weighted) numbers of true positive, false positive and false negative
+    cells."""
     labels, predicted = rows.labels, rows.predicted
     cells = (labels & predicted, predicted & ~labels, labels & ~predicted)
-    per_row = [np.count_nonzero(cell, axis=1).astype(np.float64) for cell in cells]
     if rows.weights is None:
-        per_label = [np.count_nonzero(cell, axis=0).astype(np.float64) for cell in cells]
-        weights = np.ones(labels.shape[0])
-    else:
-        per_label = [rows.weights @ cell.astype(np.float64) for cell in cells]
-        weights = rows.weights
-    return Counts(*per_label), SampleCounts(Counts(*per_row), weights > 0, weights)
+        return Counts(*(np.count_nonzero(cell, axis=0).astype(np.float64) for cell in cells))
+    return Counts(*(rows.weights @ cell.astype(np.float64) for cell in cells))
+
+
+def sample_counts(samples: SampleStats) -> Counts:
+    """The (TP, FP, FN) of each group of rows of ``samples``."""
+    return Counts(*(samples.cells[:, column].astype(np.float64) for column in range(3)))
 
 
 def threshold_metrics(
-    sink: MetricSink, labels: Counts, samples: SampleCounts, n_labels: int
+    sink: MetricSink, labels: Counts, samples: SampleStats, n_labels: int
 ) -> dict[str, PerLabel]:
     """Write every hard-prediction metric into ``sink``; return the per-label values."""
-    weights, live = samples.weights, samples.live
-    errors = samples.counts.fp + samples.counts.fn
+    weights = samples.weight
+    counts = sample_counts(samples)
+    errors = counts.fp + counts.fn
     total = float(weights.sum())
     sink.set("subset_accuracy", float(weights[errors == 0].sum()) / total)
-    sink.set("hamming_loss", float(np.dot(weights, errors)) / (n_labels * total))
+    sink.set("hamming_loss", float((weights * errors).sum()) / (n_labels * total))
     support = labels.tp + labels.fn
     per_label = labels.metrics()
     pooled = Counts(*(np.array([part.sum()]) for part in (labels.tp, labels.fp, labels.fn)))
     micro_metrics = pooled.metrics()
-    per_sample = samples.counts.metrics()
+    per_sample = counts.metrics()
     for name in LABEL_METRICS:
         micro = micro_metrics[name]
         if micro.defined[0]:
@@ -119,9 +106,10 @@ def threshold_metrics(
         else:
             sink.undefine(f"{name}_micro", f"{micro.reasons[0]} over all labels")
         label_averages(sink, name, per_label[name], support)
-        kept = per_sample[name].defined & live
+        kept = per_sample[name].defined
         if kept.any():
-            average = np.dot(weights[kept], per_sample[name].values[kept]) / weights[kept].sum()
+            kept_weights = weights[kept]
+            average = (kept_weights * per_sample[name].values[kept]).sum() / kept_weights.sum()
             sink.set(f"{name}_samples", float(average))
         else:
             sink.undefine(f"{name}_samples", SAMPLE_REASONS[name])

@@ -45,6 +45,10 @@ class AbsoluteErrors:
     def merge(self, other: AbsoluteErrors) -> AbsoluteErrors:
         """The distribution of both row sets (the smaller set inserted into the larger one: a
         binary search per inserted value and two linear passes)."""
+        if other.size == 0:
+            return self
+        if self.size == 0:
+            return other
         small, large = (self, other) if self.values.size <= other.values.size else (other, self)
         at = np.searchsorted(large.values, small.values)
         shared = np.zeros(small.values.size, dtype=np.bool_)

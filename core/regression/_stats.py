@@ -74,8 +74,10 @@ class RegressionStats:
     errors: AbsoluteErrors
 
     @classmethod
-    def of_rows(cls, rows: RegressionRows) -> RegressionStats:
-        """The statistic of checked rows (all of them of positive weight)."""
+    def of_rows(cls, rows: RegressionRows, *, errors: bool = True) -> RegressionStats:
+        """The statistic of checked rows (all of them of positive weight); without ``errors``
+        the distribution of the absolute errors is left empty (an accumulator builds it
+        later, with other batches')."""
         labels, predictions = rows.labels, rows.predictions
         weights = rows.weights if rows.weighted else None
         n_kept = int(labels.size)
@@ -104,7 +106,9 @@ class RegressionStats:
                 zero_label_row=rows.request_row(int(np.argmax(zero))) if zero.any() else -1,
                 labels=Moments.of(labels, weights, total, shares),
                 residuals=Moments.of(residual, weights, total, shares),
-                errors=AbsoluteErrors.of_rows(absolute, weights),
+                errors=AbsoluteErrors.of_rows(absolute, weights)
+                if errors
+                else AbsoluteErrors(np.empty(0), np.empty(0)),
             )
 
     @classmethod

@@ -33,6 +33,7 @@ from evalserve import core
 from evalserve.core import InvalidInputError, Options
 from evalserve.core._result import TaskOutput
 from evalserve.core.multilabel import CATALOG_ENTRIES, CONVENTIONS, compute_multilabel
+from evalserve.core.multilabel import _columns as multilabel_columns
 from evalserve.core.multilabel import _ranking as multilabel_ranking
 
 Floats = NDArray[np.float64]
@@ -433,10 +434,11 @@ def test_per_class_rows_match_sklearn_per_label(case: Case) -> None:
 
 
 def test_ranking_blocks_do_not_change_the_result(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Columns and rows are ranked in blocks of at most BLOCK_CELLS cells: tiny blocks (one
-    label or a few rows at a time) give the same numbers as one block."""
+    """Columns are built, and columns and rows ranked, in blocks of at most BLOCK_CELLS cells:
+    tiny blocks (one label or a few rows at a time) give the same numbers as one block."""
     case = next(c for c in CASES if c.name.startswith("weighted-rounded") and c.k >= 4)
     whole = compute(case.y, case.s, w=case.w, threshold=case.threshold)
+    monkeypatch.setattr(multilabel_columns, "BLOCK_CELLS", 7)
     monkeypatch.setattr(multilabel_ranking, "BLOCK_CELLS", 7)
     blocked = compute(case.y, case.s, w=case.w, threshold=case.threshold)
     assert blocked.sink.metrics == whole.sink.metrics

@@ -292,7 +292,10 @@ def test_the_state_grows_with_the_distinct_errors_only() -> None:
     assert result.metrics["max_error"] == 4.0
     state = REGRESSION_STATE.from_arrays(_arrays(accumulator), Options(), None)
     assert state.size == 5  # |errors| 0, 1, 2, 3, 4
-    assert accumulator.nbytes == state.nbytes == FIXED_BYTES + ENTRY_BYTES * 5
+    assert state.nbytes == FIXED_BYTES + ENTRY_BYTES * 5
+    # Batches' errors wait unsorted (8 bytes each) until they are folded in with one sort.
+    assert accumulator.nbytes == FIXED_BYTES + 8 * 10_000
+    assert Accumulator.from_bytes(accumulator.to_bytes()).nbytes == state.nbytes
 
 
 # --- input errors: the ones evaluate raises -------------------------------------------------
