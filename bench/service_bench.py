@@ -784,8 +784,8 @@ def bench_stream(
     variant = (
         "all scores distinct" if decimals is None else f"scores rounded to {decimals} decimals"
     )
-    # All-distinct scores need the cap on distinct scores per stream raised to the row count.
-    flags = () if decimals is not None else ("--max-stream-distinct-scores", str(rows))
+    # All-distinct scores need the cap on a stream's state raised to 24 bytes a row.
+    flags = () if decimals is not None else ("--max-stream-state-bytes", str(24 * rows))
     server = start_service(workers, *flags)
     try:
         client = GrpcClient(server.grpc_target)
@@ -1211,8 +1211,8 @@ def render_section(
   those two stages from the end-to-end time: the server's side and the transfer).
 * 2 (stream): batches of {STREAM_BATCH_ROWS:,} rows (raw bytes, about 10% positives) generated
   while streaming; a fresh server per stream (for all-distinct scores started with
-  `--max-stream-distinct-scores` equal to the rows: the default cap is
-  {Settings().max_stream_distinct_scores:,}); RSS before = `VmRSS` after one small warm-up
+  `--max-stream-state-bytes` of 24 bytes a row: the default cap is
+  {Settings().max_stream_state_bytes:,} bytes); RSS before = `VmRSS` after one small warm-up
   call, peak = `VmHWM` after the stream.
 * 3 (small requests): {args.clients} client threads in this process, each with its own
   connection (REST: `http.client`, keep-alive; gRPC: one channel), the same pre-encoded body in

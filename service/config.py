@@ -25,10 +25,11 @@ class Settings(BaseSettings):
         50_000_000, ge=1, description="most rows in one request or one stream batch"
     )
     max_stream_rows: int = Field(10_000_000_000, ge=1, description="most rows in a whole stream")
-    max_stream_distinct_scores: int = Field(
-        50_000_000,
+    max_stream_state_bytes: int = Field(
+        1_200_000_000,
         ge=1,
-        description="most distinct scores one stream may hold (about 24 bytes each)",
+        description="most bytes one stream's state may hold (binary: 16 bytes per distinct "
+        "score of each class; each task's metric page says what its state holds)",
     )
     max_classes: int = Field(1000, ge=2, description="most classes (score columns)")
     workers: int = Field(

@@ -30,6 +30,7 @@ from evalserve.v1 import evaluation_pb2 as pb
 __all__ = [
     "Batch",
     "Header",
+    "Images",
     "ModelRef",
     "Request",
     "batch_from_json",
@@ -64,7 +65,7 @@ BASELINE_COLUMNS = ("labels", "scores", "weights")
 BASELINE_SUMMARY = ("roc_auc", "roc_auc_variance", "n_positive", "n_negative")
 BASELINE_FIELDS = tuple(f.name for f in pb.Baseline.DESCRIPTOR.fields)
 CHALLENGER_FIELDS = tuple(f.name for f in pb.Challenger.DESCRIPTOR.fields)
-BATCH_FIELDS = (*COLUMNS, "label_names", *(f"{name}_f64" for name in COLUMNS))
+BATCH_FIELDS = (*COLUMNS, "label_names", *(f"{name}_f64" for name in COLUMNS), "images")
 MODEL_FIELDS = ("name", "version", "segment")
 COVERAGE_FIELDS = tuple(f.name for f in pb.Coverage.DESCRIPTOR.fields)
 OPTION_FIELDS = tuple(f.name for f in pb.Options.DESCRIPTOR.fields)
@@ -126,21 +127,32 @@ class Header:
     coverage: dict[str, Any] | None = None
 
 
+# Detection: per image, the targets and the predictions as ``core.evaluate`` takes them.
+Images = tuple[tuple[dict[str, Any], ...], tuple[dict[str, Any], ...]]
+
+
 @dataclass(frozen=True, slots=True)
 class Batch:
-    """Rows; columns are numpy arrays (or None when absent). Values are checked by the core."""
+    """Rows; columns are numpy arrays (or None when absent), or, for task detection, images.
+    Values are checked by the core."""
 
     labels: Column | None = None
     scores: Column | None = None
     predictions: Column | None = None
     weights: Column | None = None
     label_names: tuple[str, ...] | None = None
+    images: Images | None = None
+
+    @property
+    def has_rows(self) -> bool:
+        """Some row column carries a value (images aside)."""
+        columns = (self.labels, self.label_names, self.scores, self.predictions, self.weights)
+        return any(column is not None and len(column) > 0 for column in columns)
 
     @property
     def is_empty(self) -> bool:
-        """No column carries a value (a stream message without rows)."""
-        columns = (self.labels, self.label_names, self.scores, self.predictions, self.weights)
-        return all(column is None or len(column) == 0 for column in columns)
+        """No column carries a value and no image is sent (a stream message without rows)."""
+        return not self.has_rows and (self.images is None or not self.images[0])
 
 
 @dataclass(frozen=True, slots=True)
@@ -148,8 +160,6 @@ class Request:
     header: Header
     batch: Batch
     challenger: dict[str, Any] | None = None
-    # Detection: per image, the targets and the predictions as ``core.evaluate`` takes them.
-    images: tuple[tuple[dict[str, Any], ...], tuple[dict[str, Any], ...]] | None = None
 
 
 # --- JSON ------------------------------------------------------------------------------------
@@ -264,6 +274,8 @@ def batch_from_json(body: Mapping[str, Any], settings: Settings) -> Batch:
         columns[name] = column
     if "label_names" in body:
         columns["label_names"] = _json_names("label_names", body["label_names"], settings)
+    if body.get("images") is not None:
+        columns["images"] = _images_from_json(body["images"], settings)
     return Batch(**columns)
 
 
@@ -371,10 +383,10 @@ def shaped(header: Header, batch: Batch, settings: Settings) -> Batch:
 
 
 def _batch_fields(batch: Batch) -> dict[str, Any]:
-    return {name: getattr(batch, name) for name in (*COLUMNS, "label_names")}
+    return {name: getattr(batch, name) for name in (*COLUMNS, "label_names", "images")}
 
 
-def _images_from_json(value: Any, settings: Settings) -> Any:
+def _images_from_json(value: Any, settings: Settings) -> Images:
     if not isinstance(value, list):
         raise MalformedRequestError("images", f"expected an array, but got {json_kind(value)}")
     _check_rows("images", len(value), settings)
@@ -447,12 +459,10 @@ def request_from_json(body: Any, settings: Settings) -> Request:
     _unknown("", body, REQUEST_FIELDS)
     challenger = body.get("challenger")
     header = header_from_json(body, settings)
-    images = body.get("images")
     return Request(
         header=header,
         batch=shaped(header, batch_from_json(body, settings), settings),
         challenger=None if challenger is None else _challenger_from_json(challenger, settings),
-        images=None if images is None else _images_from_json(images, settings),
     )
 
 
@@ -569,12 +579,17 @@ def _proto_column(
     return None
 
 
-def batch_from_proto(message: Message, settings: Settings) -> Batch:
+def batch_from_proto(
+    message: pb.EvaluateRequest | pb.EvaluateStreamRequest, settings: Settings
+) -> Batch:
     columns: dict[str, Any] = {name: _proto_column(message, name, settings) for name in COLUMNS}
-    names = tuple(getattr(message, "label_names", ()))
+    names = tuple(message.label_names)
     if names:
         _check_rows("label_names", len(names), settings)
         columns["label_names"] = names
+    if len(message.images):
+        _check_rows("images", len(message.images), settings)
+        columns["images"] = _images_from_proto(message.images, settings)
     return Batch(**columns)
 
 
@@ -643,19 +658,14 @@ def request_from_proto(message: pb.EvaluateRequest, settings: Settings) -> Reque
         scores = _proto_column(message.challenger, "scores", settings, where="challenger.")
         challenger = {"scores": scores}
     header = header_from_proto(message, settings)
-    images = None
-    if len(message.images):
-        _check_rows("images", len(message.images), settings)
-        images = _images_from_proto(message.images, settings)
     return Request(
         header=header,
         batch=shaped(header, batch_from_proto(message, settings), settings),
         challenger=challenger,
-        images=images,
     )
 
 
-def _images_from_proto(messages: Any, settings: Settings) -> Any:
+def _images_from_proto(messages: Any, settings: Settings) -> Images:
     targets, predictions = [], []
     for index, image in enumerate(messages):
         columns: dict[str, Column | None] = {}

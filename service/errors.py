@@ -10,7 +10,7 @@ from dataclasses import dataclass
 
 import grpc
 
-from evalserve.core import InvalidInputError
+from evalserve.core import InvalidInputError, StateTooLargeError
 
 __all__ = [
     "BusyError",
@@ -73,6 +73,8 @@ class ErrorInfo:
 _TABLE: tuple[tuple[type[Exception], int, grpc.StatusCode, str], ...] = (
     (BusyError, 503, grpc.StatusCode.UNAVAILABLE, "unavailable"),
     (PayloadTooLargeError, 413, grpc.StatusCode.RESOURCE_EXHAUSTED, "too_large"),
+    # A stream's state over max_stream_state_bytes: a limit, though the core raises it.
+    (StateTooLargeError, 413, grpc.StatusCode.RESOURCE_EXHAUSTED, "too_large"),
     (UnsupportedMediaTypeError, 415, grpc.StatusCode.INVALID_ARGUMENT, "unsupported_media_type"),
     (StreamProtocolError, 400, grpc.StatusCode.INVALID_ARGUMENT, "stream_protocol"),
     (MalformedRequestError, 400, grpc.StatusCode.INVALID_ARGUMENT, "malformed"),

@@ -496,7 +496,7 @@ _ERRORS: dict[int | str, dict[str, Any]] = {
     status: {"model": rest_models.ErrorBody, "description": description}
     for status, description in (
         (400, "malformed body (bad JSON, protobuf or types, unknown field) or stream protocol"),
-        (413, "body, rows or classes over a configured limit"),
+        (413, "body, rows, classes or a stream's state over a configured limit"),
         (415, "a Content-Type the endpoint does not read"),
         (422, "values that cannot be evaluated (lengths, NaN, labels, weights, options)"),
         (500, "internal error"),

@@ -210,7 +210,9 @@ class EvaluateRequest(_Strict):
 
 
 class StreamBatchLine(_Strict):
-    """A line of ``POST /v1/evaluate/stream`` after the header: a batch of rows."""
+    """A line of ``POST /v1/evaluate/stream`` after the header: a batch of rows (the columns of
+    ``EvaluateRequest``; score matrices as n x k arrays or flat with the header's ``n_classes``
+    or ``classes``), or, for task detection, of images."""
 
     labels: Labels | None = None
     scores: Scores | None = None
@@ -221,6 +223,9 @@ class StreamBatchLine(_Strict):
     scores_f64: str | None = _raw("scores")
     predictions_f64: str | None = _raw("predictions")
     weights_f64: str | None = _raw("weights")
+    images: list[DetectionImage] | None = Field(
+        None, description="detection: the images of this batch (no row columns then)"
+    )
 
 
 class StreamHeaderLine(StreamBatchLine):

@@ -13,26 +13,40 @@ import threading
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
-from typing import Protocol, TypeVar
+from dataclasses import dataclass
+from typing import Any, Protocol, TypeVar
 
 from evalserve.core import (
-    BinaryStats,
+    Accumulator,
     EvaluationResult,
     InvalidInputError,
+    StateTooLargeError,
     check_baseline,
     check_coverage,
     evaluate,
-    evaluate_binary_stats,
-    parse_options,
 )
-from evalserve.core._validation import binary_inputs
 from evalserve.service.config import Settings
-from evalserve.service.decode import Batch, Header, ModelRef, Request
-from evalserve.service.errors import BusyError, PayloadTooLargeError, StreamProtocolError
+from evalserve.service.decode import Batch, Header, ModelRef, Request, shaped
+from evalserve.service.errors import (
+    BusyError,
+    PayloadTooLargeError,
+    ServiceError,
+    StreamProtocolError,
+)
 
 __all__ = ["EvaluationObserver", "Evaluator", "StreamAccumulator", "evaluate_request"]
 
 T = TypeVar("T")
+
+# The columns a task's rows may go without: a stream sends each in every batch or in none. (A
+# required one, such as regression's predictions, is the core's to ask for in every batch.)
+OPTIONAL_COLUMNS: dict[str, tuple[str, ...]] = {
+    "binary": ("predictions", "scores"),
+    "multiclass": ("predictions",),
+    "multilabel": ("predictions", "scores"),
+    "regression": (),
+}
+MATRIX_COLUMNS = ("scores", "labels", "predictions")
 
 
 class EvaluationObserver(Protocol):
@@ -54,19 +68,12 @@ def evaluate_request(
 def _evaluate(request: Request) -> EvaluationResult:
     header, batch = request.header, request.batch
     if header.task == "detection":
-        if request.images is None:
-            raise InvalidInputError("images", "is required for task 'detection'")
-        if not batch.is_empty:
-            raise InvalidInputError("labels", "task 'detection' takes images, not row columns")
-        targets, predictions = request.images
+        targets, predictions = _images_of(batch)
         return evaluate(
             "detection", targets, predictions, options=header.options, classes=header.classes,
             coverage=header.coverage,
         )  # fmt: skip
-    if request.images is not None:
-        raise InvalidInputError(
-            "images", f"only task 'detection' takes images, not {header.task!r}"
-        )
+    _no_images(header.task, batch)
     labels = batch.labels if batch.labels is not None else batch.label_names
     return evaluate(
         header.task,
@@ -82,101 +89,176 @@ def _evaluate(request: Request) -> EvaluationResult:
     )
 
 
+def _images_of(batch: Batch) -> tuple[tuple[dict[str, Any], ...], tuple[dict[str, Any], ...]]:
+    """The images of a detection request or stream batch, which carries no row column."""
+    if batch.images is None:
+        raise InvalidInputError("images", "is required for task 'detection'")
+    if batch.has_rows:
+        raise InvalidInputError("labels", "task 'detection' takes images, not row columns")
+    return batch.images
+
+
+def _no_images(task: str, batch: Batch) -> None:
+    if batch.images is not None:
+        raise InvalidInputError("images", f"only task 'detection' takes images, not {task!r}")
+
+
 class StreamAccumulator:
-    """Merges the batches of one stream into the core's sufficient statistic: memory grows
-    with the number of distinct scores, not with the rows.
+    """One stream's batches, merged into the core's ``Accumulator`` as they come: the exact,
+    mergeable state of the task (for binary, per distinct score the positive and the negative
+    mass), so memory grows with what the metrics need, not with the rows.
 
-    Batches are merged like a binary counter: a statistic is merged into the one below it only
-    when that one is not more than twice its size, so each distinct score takes part in about
-    log2(batches) merges instead of one per batch (100 batches of distinct scores: ~7, not ~50).
-
-    The memory is bounded by ``max_stream_distinct_scores``: a stream whose scores are all
-    distinct would otherwise hold every row. Past the cap the stream is refused
-    (RESOURCE_EXHAUSTED) with a hint to round the scores.
+    Each batch is checked as one payload would be (its errors name the batch: ``batch 5.scores``)
+    and against the stream's earlier batches (the same score columns, optional columns in every
+    batch or in none). The stream is bounded by ``max_stream_rows`` (images for detection) and
+    its state by ``max_stream_state_bytes``: past either it is refused (413 /
+    RESOURCE_EXHAUSTED), with a hint to round the scores for the state.
     """
 
     def __init__(
         self, header: Header, settings: Settings, observer: EvaluationObserver | None = None
     ) -> None:
-        if header.task != "binary":
-            raise InvalidInputError(
-                "task", f"streaming evaluates task 'binary' in this version, not {header.task!r}"
-            )
         self.header = header
+        self.settings = settings
         self.observer = observer
-        self.options = parse_options(header.options)
+        task = header.task
+        # Everything the header alone decides is checked now, not after the last batch.
+        if header.baseline is not None and task != "binary":
+            raise InvalidInputError(
+                "baseline", f"drift tests and comparisons take task 'binary', not {task!r}"
+            )
+        self.accumulator = Accumulator(
+            task, header.options, header.classes,
+            max_state_bytes=settings.max_stream_state_bytes,
+        )  # fmt: skip
         if header.baseline is not None:
-            check_baseline(header.baseline, self.options)  # now, not after the last batch
+            check_baseline(header.baseline, self.accumulator.options)
         if header.coverage is not None:
             check_coverage(header.coverage)  # its values now; n_predictions >= rows at the end
         self.max_rows = settings.max_stream_rows
-        self.max_distinct = settings.max_stream_distinct_scores
-        self.levels: list[BinaryStats] = []
-        self.n_rows = 0
-        self.predictions: BinaryStats | None = None
         self.n_batches = 0
+        # What the first batch with rows sent: the stream's other batches must match it.
+        self.first: _Layout | None = None
+
+    @property
+    def n_rows(self) -> int:
+        """Rows merged so far (images for detection)."""
+        return self.accumulator.n_rows
 
     def add(self, batch: Batch) -> None:
-        """Check one batch and merge it (CPU-bound)."""
+        """Check one batch and merge it (CPU-bound). A refused batch leaves the stream's state
+        as it was."""
         self.n_batches += 1
         where = f"batch {self.n_batches}"
-        if batch.is_empty:
+        with self._located(where):
+            rows = self._rows_of(batch)
+        if rows is None:
             return  # a message that carries no rows
-        if batch.label_names is not None:
-            raise InvalidInputError(f"{where}.labels", "expected 0/1 labels for task 'binary'")
-        try:
-            rows = binary_inputs(batch.labels, batch.scores, batch.predictions, batch.weights)
-        except InvalidInputError as error:  # a refused value: 422 as in one payload, located
-            raise InvalidInputError(f"{where}.{error.field}", error.message) from None
-        labels, predicted = rows.labels, rows.predicted
-        if (self.predictions is None) != (predicted is None) and self.n_rows:
-            raise StreamProtocolError(
-                f"{where}.predictions", "send predictions in every batch of a stream or in none"
-            )
-        if self.n_rows + labels.size > self.max_rows:
+        if self.n_rows + rows.count > self.max_rows:
+            unit = "images" if self.header.task == "detection" else "rows"
             raise PayloadTooLargeError(
-                where, f"the stream is over the limit of {self.max_rows} rows"
+                where, f"the stream is over the limit of {self.max_rows} {unit}"
             )
-        self._push(BinaryStats.from_arrays(labels, rows.scores, rows.weights), where)
-        self.n_rows += int(labels.size)
-        if predicted is not None:
-            base = self.predictions or BinaryStats.empty()
-            self.predictions = base.update(labels, predicted.astype("float64"), rows.weights)
+        with self._located(where):
+            self.accumulator.update(
+                rows.truth, rows.scores, y_pred=rows.predictions, sample_weight=rows.weights
+            )
+        if self.first is None:
+            self.first = rows.layout
+
+    def _rows_of(self, batch: Batch) -> _Rows | None:
+        """The batch as the ``Accumulator`` takes it, checked against the stream's first batch;
+        None for a batch without rows."""
+        task = self.header.task
+        if task != "detection":
+            _no_images(task, batch)
+        if batch.is_empty:
+            return None
+        if task == "detection":
+            targets, predictions = _images_of(batch)
+            return _Rows(len(targets), targets, predictions, None, None, _Layout())
+        if task == "binary" and batch.label_names is not None:
+            raise InvalidInputError("labels", "expected 0/1 labels for task 'binary'")
+        batch = shaped(self.header, batch, self.settings)
+        # With the header's classes the core checks every batch's width against them.
+        layout = _Layout.of(batch, OPTIONAL_COLUMNS[task], width=self.header.classes is None)
+        if self.first is not None:
+            layout.check_against(self.first)
+        truth = batch.labels if batch.labels is not None else batch.label_names
+        count = 0 if truth is None else len(truth)
+        return _Rows(count, truth, batch.scores, batch.predictions, batch.weights, layout)
+
+    @contextmanager
+    def _located(self, where: str) -> Iterator[None]:
+        """Errors of a batch name it (``batch 5.scores``); the state cap says what to do."""
+        try:
+            yield
+        except StateTooLargeError:
+            raise StateTooLargeError(
+                where,
+                f"the stream's {self.header.task} state would grow past max_stream_state_bytes"
+                f" ({self.settings.max_stream_state_bytes} bytes): split the stream into shorter"
+                " ones, raise max_stream_state_bytes, or make the state smaller (it grows as the"
+                " task's metric page says: round continuous scores, for example to 6 decimals)",
+            ) from None
+        except (ServiceError, InvalidInputError) as error:  # 4xx as in one payload, located
+            raise type(error)(f"{where}.{error.field}", error.message) from None
 
     def finish(self) -> EvaluationResult:
         if self.n_rows == 0:
-            raise StreamProtocolError("rows", "the stream carried a header but no rows")
-        result = evaluate_binary_stats(
-            self._merged(),
-            self.options,
-            predictions=self.predictions,
-            baseline=self.header.baseline,
-            coverage=self.header.coverage,
+            unit = "images" if self.header.task == "detection" else "rows"
+            raise StreamProtocolError("rows", f"the stream carried a header but no {unit}")
+        result = self.accumulator.result(
+            baseline=self.header.baseline, coverage=self.header.coverage
         )
         if self.observer is not None:
             self.observer.evaluated(self.header.model, result)
         return result
 
-    def _push(self, stats: BinaryStats, where: str) -> None:
-        while self.levels and self.levels[-1].n_distinct <= 2 * stats.n_distinct:
-            stats = self.levels.pop().merge(stats)
-        self.levels.append(stats)
-        if sum(level.n_distinct for level in self.levels) > self.max_distinct:
-            # The levels may share scores: merge them all to count the distinct ones exactly.
-            self.levels = [self._merged()]
-            if self.levels[0].n_distinct > self.max_distinct:
-                raise PayloadTooLargeError(
-                    f"{where}.scores",
-                    f"the stream holds more than {self.max_distinct} distinct scores (memory"
-                    " grows with them): round the scores, for example to 6 decimals, or raise"
-                    " max_stream_distinct_scores",
-                )
 
-    def _merged(self) -> BinaryStats:
-        stats = BinaryStats.empty()
-        for level in reversed(self.levels):  # smallest first
-            stats = level.merge(stats)
-        return stats
+@dataclass(frozen=True, slots=True)
+class _Layout:
+    """Which optional columns a batch sent and how wide its matrices are: what every batch of a
+    stream must repeat (the states of two layouts do not merge)."""
+
+    sent: tuple[tuple[str, bool], ...] = ()  # (optional column, whether the batch has it)
+    width: tuple[str, int] | None = None  # (the column it was read from, its columns)
+
+    @classmethod
+    def of(cls, batch: Batch, optional: tuple[str, ...], *, width: bool) -> _Layout:
+        wide = None
+        if width:
+            for name in MATRIX_COLUMNS:
+                values = getattr(batch, name)
+                if values is not None and values.ndim == 2:
+                    wide = (name, int(values.shape[1]))
+                    break
+        return cls(tuple((name, getattr(batch, name) is not None) for name in optional), wide)
+
+    def check_against(self, first: _Layout) -> None:
+        for (name, sent), (_, first_sent) in zip(self.sent, first.sent, strict=True):
+            if sent != first_sent:
+                raise StreamProtocolError(
+                    name, f"send {name} in every batch of a stream or in none"
+                )
+        if self.width is not None and first.width is not None and self.width[1] != first.width[1]:
+            raise StreamProtocolError(
+                self.width[0],
+                f"expected {first.width[1]} columns, as the stream's first batch has, but got"
+                f" {self.width[1]}",
+            )
+
+
+@dataclass(frozen=True, slots=True)
+class _Rows:
+    """One batch's rows as ``Accumulator.update`` takes them."""
+
+    count: int  # rows, or images for detection
+    truth: Any
+    scores: Any
+    predictions: Any
+    weights: Any
+    layout: _Layout
 
 
 class Evaluator:

@@ -7,7 +7,7 @@ from collections.abc import Iterator
 import pytest
 
 from evalserve.service.config import Settings
-from tests.contract.servers import LIMITED, Service, running
+from tests.contract.servers import CAPPED, LIMITED, Service, running
 
 
 @pytest.fixture(scope="session")
@@ -19,4 +19,10 @@ def service() -> Iterator[Service]:
 @pytest.fixture(scope="session")
 def limited() -> Iterator[Service]:
     with running(LIMITED) as served:
+        yield served
+
+
+@pytest.fixture(scope="session")
+def capped() -> Iterator[Service]:
+    with running(CAPPED) as served:
         yield served

@@ -2,9 +2,11 @@
 ``evalserve serve`` runs: REST, gRPC and ``/metrics`` in one event loop over one evaluator) in a
 background thread, on 127.0.0.1 with free ports, called with real clients (httpx, grpc).
 
-Two services live for the whole session: one with the default settings, and one with small
-limits (64 KiB bodies and messages, 2 000 rows a request, 3 000 rows a stream, 3 classes) for
-the size cases.
+Three services live for the whole session (each started by the first test that asks for it):
+one with the default settings, one with small limits (64 KiB bodies and messages, 2 000 rows a
+request, 3 000 rows a stream, a stream state of 60 000 bytes: 3 750 distinct binary scores, 3
+classes) for the size cases, and one whose stream state is capped at 4 800 bytes (300 distinct
+binary scores) for the cap of every task's state.
 """
 
 from __future__ import annotations
@@ -29,9 +31,10 @@ LIMITED = Settings(
     max_request_bytes=64 * 1024,
     max_rows=2000,
     max_stream_rows=3000,
-    max_stream_distinct_scores=2500,
+    max_stream_state_bytes=60_000,
     max_classes=3,
 )
+CAPPED = Settings(host="127.0.0.1", rest_port=0, grpc_port=0, max_stream_state_bytes=4_800)
 
 
 @dataclass

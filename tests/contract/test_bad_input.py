@@ -27,6 +27,7 @@ from typing import Any, Literal
 import grpc
 import pytest
 
+from evalserve.core import TASKS
 from tests.contract.doors import (
     JSON,
     NDJSON,
@@ -41,6 +42,7 @@ from tests.contract.doors import (
     post,
     proto_request,
     proto_stream,
+    requires_state,
     rest_refusal,
 )
 from tests.contract.servers import Service
@@ -71,7 +73,7 @@ class Bad:
     grpc_field: str | object | None = _DEFAULT  # when gRPC names the field otherwise
     only: Literal["json", "protobuf"] | None = None  # the one encoding that can express it
     stream: bool = False
-    server: Literal["service", "limited"] = "service"
+    server: Literal["service", "limited", "capped"] = "service"
     xfail: Mapping[Door, str] = dataclasses.field(default_factory=dict)
     # False where JSON and protobuf cannot say the same thing, so the messages differ too.
     same_message: bool = True
@@ -108,6 +110,10 @@ def rows(n: int, **fields: Any) -> dict[str, Any]:
 
 
 HEADER = {"task": "binary"}
+MULTICLASS_ROWS = {"labels": [0, 2], "scores": [[0.7, 0.2, 0.1], [0.1, 0.3, 0.6]]}
+MULTILABEL_ROWS = {"labels": [[1, 0, 1], [0, 1, 0]], "scores": [[0.9, 0.2, 0.7], [0.1, 0.8, 0.4]]}
+IMAGE = {"gt_boxes": [[0, 0, 10, 10]], "gt_classes": [0], "pred_boxes": [[1, 1, 10, 10]],
+         "pred_classes": [0], "pred_scores": [0.9]}  # fmt: skip
 BIG = 5000  # rows: 80 KB of raw labels and scores, over the limited service's 64 KiB
 OPTION = 422, INVALID
 
@@ -430,8 +436,78 @@ CASES: dict[str, Bad] = {
         [{"task": "binary", "baseline": {"roc_auc": 0.9}}, rows(2)], 422, INVALID,
         "line 1.baseline", "roc_auc_variance", grpc_field="baseline", stream=True,
     ),
-    "stream-task-not-binary": Bad([{"task": "regression"}, rows(2)], 422, INVALID,
-                                  "line 1.task", "binary", grpc_field="task", stream=True),
+    "stream-baseline-of-another-task": Bad(
+        [{"task": "multiclass", "baseline": {"roc_auc": 0.9, "roc_auc_variance": 0.001}},
+         MULTICLASS_ROWS], 422, INVALID, "line 1.baseline", "binary", grpc_field="baseline",
+        stream=True,
+    ),
+    "stream-classes-for-binary": Bad([{"task": "binary", "classes": ["n", "p"]}, rows(2)], 422,
+                                     INVALID, "line 1.classes", "no class names",
+                                     grpc_field="classes", stream=True),
+    # --- streams of every task: a batch that does not fit the stream's others
+    "stream-multiclass-batch-of-another-width": Bad(
+        [{"task": "multiclass"}, MULTICLASS_ROWS,
+         {"labels": [0, 1], "scores": [[0.9, 0.1], [0.2, 0.8]]}],
+        400, INVALID, "line 3.scores", "expected 3 columns, as the stream's first batch has, "
+        "but got 2", grpc_field="batch 3.scores", stream=True,
+    ),
+    # JSON sends each batch's matrices with their own width (protobuf's width is the header's)
+    "stream-multilabel-batch-of-another-width": Bad(
+        [{"task": "multilabel"}, MULTILABEL_ROWS,
+         {"labels": [[1, 0], [0, 1]], "scores": [[0.9, 0.1], [0.2, 0.8]]}],
+        400, INVALID, "line 3.scores", "expected 3 columns", stream=True, only="json",
+    ),
+    "stream-multilabel-flat-batch-not-of-the-header-width": Bad(
+        [{"task": "multilabel", "classes": ["a", "b", "c"]}, MULTILABEL_ROWS,
+         {"labels_f64": f64([1, 0, 0, 1]), "scores_f64": f64([0.9, 0.1, 0.2, 0.8])}],
+        400, INVALID, "line 3.scores", "rows of 3 values", grpc_field="batch 3.scores",
+        stream=True,
+    ),
+    "stream-multiclass-unknown-class-name-in-a-later-batch": Bad(
+        [{"task": "multiclass", "classes": ["cat", "dog", "bird"]},
+         {**MULTICLASS_ROWS, "labels": ["cat", "bird"]},
+         {**MULTICLASS_ROWS, "labels": ["dog", "cow"]}],
+        422, INVALID, "line 3.labels", "cow", grpc_field="batch 3.labels", stream=True,
+    ),
+    "stream-multiclass-predictions-in-some-batches": Bad(
+        [{"task": "multiclass"}, {**MULTICLASS_ROWS, "predictions": [0, 2]}, MULTICLASS_ROWS],
+        400, INVALID, "line 3.predictions", "every batch", grpc_field="batch 3.predictions",
+        stream=True,
+    ),
+    "stream-multilabel-predictions-in-some-batches": Bad(
+        [{"task": "multilabel", "classes": ["a", "b", "c"]}, MULTILABEL_ROWS,
+         {**MULTILABEL_ROWS, "predictions": [[1, 0, 1], [0, 1, 0]]}],
+        400, INVALID, "line 3.predictions", "every batch", grpc_field="batch 3.predictions",
+        stream=True,
+    ),
+    "stream-regression-batch-without-predictions": Bad(
+        [{"task": "regression"}, {"labels": [1.0, 2.0], "predictions": [1.5, 2.5]},
+         {"labels": [3.0, 4.0]}],
+        422, INVALID, "line 3.predictions", "required", grpc_field="batch 3.predictions",
+        stream=True,
+    ),
+    "stream-detection-batch-without-images": Bad(
+        [{"task": "detection"}, {"images": [IMAGE]}, rows(2)], 422, INVALID, "line 3.images",
+        "required", grpc_field="batch 3.images", stream=True,
+    ),
+    "stream-detection-batch-with-rows-and-images": Bad(
+        [{"task": "detection"}, {"images": [IMAGE], "labels": [1.0]}], 422, INVALID,
+        "line 2.labels", "images, not row columns", grpc_field="batch 2.labels", stream=True,
+    ),
+    "stream-detection-bad-box-in-a-later-batch": Bad(
+        [{"task": "detection"}, {"images": [IMAGE]},
+         {"images": [IMAGE, {**IMAGE, "pred_boxes": [[10, 0, 0, 10]]}]}],
+        422, INVALID, "line 3.images[1].pred_boxes", "x2",
+        grpc_field="batch 3.images[1].pred_boxes", stream=True,
+    ),
+    "stream-images-in-a-binary-stream": Bad(
+        [HEADER, rows(2), {"images": [IMAGE]}], 422, INVALID, "line 3.images", "detection",
+        grpc_field="batch 3.images", stream=True,
+    ),
+    "stream-images-in-a-multiclass-stream": Bad(
+        [{"task": "multiclass"}, MULTICLASS_ROWS, {"images": [IMAGE]}], 422, INVALID,
+        "line 3.images", "detection", grpc_field="batch 3.images", stream=True,
+    ),
     "stream-model-without-name": Bad([{"task": "binary", "model": {"version": "1"}}, rows(2)],
                                      400, INVALID, "line 1.model.name", "required",
                                      grpc_field="model.name", stream=True),
@@ -447,11 +523,28 @@ CASES: dict[str, Bad] = {
         413, EXHAUSTED, "line 4", "limit of 3000", grpc_field="batch 4", stream=True,
         server="limited",
     ),
-    "stream-over-the-distinct-score-limit": Bad(
-        [HEADER, *[{"labels": [0, 1] * 500, "scores": [i + k / 1000 for k in range(1000)]}
-                   for i in range(3)]],  # 3000 rows, 3000 distinct scores: over 2500
-        413, EXHAUSTED, "line 4.scores", "2500 distinct scores",
-        grpc_field="batch 4.scores", stream=True, server="limited",
+    # The state's cap of the capped service: 4 800 bytes (300 distinct binary scores at 16
+    # bytes). 100 distinct scores fit; 500 are over it at any size of an entry of 10-48 bytes.
+    "stream-binary-state-over-the-cap": Bad(
+        [HEADER, {"labels": [0, 1] * 50, "scores": [k / 1000 for k in range(100)]},
+         {"labels": [0, 1] * 200, "scores": [1 + k / 1000 for k in range(400)]}],
+        413, EXHAUSTED, "line 3", "max_stream_state_bytes (4800 bytes)", grpc_field="batch 3",
+        stream=True, server="capped",
+    ),
+    # 900 distinct scores (7 200 bytes as float64 alone) in the first batch
+    "stream-multiclass-state-over-the-cap": Bad(
+        [{"task": "multiclass"}, {"labels": [i % 3 for i in range(300)],
+                                  "scores": [[k / 300, 1 + k / 300, 2 + k / 300]
+                                             for k in range(300)]}],
+        413, EXHAUSTED, "line 2", "round continuous scores", grpc_field="batch 2", stream=True,
+        server="capped",
+    ),
+    "stream-multilabel-state-over-the-cap": Bad(
+        [{"task": "multilabel", "classes": ["a", "b", "c"]},
+         {"labels": [[k % 2, (k // 2) % 2, 1] for k in range(300)],
+          "scores": [[k / 300, 1 + k / 300, 2 + k / 300] for k in range(300)]}],
+        413, EXHAUSTED, "line 2", "max_stream_state_bytes", grpc_field="batch 2", stream=True,
+        server="capped",
     ),
     "stream-over-the-size-limit": Bad(
         [HEADER, {"labels_f64": f64([0.0] * BIG), "scores_f64": f64([0.5] * BIG)}], 413,
@@ -463,11 +556,23 @@ CASES: dict[str, Bad] = {
 RAW_LINES = {"stream-malformed-line": b'{"labels": [0, 1], "scores": [0.1,\n'}
 
 
+def _stream_task(case: Bad) -> str | None:
+    """The task of a stream case's header (a stream of it goes through its state)."""
+    request = case.request
+    if not case.stream or not isinstance(request, list) or not request:
+        return None
+    task = request[0].get("task")
+    return task if isinstance(task, str) else None
+
+
 def _params() -> Iterator[Any]:
     for name, case in CASES.items():
         for door in case.doors():
             reason = case.xfail.get(door)
             marks = [pytest.mark.xfail(strict=True, reason=reason)] if reason else []
+            task = _stream_task(case)
+            if task is not None and task in TASKS:
+                marks.append(requires_state(task))
             yield pytest.param(name, door, id=f"{name}-{door}", marks=marks)
 
 
@@ -546,7 +651,9 @@ def test_a_request_error_says_the_same_on_every_door(
         assert said["rest-json"].message == said["grpc"].message, said
 
 
-def test_both_services_still_serve_after_the_table(service: Service, limited: Service) -> None:
+def test_every_service_still_serves_after_the_table(
+    service: Service, limited: Service, capped: Service
+) -> None:
     """Runs after the table (pytest keeps the file's order): nothing broke."""
-    for running in (service, limited):
+    for running in (service, limited, capped):
         assert_still_serving(running)

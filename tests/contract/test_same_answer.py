@@ -9,8 +9,12 @@ the shortest repr that reads back to the same double, protobuf sends the 8 bytes
 short of equality is a bug.
 
 A stream of the same rows in batches (NDJSON over REST, ``EvaluateStream`` over gRPC) gives the
-one-shot answer too, also exactly: the stream merges the same sufficient statistic the one-shot
-path builds (per distinct score, in the same order), fractional weights included.
+one-shot answer too, for every task: batches of rows (score matrices as n x k arrays on JSON,
+flat on protobuf), class names, batches of one row, empty batches, detection's images. For task
+binary exactly: the stream merges the same sufficient statistic the one-shot path builds (per
+distinct score, in the same order), fractional weights included. The other tasks' states may add
+per-batch sums in another order, so there the stream is within 1e-12 of the one-shot answer; the
+two stream doors give exactly the same answer.
 """
 
 from __future__ import annotations
@@ -24,12 +28,14 @@ import pytest
 
 from tests.contract.doors import (
     PROTOBUF,
+    assert_close,
     batches,
     column,
     core_answer,
     f64,
     grpc_evaluate,
     grpc_stream,
+    requires_state,
     rest_json,
     rest_protobuf,
     rest_stream,
@@ -69,6 +75,87 @@ def _random_200k_raw_ties() -> dict[str, Any]:
         "scores_f64": f64(rows["scores"]),
         "options": {"max_curve_points": 50, "threshold": 0.3},
     }
+
+
+def _multiclass_random(
+    n_rows: int, seed: int, *, names: tuple[str, ...] | None = None
+) -> dict[str, Any]:
+    """Four classes, scores rounded to 2 decimals (ties), class-index labels, weights and hard
+    predictions (the top score); with ``names``, labels as class names and ``classes``."""
+    rng = np.random.default_rng(seed)
+    labels = rng.integers(0, 4, n_rows)
+    logits = rng.normal(size=(n_rows, 4)) + 1.5 * np.eye(4)[labels]
+    scores = np.round(np.exp(logits) / np.exp(logits).sum(axis=1, keepdims=True), 2)
+    request: dict[str, Any] = {
+        "task": "multiclass",
+        "labels": labels.astype(np.float64),
+        "scores": scores.tolist(),
+        "predictions": scores.argmax(axis=1).astype(np.float64),
+        "weights": rng.integers(1, 4, n_rows).astype(np.float64),
+        "options": {"top_k": [1, 2]},
+    }
+    if names is not None:
+        request |= {"classes": list(names), "labels": [names[i] for i in labels]}
+        del request["weights"]
+    return request
+
+
+def _multilabel_random(n_rows: int, seed: int) -> dict[str, Any]:
+    """Three labels, scores rounded to 2 decimals, predictions at 0.5, fractional weights."""
+    rng = np.random.default_rng(seed)
+    labels = (rng.random((n_rows, 3)) < [0.2, 0.5, 0.7]).astype(np.float64)
+    scores = np.round(1 / (1 + np.exp(-rng.normal(2 * labels - 1, 1.0))), 2)
+    return {
+        "task": "multilabel",
+        "labels": labels.tolist(),
+        "scores": scores.tolist(),
+        "predictions": (scores >= 0.5).astype(np.float64).tolist(),
+        "weights": rng.uniform(0.5, 2.0, n_rows),
+        "classes": ["cat", "dog", "bird"],
+    }
+
+
+def _regression_random(n_rows: int, seed: int) -> dict[str, Any]:
+    rng = np.random.default_rng(seed)
+    labels = rng.normal(10.0, 3.0, n_rows)
+    return {
+        "task": "regression",
+        "labels": labels,
+        "predictions": labels + rng.normal(0.0, 1.0, n_rows),
+        "weights": rng.integers(1, 5, n_rows).astype(np.float64),
+        "options": {"n_params": 3},
+    }
+
+
+def _detection_random(n_images: int, seed: int) -> dict[str, Any]:
+    """Images with 0-4 ground-truth boxes of 3 classes and noisy predictions of them (some
+    missed, some false), scores rounded to 2 decimals (ties across images)."""
+    rng = np.random.default_rng(seed)
+    images = []
+    for index in range(n_images):
+        n_true = int(rng.integers(0, 5))
+        corner = rng.uniform(0, 80, (n_true, 2))
+        truth = np.hstack([corner, corner + rng.uniform(5, 20, (n_true, 2))])
+        kept = rng.random(n_true) < 0.8
+        found = truth[kept] + rng.normal(0, 2, (int(kept.sum()), 4))
+        false = rng.uniform(0, 50, (int(rng.integers(0, 3)), 2))
+        false_boxes = np.hstack([false, false + 10])
+        predicted = np.vstack([found, false_boxes])
+        true_classes = rng.integers(0, 3, n_true)
+        predicted_classes = np.concatenate(
+            [true_classes[kept], rng.integers(0, 3, len(false_boxes))]
+        )
+        images.append(
+            {
+                "image_id": f"image-{index}",
+                "gt_boxes": np.round(truth, 1).tolist(),
+                "gt_classes": true_classes.tolist(),
+                "pred_boxes": np.round(predicted, 1).tolist(),
+                "pred_classes": predicted_classes.tolist(),
+                "pred_scores": np.round(rng.uniform(0.05, 1.0, len(predicted)), 2).tolist(),
+            }
+        )
+    return {"task": "detection", "classes": ["person", "car", "bike"], "images": images}
 
 
 FRACTIONAL_WEIGHTS = [0.0, 0.5, 2.25, 1.0, 0.125, 3.0, 0.0, 1.5, 0.75, 1.0] * 2
@@ -170,7 +257,7 @@ REQUESTS: dict[str, Callable[[], dict[str, Any]]] = {
     "challenger": lambda: _fawcett(
         challenger={"scores": CHALLENGER}, options={"drift_min_samples": 5, "alpha": 0.1}
     ),
-    # --- the other tasks (one-shot only: streams take task binary)
+    # --- the other tasks
     "task-regression": lambda: {
         "task": "regression",
         "labels": [3.0, -0.5, 2.0, 7.0, 4.25, 4.25, 0.0],
@@ -269,6 +356,14 @@ REQUESTS: dict[str, Callable[[], dict[str, Any]]] = {
         ],
         "coverage": {"n_predictions": 1000, "label_delay_seconds": 86400},
     },
+    "task-multiclass-random-ties-weighted": lambda: _multiclass_random(600, seed=21),
+    "task-multiclass-names-predictions": lambda: {
+        **_multiclass_random(300, seed=22, names=("cat", "dog", "bird", "fish")),
+        "options": {"top_k": [1, 3], "max_curve_points": 20},
+    },
+    "task-multilabel-random-predictions-weighted": lambda: _multilabel_random(400, seed=23),
+    "task-regression-random": lambda: _regression_random(1000, seed=24),
+    "task-detection-random": lambda: _detection_random(40, seed=25),
     "challenger-weighted-with-drift": lambda: _fawcett(
         weights=INTEGER_WEIGHTS,
         challenger={"scores": CHALLENGER},
@@ -352,41 +447,122 @@ def test_every_door_gives_the_core_answer(service: Service, case: str, door: str
 
 # --- streams ----------------------------------------------------------------------------------
 
+STREAM_HEADER = ("task", "options", "model", "baseline", "coverage", "classes", "n_classes")
 
-def stream_lines(request: Mapping[str, Any], n_batches: int = 4) -> list[dict[str, Any]]:
-    """The request as a stream: a header line (task, options, model), then batches of rows,
-    odd batches as packed arrays and even ones as raw f64 bytes."""
-    header = {
-        k: request[k] for k in ("task", "options", "model", "baseline", "coverage") if k in request
-    }
-    columns = {
-        name: column(request, name) for name in ("labels", "scores", "predictions", "weights")
-    }
-    present = {name: values for name, values in columns.items() if values is not None}
-    n_rows = len(present["labels"])
+
+def _rows_of(request: Mapping[str, Any]) -> dict[str, Any]:
+    """The request's row columns (numeric ones as arrays, class names as a list), or its images
+    under ``images``."""
+    if request["task"] == "detection":
+        return {"images": list(request["images"])}
+    rows: dict[str, Any] = {}
+    for name in ("labels", "scores", "predictions", "weights"):
+        values = request.get(name)
+        if isinstance(values, list) and values and isinstance(values[0], str):
+            rows[name] = list(values)
+        elif values is not None or request.get(f"{name}_f64"):
+            rows[name] = column(request, name)
+    return rows
+
+
+def _flat_width_known(request: Mapping[str, Any]) -> bool:
+    """Whether the server can read this request's matrices flat (raw bytes): the header gives
+    the width, or, multiclass, the ratio of scores to labels does."""
+    return bool(request.get("classes") or request.get("n_classes")) or (
+        request["task"] == "multiclass"
+    )
+
+
+def _part(name: str, values: Any, part: slice, raw: bool) -> dict[str, Any]:
+    chunk = values[part]
+    if isinstance(chunk, list):  # class names or images: no raw form
+        return {name: chunk}
+    if raw:
+        return {f"{name}_f64": f64(chunk.reshape(-1))}
+    return {name: chunk.tolist() if chunk.ndim == 2 else chunk}
+
+
+def stream_lines(
+    request: Mapping[str, Any],
+    n_batches: int = 4,
+    *,
+    empty_every: int = 0,
+    one_by_one: bool = False,
+) -> list[dict[str, Any]]:
+    """The request as a stream: a header line (task, options, classes, ...), then batches of
+    rows (or images), odd batches as raw f64 bytes where the server can read them flat and
+    even ones as arrays (matrices as n x k). ``empty_every`` adds an empty batch after every
+    that many; ``one_by_one`` sends one row (one image) a batch."""
+    header = {k: request[k] for k in STREAM_HEADER if k in request}
+    rows = _rows_of(request)
+    n_rows = len(next(iter(rows.values())))
+    raw_allowed = request["task"] not in ("multiclass", "multilabel") or _flat_width_known(request)
+    empty: dict[str, list[Any]] = {name: [] for name in rows if name != "weights"}
     lines: list[dict[str, Any]] = [header]
-    for index, part in enumerate(batches(n_rows, n_batches)):
-        if index % 2:
-            lines.append({f"{name}_f64": f64(values[part]) for name, values in present.items()})
-        else:
-            lines.append({name: values[part] for name, values in present.items()})
+    parts = [slice(i, i + 1) for i in range(n_rows)] if one_by_one else batches(n_rows, n_batches)
+    for index, part in enumerate(parts):
+        line: dict[str, Any] = {}
+        for name, values in rows.items():
+            line |= _part(name, values, part, raw=bool(index % 2) and raw_allowed)
+        lines.append(line)
+        if empty_every and (index + 1) % empty_every == 0:
+            lines.append(dict(empty))
     return lines
+
+
+def assert_streamed(got: Mapping[str, Any], expected: Mapping[str, Any]) -> None:
+    """A stream's answer is the one-shot answer: exactly for binary, within 1e-12 otherwise."""
+    if expected["task"] == "binary":
+        assert_same(got, expected)
+    else:
+        assert_close(got, expected)
 
 
 STREAMS: dict[str, Callable[[Service, list[dict[str, Any]]], dict[str, Any]]] = {
     "rest-ndjson": rest_stream,
     "grpc": grpc_stream,
 }
+STREAMED = [case for case in REQUESTS if not case.startswith("challenger")]
+TASK_OF_CASE = {case: REQUESTS[case]()["task"] for case in STREAMED if "200k" not in case}
+ONE_OF_EACH_TASK = {
+    "binary": "fawcett-integer-weights",
+    "multiclass": "task-multiclass-names-predictions",
+    "multilabel": "task-multilabel-random-predictions-weighted",
+    "regression": "task-regression",
+    "detection": "task-detection-random",
+}
+
+
+def _streamed(case: str) -> Any:
+    task = TASK_OF_CASE.get(case, "binary")
+    return pytest.param(case, marks=requires_state(task), id=case)
+
+
+def _each_task() -> list[Any]:
+    return [pytest.param(task, marks=requires_state(task), id=task) for task in ONE_OF_EACH_TASK]
+
+
+def test_the_stream_table_covers_every_task() -> None:
+    assert set(TASK_OF_CASE.values()) == set(ONE_OF_EACH_TASK)
+    for task, case in ONE_OF_EACH_TASK.items():
+        assert TASK_OF_CASE[case] == task
+    names = request_of("task-multiclass-names-predictions")
+    assert isinstance(names["labels"][0], str) and names["classes"]
+    assert request_of("task-detection-random")["images"]
 
 
 @pytest.mark.parametrize("door", list(STREAMS))
-@pytest.mark.parametrize(
-    "case", [case for case in REQUESTS if not case.startswith(("challenger", "task-"))]
-)
+@pytest.mark.parametrize("case", [_streamed(case) for case in STREAMED])
 def test_a_stream_gives_the_one_shot_answer(service: Service, case: str, door: str) -> None:
     lines = stream_lines(request_of(case))
     assert len(lines) > 2 or case == "single-row"
-    assert_same(STREAMS[door](service, lines), expected_of(case))
+    assert_streamed(STREAMS[door](service, lines), expected_of(case))
+
+
+@pytest.mark.parametrize("task", _each_task())
+def test_both_stream_doors_give_the_same_answer(service: Service, task: str) -> None:
+    lines = stream_lines(request_of(ONE_OF_EACH_TASK[task]), n_batches=5)
+    assert_same(rest_stream(service, lines), grpc_stream(service, lines))
 
 
 def test_rows_on_the_header_line_and_one_row_batches(service: Service) -> None:
@@ -399,19 +575,39 @@ def test_rows_on_the_header_line_and_one_row_batches(service: Service) -> None:
         assert_same(door(service, lines), expected)
 
 
-@pytest.mark.parametrize(
-    "door",
-    [
-        "rest-ndjson",
-        "grpc",
-    ],
-)
-def test_an_empty_batch_changes_nothing(service: Service, door: str) -> None:
-    request = _fawcett(weights=INTEGER_WEIGHTS)
-    header, *lines = stream_lines(request, n_batches=2)
-    empty: dict[str, list[float]] = {"labels": [], "scores": [], "weights": []}
-    lines = [header, lines[0], empty, *lines[1:]]
-    assert_same(STREAMS[door](service, lines), core_answer(request))
+def _small(task: str) -> dict[str, Any]:
+    """A request of ``task`` small enough to send one row (one image) a batch."""
+    request = dict(request_of(ONE_OF_EACH_TASK[task]))
+    if task == "detection":
+        request["images"] = request["images"][:12]
+    elif task != "binary":
+        rows = _rows_of(request)
+        request |= {name: values[:25] for name, values in rows.items()}
+    return request
+
+
+@pytest.mark.parametrize("door", list(STREAMS))
+@pytest.mark.parametrize("task", _each_task())
+def test_batches_of_one_row_and_rows_on_the_header_line(
+    service: Service, task: str, door: str
+) -> None:
+    request = _small(task)
+    header, first, *rest = stream_lines(request, one_by_one=True)
+    n_rows = len(next(iter(_rows_of(request).values())))
+    assert len(rest) + 1 == n_rows  # one row (one image) a batch
+    lines = [{**header, **first}, *rest]
+    assert_streamed(STREAMS[door](service, lines), core_answer(request))
+
+
+@pytest.mark.parametrize("door", list(STREAMS))
+@pytest.mark.parametrize("task", _each_task())
+def test_an_empty_batch_changes_nothing(service: Service, task: str, door: str) -> None:
+    request = dict(request_of(ONE_OF_EACH_TASK[task]))
+    lines = stream_lines(request, n_batches=3, empty_every=1)
+    assert sum(1 for line in lines[1:] if not any(len(v) for v in line.values())) == 3
+    # an empty batch before any rows, too (a message without rows)
+    lines.insert(1, {})
+    assert_streamed(STREAMS[door](service, lines), expected_of(ONE_OF_EACH_TASK[task]))
 
 
 @pytest.mark.parametrize("name", ["weights", "predictions"])

@@ -498,6 +498,26 @@ def test_class_weight_just_above_one_has_an_interval() -> None:
 WILSON = ("accuracy", "precision", "recall", "specificity")
 
 
+def test_a_count_that_cancels_to_an_ulp_below_zero_is_zero() -> None:
+    """Every row negative and predicted positive, fractional weights: tn = negatives - fp is 0,
+    but the two sums (the scores' sweep, the predictions') differ in the last bit, and tn came
+    out as -2.2e-16: the Wilson interval of accuracy took the square root of a negative number
+    (found by the gRPC fuzz test as an INTERNAL error)."""
+    weights = [1.0, 0.0, 0.0, 0.28952854235971875, 0.0, 0.5321286146504965]
+    result = core.evaluate(
+        "binary",
+        [0.0] * 6,
+        [0.0, 0.0, 0.0, 0.0, 0.0, 1.0],
+        y_pred=[1.0, 0.0, 0.0, 1.0, 0.0, 1.0],
+        sample_weight=weights,
+    ).to_dict()
+    assert result["metrics"]["tn"] == 0.0
+    assert result["metrics"]["accuracy"] == 0.0
+    assert result["metrics"]["specificity"] == 0.0
+    assert result["intervals"]["accuracy"]["std_error"] == 0.0
+    assert 0.0 <= result["intervals"]["accuracy"]["upper"] <= 1.0
+
+
 @pytest.mark.parametrize("level", [0.9, 0.95, 0.99])
 @pytest.mark.parametrize(("seed", "n", "threshold"), [(21, 60, 0.5), (22, 500, 0.0), (23, 9, 1.0)])
 def test_wilson_intervals_match_scipy(level: float, seed: int, n: int, threshold: float) -> None:

@@ -463,10 +463,10 @@ STREAM_ERRORS = [
     pytest.param([M(header=BINARY)], "rows", "no rows", id="header-but-no-rows"),
     pytest.param([M(header=pb.StreamHeader())], "task", "required", id="header-without-task"),
     pytest.param(
-        [M(header=pb.StreamHeader(task=pb.TASK_REGRESSION))],
-        "task",
+        [M(header=pb.StreamHeader(task=pb.TASK_REGRESSION, baseline=pb.Baseline(roc_auc=0.9)))],
+        "baseline",
         "binary",
-        id="task-not-streamable",
+        id="drift-baseline-of-another-task",
     ),
     pytest.param(
         [M(header=pb.StreamHeader(task=pb.TASK_BINARY, options=pb.Options(beta=0)))],

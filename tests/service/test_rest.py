@@ -728,7 +728,11 @@ STREAM_ERRORS = [
     ),
     pytest.param(ndjson({"task": "ranking"}), 400, "malformed", "line 1.task", id="unknown-task"),
     pytest.param(
-        ndjson({"task": "multiclass"}), 422, "invalid_argument", "line 1.task", id="not-streamable"
+        ndjson({"task": "regression", "classes": ["a", "b"]}),
+        422,
+        "invalid_argument",
+        "line 1.classes",
+        id="classes-of-regression",
     ),
     pytest.param(
         ndjson({"task": "binary", "options": {"beta": 0}}),

@@ -545,7 +545,10 @@ Global___StreamHeader: _TypeAlias = StreamHeader  # noqa: Y015
 
 @_typing.final
 class EvaluateStreamRequest(_message.Message):
-    """EvaluateStreamRequest: the header in the first message only; rows in any message."""
+    """EvaluateStreamRequest: the header in the first message only; rows in any message. A batch
+    carries the columns of rows as EvaluateRequest does (score matrices flat, row-major, of the
+    header's n_classes or classes columns), or, for task detection, images only.
+    """
 
     DESCRIPTOR: _descriptor.Descriptor
 
@@ -575,9 +578,13 @@ class EvaluateStreamRequest(_message.Message):
     @_builtins.property
     def weights(self) -> _containers.RepeatedScalarFieldContainer[_builtins.float]: ...
     @_builtins.property
-    def label_names(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]: ...
+    def label_names(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
+        """Multiclass ground truth as class names (of the header's classes), instead of `labels`."""
+
     @_builtins.property
-    def images(self) -> _containers.RepeatedCompositeFieldContainer[Global___DetectionImage]: ...
+    def images(self) -> _containers.RepeatedCompositeFieldContainer[Global___DetectionImage]:
+        """Detection: one entry per image of this batch (no row columns then)."""
+
     def __init__(
         self,
         *,

@@ -511,7 +511,9 @@ export const StreamHeaderSchema: GenMessage<StreamHeader> = /*@__PURE__*/
   messageDesc(file_evalserve_v1_evaluation, 7);
 
 /**
- * EvaluateStreamRequest: the header in the first message only; rows in any message.
+ * EvaluateStreamRequest: the header in the first message only; rows in any message. A batch
+ * carries the columns of rows as EvaluateRequest does (score matrices flat, row-major, of the
+ * header's n_classes or classes columns), or, for task detection, images only.
  *
  * @generated from message evalserve.v1.EvaluateStreamRequest
  */
@@ -542,6 +544,8 @@ export type EvaluateStreamRequest = Message<"evalserve.v1.EvaluateStreamRequest"
   weights: number[];
 
   /**
+   * Multiclass ground truth as class names (of the header's classes), instead of `labels`.
+   *
    * @generated from field: repeated string label_names = 7;
    */
   labelNames: string[];
@@ -567,6 +571,8 @@ export type EvaluateStreamRequest = Message<"evalserve.v1.EvaluateStreamRequest"
   weightsF64: Uint8Array;
 
   /**
+   * Detection: one entry per image of this batch (no row columns then).
+   *
    * @generated from field: repeated evalserve.v1.DetectionImage images = 17;
    */
   images: DetectionImage[];

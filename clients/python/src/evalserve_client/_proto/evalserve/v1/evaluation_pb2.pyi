@@ -479,7 +479,10 @@ global___StreamHeader = StreamHeader
 
 @typing.final
 class EvaluateStreamRequest(google.protobuf.message.Message):
-    """EvaluateStreamRequest: the header in the first message only; rows in any message."""
+    """EvaluateStreamRequest: the header in the first message only; rows in any message. A batch
+    carries the columns of rows as EvaluateRequest does (score matrices flat, row-major, of the
+    header's n_classes or classes columns), or, for task detection, images only.
+    """
 
     DESCRIPTOR: google.protobuf.descriptor.Descriptor
 
@@ -509,9 +512,13 @@ class EvaluateStreamRequest(google.protobuf.message.Message):
     @property
     def weights(self) -> google.protobuf.internal.containers.RepeatedScalarFieldContainer[builtins.float]: ...
     @property
-    def label_names(self) -> google.protobuf.internal.containers.RepeatedScalarFieldContainer[builtins.str]: ...
+    def label_names(self) -> google.protobuf.internal.containers.RepeatedScalarFieldContainer[builtins.str]:
+        """Multiclass ground truth as class names (of the header's classes), instead of `labels`."""
+
     @property
-    def images(self) -> google.protobuf.internal.containers.RepeatedCompositeFieldContainer[global___DetectionImage]: ...
+    def images(self) -> google.protobuf.internal.containers.RepeatedCompositeFieldContainer[global___DetectionImage]:
+        """Detection: one entry per image of this batch (no row columns then)."""
+
     def __init__(
         self,
         *,
