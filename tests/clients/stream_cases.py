@@ -15,20 +15,10 @@ from functools import cache
 from typing import Any
 
 import numpy as np
-import pytest
 
 from evalserve.core import evaluate
 from tests.clients.recording import Unit
 from tests.contract.test_same_answer import assert_same
-
-
-def skip_unless_the_server_streams(task: str) -> None:
-    """Skip an end-to-end stream of ``task`` until the core can accumulate it (the server
-    streams the tasks ``Accumulator`` takes)."""
-    from evalserve.core._accumulator import STATE_KINDS
-
-    if task not in STATE_KINDS:
-        pytest.skip(f"the server does not stream task {task!r} yet")
 
 
 @dataclass(frozen=True)

@@ -38,7 +38,7 @@ from evalserve.core import catalog_entries, evaluate
 from evalserve.service.config import Settings
 from evalserve.v1 import evaluation_pb2 as pb
 from tests.clients import stream_cases
-from tests.clients.stream_cases import assert_same_answer, skip_unless_the_server_streams
+from tests.clients.stream_cases import assert_same_answer
 from tests.contract.doors import column
 from tests.contract.servers import Service, running
 from tests.contract.test_same_answer import REQUESTS, assert_same, expected_of, request_of
@@ -177,7 +177,6 @@ def test_every_task_streams_to_the_one_shot_answer(
     """Each task's input over the stream threshold (a small one here) goes as a stream, in
     batches of whole rows or images, and gets the answer the same input gets in one request."""
     case = stream_cases.cases()[name]
-    skip_unless_the_server_streams(case.task)
     target = targets(service)[transport]
     with Client(target) as client:
         one_shot = client.evaluate(*case.args(), **case.keywords).to_dict()

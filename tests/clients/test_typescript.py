@@ -30,7 +30,7 @@ from evalserve_client import Client, EvalserveError
 from evalserve.core import evaluate
 from evalserve.service.config import Settings
 from tests.clients import stream_cases
-from tests.clients.stream_cases import Case, assert_same_answer, skip_unless_the_server_streams
+from tests.clients.stream_cases import Case, assert_same_answer
 from tests.clients.test_python_client import arguments
 from tests.contract.servers import Service, running
 from tests.contract.test_same_answer import REQUESTS, assert_same, request_of
@@ -404,7 +404,6 @@ def test_every_task_streams_to_the_one_shot_answer(
     """Each task's input over the stream threshold, streamed by the TypeScript client, gets
     the answer the Python client gets in one request."""
     case = stream_cases.cases()[name]
-    skip_unless_the_server_streams(case.task)
     expected = python_answer(targets(service)[transport], *case.args(), **case.keywords)
     assert_same_answer(case.task, ok(answers, f"stream-task:{name}:{transport}"), expected)
 

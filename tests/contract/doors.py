@@ -29,7 +29,6 @@ from grpc_health.v1 import health_pb2, health_pb2_grpc
 from grpc_status import rpc_status
 
 from evalserve.core import evaluate
-from evalserve.core._accumulator import STATE_KINDS
 from evalserve.service.encode import proto_to_json
 from evalserve.service.grpc_server import SERVICE_NAME
 from evalserve.v1 import evaluation_pb2 as pb
@@ -311,15 +310,6 @@ def grpc_raw_evaluate(service: Service, content: bytes) -> None:
         response_deserializer=pb.EvaluateResponse.FromString,
     )
     call(content, timeout=60)
-
-
-def requires_state(task: str) -> pytest.MarkDecorator:
-    """Skip a stream case of ``task`` while the core registers no ``Accumulator`` state for it
-    (``STATE_KINDS``): a stream of that task is refused until then. The one guard of the
-    contract tests; delete it (and its uses) once every task has its state."""
-    return pytest.mark.skipif(
-        task not in STATE_KINDS, reason=f"task {task!r} has no Accumulator state yet"
-    )
 
 
 def batches(n_rows: int, n_batches: int) -> list[slice]:

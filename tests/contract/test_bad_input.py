@@ -27,7 +27,6 @@ from typing import Any, Literal
 import grpc
 import pytest
 
-from evalserve.core import TASKS
 from tests.contract.doors import (
     JSON,
     NDJSON,
@@ -42,7 +41,6 @@ from tests.contract.doors import (
     post,
     proto_request,
     proto_stream,
-    requires_state,
     rest_refusal,
 )
 from tests.contract.servers import Service
@@ -556,23 +554,11 @@ CASES: dict[str, Bad] = {
 RAW_LINES = {"stream-malformed-line": b'{"labels": [0, 1], "scores": [0.1,\n'}
 
 
-def _stream_task(case: Bad) -> str | None:
-    """The task of a stream case's header (a stream of it goes through its state)."""
-    request = case.request
-    if not case.stream or not isinstance(request, list) or not request:
-        return None
-    task = request[0].get("task")
-    return task if isinstance(task, str) else None
-
-
 def _params() -> Iterator[Any]:
     for name, case in CASES.items():
         for door in case.doors():
             reason = case.xfail.get(door)
             marks = [pytest.mark.xfail(strict=True, reason=reason)] if reason else []
-            task = _stream_task(case)
-            if task is not None and task in TASKS:
-                marks.append(requires_state(task))
             yield pytest.param(name, door, id=f"{name}-{door}", marks=marks)
 
 

@@ -20,7 +20,7 @@ from evalserve.service.errors import (
     describe,
 )
 from evalserve.service.usecase import StreamAccumulator
-from tests.contract.doors import assert_close, requires_state
+from tests.contract.doors import assert_close
 
 HEADER = Header(task="binary", options={})
 CLASSES = ("cat", "dog", "bird")
@@ -207,7 +207,6 @@ def _multiclass(n: int, seed: int) -> tuple[np.ndarray[Any, Any], np.ndarray[Any
     return labels, scores
 
 
-@requires_state("multiclass")
 def test_multiclass_names_flat_scores_and_one_row_batches() -> None:
     labels, scores = _multiclass(40, seed=1)
     names = tuple(CLASSES[i] for i in labels)
@@ -225,7 +224,6 @@ def test_multiclass_names_flat_scores_and_one_row_batches() -> None:
     assert_close(got, expected.to_dict())
 
 
-@requires_state("multiclass")
 def test_multiclass_width_from_the_ratio_and_a_batch_of_another_width() -> None:
     labels, scores = _multiclass(10, seed=2)
     header = Header(task="multiclass")
@@ -238,7 +236,6 @@ def test_multiclass_width_from_the_ratio_and_a_batch_of_another_width() -> None:
     assert_close(stream.finish().to_dict(), evaluate("multiclass", labels, scores).to_dict())
 
 
-@requires_state("multiclass")
 def test_multiclass_unknown_class_name_in_a_later_batch() -> None:
     _, scores = _multiclass(4, seed=3)
     header = Header(task="multiclass", classes=CLASSES)
@@ -248,7 +245,6 @@ def test_multiclass_unknown_class_name_in_a_later_batch() -> None:
     assert "cow" in str(error)
 
 
-@requires_state("multiclass")
 def test_multiclass_predictions_in_some_batches() -> None:
     labels, scores = _multiclass(4, seed=4)
     stream = _stream(Header(task="multiclass"), [_batch(labels[:2], scores[:2])])
@@ -262,7 +258,6 @@ def test_multiclass_predictions_in_some_batches() -> None:
     assert "every batch" not in str(required)
 
 
-@requires_state("multilabel")
 def test_multilabel_flat_matrices_of_the_header_width() -> None:
     rng = np.random.default_rng(6)
     labels = (rng.random((30, 3)) < 0.5).astype(np.float64)
@@ -281,7 +276,6 @@ def test_multilabel_flat_matrices_of_the_header_width() -> None:
     assert "rows of 3 values" in error.message
 
 
-@requires_state("regression")
 def test_regression_batches_and_a_batch_without_predictions() -> None:
     rng = np.random.default_rng(7)
     labels = rng.normal(size=50)
@@ -297,7 +291,6 @@ def test_regression_batches_and_a_batch_without_predictions() -> None:
     assert getattr(error, "field", None) == "batch 3.predictions"
 
 
-@requires_state("detection")
 def test_detection_counts_images_and_refuses_rows() -> None:
     header = Header(task="detection", classes=("person", "car"))
     stream = _stream(header, [_images(2), Batch(), _images(1)])
