@@ -50,6 +50,11 @@ class ScoreBlocks:
     def size(self) -> int:
         return int(self.values.size)
 
+    @classmethod
+    def empty(cls, n_classes: int) -> ScoreBlocks:
+        nothing = np.empty(0, dtype=np.float64)
+        return cls(n_classes, nothing, nothing, np.zeros(n_classes * n_classes + 1, np.int64))
+
     @property
     def total(self) -> float:
         """The weight of the rows (column 0's blocks hold each row once)."""

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -33,13 +33,13 @@ from evalserve.core._result import TaskOutput
 from evalserve.core._state import Arrays, StateKind, array_of, check_masses, count_of, flag_of
 from evalserve.core._validation import MAX_WEIGHT, MIN_WEIGHT
 from evalserve.core.multiclass._blocks import ScoreBlocks
-from evalserve.core.multiclass._inputs import multiclass_inputs
+from evalserve.core.multiclass._inputs import MulticlassInputs, multiclass_inputs
 from evalserve.core.multiclass._probability import (
     ROW_SUM_TOLERANCE,
     ProbabilityCheck,
     ProbabilitySums,
 )
-from evalserve.core.multiclass._ranking import true_class_scores
+from evalserve.core.multiclass._ranking import RankingStats, ranking_stats, true_class_scores
 from evalserve.core.multiclass._stats import MulticlassStats, row_stats
 from evalserve.core.multiclass._suite import multiclass_output
 from evalserve.core.multiclass._topk import table_depth
@@ -47,6 +47,51 @@ from evalserve.core.multiclass._topk import table_depth
 __all__ = ["MULTICLASS_STATE", "MulticlassState"]
 
 Floats = NDArray[np.float64]
+
+
+# Batches' score rows wait as they came until they hold more cells than three times the blocks'
+# entries, and at least this many: then one sort builds their blocks.
+MIN_PENDING_CELLS = 1 << 22
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class RawRows:
+    """A batch's score matrix, true classes and weights as they came (copied): its blocks are
+    built with the other waiting batches' in one sort."""
+
+    scores: Floats
+    labels: NDArray[np.intp]
+    weights: Floats | None
+
+    @property
+    def cells(self) -> int:
+        return int(self.scores.size)
+
+    @property
+    def nbytes(self) -> int:
+        extra = 0 if self.weights is None else self.weights.nbytes
+        return self.scores.nbytes + self.labels.nbytes + extra
+
+    @property
+    def weighs(self) -> bool:
+        return self.weights is None or bool(self.weights.any())
+
+
+def _folded(blocks: ScoreBlocks, raw: tuple[RawRows, ...]) -> ScoreBlocks:
+    """``blocks`` with the waiting batches' blocks merged in."""
+    if not raw:
+        return blocks
+    weights = None
+    if any(part.weights is not None for part in raw):
+        weights = np.concatenate(
+            [np.ones(part.labels.size) if part.weights is None else part.weights for part in raw]
+        )
+    built = ScoreBlocks.of_rows(
+        np.concatenate([part.scores for part in raw]),
+        np.concatenate([part.labels for part in raw]),
+        weights,
+    )
+    return blocks.merge(built)
 
 
 @dataclass(frozen=True, slots=True, eq=False)
@@ -62,6 +107,7 @@ class MulticlassState:
     ranks: Floats
     check: ProbabilityCheck
     sums: ProbabilitySums
+    raw: tuple[RawRows, ...] = ()
 
     @property
     def n_classes(self) -> int:
@@ -69,7 +115,8 @@ class MulticlassState:
 
     @property
     def size(self) -> int:
-        return self.blocks.size + self.matrix.size + self.ranks.size + self.sums.correct.size
+        held = self.blocks.size + self.matrix.size + self.ranks.size + self.sums.correct.size
+        return held + sum(part.cells for part in self.raw)
 
     @property
     def nbytes(self) -> int:
@@ -77,18 +124,22 @@ class MulticlassState:
         arrays = (blocks.values, blocks.mass, blocks.bounds, self.matrix, self.ranks)
         exact = sum(-(-total.bit_length() // 64) * 8 for total in self.sums.confidence)
         exact += -(-self.sums.squares.bit_length() // 64) * 8
-        return sum(array.nbytes for array in arrays) + self.sums.correct.nbytes + exact
+        waiting = sum(part.nbytes for part in self.raw)
+        return sum(array.nbytes for array in arrays) + self.sums.correct.nbytes + exact + waiting
 
     @property
     def weightless(self) -> bool:
-        return self.n_rows > 0 and self.blocks.size == 0
+        held = self.blocks.size or any(part.weighs for part in self.raw)
+        return self.n_rows > 0 and not held
 
     def compact(self) -> MulticlassState:
-        return self  # merged at once
+        if not self.raw:
+            return self
+        return replace(self, blocks=_folded(self.blocks, self.raw), raw=())
 
     def merge(self, other: MulticlassState) -> MulticlassState:
         self.check_merge(other)
-        return MulticlassState(
+        merged = MulticlassState(
             n_rows=self.n_rows + other.n_rows,
             weighted=self.weighted or other.weighted,
             predicted=self.predicted,
@@ -97,7 +148,12 @@ class MulticlassState:
             ranks=self.ranks + other.ranks,
             check=self.check.merge(other.check, self.n_rows),
             sums=self.sums.merge(other.sums),
+            raw=self.raw + other.raw,
         )
+        pending = sum(part.cells for part in merged.raw)
+        if pending > max(3 * merged.blocks.size, MIN_PENDING_CELLS):
+            return merged.compact()
+        return merged
 
     def check_merge(self, other: MulticlassState) -> None:
         if self.n_classes != other.n_classes:
@@ -110,6 +166,8 @@ class MulticlassState:
             raise InvalidInputError("predictions", "send predictions with every batch or with none")
 
     def to_arrays(self) -> Arrays:
+        if self.raw:
+            return self.compact().to_arrays()
         confidence = [to_components(total) for total in self.sums.confidence]
         width = max((parts.size for parts in confidence), default=0)
         padded = np.zeros((len(confidence), width))
@@ -136,9 +194,16 @@ class MulticlassState:
     def output(self, options: Options, classes: tuple[str, ...] | None) -> TaskOutput:
         if self.n_rows == 0:
             raise InvalidInputError("labels", "is empty; expected at least one row")
-        if self.blocks.size == 0:
+        if self.weightless:
             raise InvalidInputError("weights", "all weights are zero; nothing to evaluate")
         names = classes if classes is not None else _index_names(self.n_classes)
+        if self.blocks.size == 0:
+            # Every row still waits as it came: the one-shot path's ranking statistics of all
+            # of them at once (the same statistics as the blocks', one sort cheaper).
+            ranking = _ranking_of_rows(self.raw, names)
+        else:
+            state = self.compact()
+            ranking = state.blocks.ranking_stats(self.n_rows, self.weighted)
         problem = self.check.problem()
         stats = MulticlassStats(
             n_rows=self.n_rows,
@@ -146,9 +211,23 @@ class MulticlassState:
             matrix=self.matrix,
             ranks=self.ranks,
             probability=self.sums if problem is None else problem,
-            ranking=self.blocks.ranking_stats(self.n_rows, self.weighted),
+            ranking=ranking,
         )
         return multiclass_output(stats, options)
+
+
+def _ranking_of_rows(raw: tuple[RawRows, ...], names: tuple[str, ...]) -> RankingStats:
+    """The ranking statistics of the waiting rows, as ``evaluate`` builds them."""
+    scores = np.concatenate([part.scores for part in raw])
+    labels = np.concatenate([part.labels for part in raw])
+    weights = None
+    if any(part.weights is not None for part in raw):
+        weights = np.concatenate(
+            [np.ones(part.labels.size) if part.weights is None else part.weights for part in raw]
+        )
+    low, high = float(scores.min()), float(scores.max())
+    inputs = MulticlassInputs(labels, scores, None, weights, names, low, high)
+    return ranking_stats(inputs, true_class_scores(scores, labels))
 
 
 def _index_names(n_classes: int) -> tuple[str, ...]:
@@ -169,12 +248,17 @@ def _of_batch(
         n_rows=inputs.n_rows,
         weighted=inputs.weights is not None,
         predicted=inputs.predicted is not None,
-        blocks=ScoreBlocks.of_rows(inputs.scores, inputs.labels, inputs.weights),
+        blocks=ScoreBlocks.empty(inputs.n_classes),
         matrix=rows.matrix,
         ranks=rows.ranks,
         check=rows.check,
         sums=rows.sums,
+        raw=(RawRows(inputs.scores.copy(), inputs.labels.copy(), _copy(inputs.weights)),),
     )
+
+
+def _copy(weights: Floats | None) -> Floats | None:
+    return None if weights is None else weights.copy()
 
 
 # --- reading a state back: every array checked -------------------------------------------------
