@@ -22,6 +22,7 @@ SCRIPTS = {
     "service_bench.py": "## service (bench/service_bench.py)",
     "multiclass_core.py": "## multiclass core (bench/multiclass_core.py)",
     "auc_simulation.py": "## AUC intervals and drift test, simulation (bench/auc_simulation.py)",
+    "stream_cost.py": "## streams against one-shot (bench/stream_cost.py)",
 }
 
 
