@@ -13,7 +13,9 @@ baseline payload of the same distribution) and ``drifted`` (AUC about 0.7 agains
 about 0.9, 4000 rows each, so the drop is significant by far). Through Prometheus's HTTP API the
 test checks that the gauges arrive with the model's labels and the response's values, that the
 recording rules aggregate them, that EvalserveModelAUCDrift fires for ``drifted``, and that no
-alert at all concerns ``healthy``.
+alert at all concerns ``healthy``. Then the service stops, as its pod would in a restart or a
+rollout: its gauges go stale in Prometheus, while the recorded series keep both models' last
+evaluation, the drift alert keeps firing and no staleness alert fires.
 """
 
 from __future__ import annotations
@@ -333,3 +335,34 @@ def test_gauges_reach_prometheus_and_the_drift_alert_fires_for_the_drifted_model
     description = alert["annotations"]["description"]
     assert 'Model drifted, version "2024-06.1", segment "eu"' in description, description
     assert f"current AUC {answers['drifted']['metrics']['roc_auc']:.3f}" in description
+
+    # 4. The service goes away, as its pod does in a restart or a rollout: Prometheus marks its
+    # gauges stale at the failed scrape. The recorded series, without the replica's labels,
+    # keep each model's last evaluation; the drift alert keeps firing; nothing is stale.
+    _stop(service.process, service.reader)
+    deadline = time.monotonic() + DEADLINE_SECONDS
+    while _query(prometheus, "evalserve_model_last_evaluation_timestamp_seconds"):
+        if time.monotonic() > deadline:
+            pytest.fail(f"the gauges did not go stale\nprometheus:\n{prometheus.output()}")
+        time.sleep(0.5)
+    time.sleep(3)  # a few rule evaluations (1 s) with no replica exporting the models
+    assert _query(prometheus, 'evalserve_model_metric{metric="roc_auc"}') == []
+    for name, model in (("healthy", HEALTHY), ("drifted", DRIFTED)):
+        selector = ",".join(f'{key}="{value}"' for key, value in _labels(model).items())
+        (recorded,) = _query(prometheus, f"evalserve:model_roc_auc:max{{{selector}}}")
+        assert float(recorded["value"][1]) == pytest.approx(answers[name]["metrics"]["roc_auc"])
+        (count,) = _query(
+            prometheus, f'evalserve:model_metric:last_over_7d{{metric="n_samples",{selector}}}'
+        )
+        assert count["metric"] == {
+            "__name__": "evalserve:model_metric:last_over_7d",
+            "metric": "n_samples",
+            **_labels(model),
+        }
+        assert float(count["value"][1]) == 4000
+        (age,) = _query(prometheus, f"evalserve:model_evaluation_age_seconds{{{selector}}}")
+        assert 0 < float(age["value"][1]) < DEADLINE_SECONDS
+    alerts = _alerts(prometheus)
+    assert [a["state"] for a in drift_alerts()] == ["firing"], alerts
+    assert [a for a in alerts if a["labels"].get("model") == "healthy"] == [], alerts
+    assert [a for a in alerts if "Stale" in a["labels"]["alertname"]] == [], alerts

@@ -480,9 +480,38 @@ def test_dashboard_structure() -> None:
             assert variable["datasource"] == source
 
 
-def test_dashboard_queries_only_contract_metrics() -> None:
+def _recording_rules() -> dict[str, str]:
+    """The recording rules of the rules file: name -> expression."""
+    groups = _yaml(RULES)["groups"]
+    return {rule["record"]: rule["expr"] for g in groups for rule in g["rules"] if "record" in rule}
+
+
+def _metric_names(text: str) -> tuple[set[str], set[str]]:
+    """The contract metrics (evalserve_...) and the recorded series (evalserve:...) in ``text``."""
+    raw = set(re.findall(r"\bevalserve_[a-z0-9_]+", text))
+    recorded = set(re.findall(r"\bevalserve:[a-z0-9_:]+", text))
+    return raw, recorded
+
+
+def test_dashboard_queries_only_contract_metrics_and_recorded_series() -> None:
     contract = _contract_metrics()
-    used = {name for expr in _exprs() for name in re.findall(r"\bevalserve_[a-z0-9_]+", expr)}
+    rules = _recording_rules()
+    variables = [v["definition"] for v in _dashboard()["templating"]["list"] if "definition" in v]
+    used: set[str] = set()
+    recorded: set[str] = set()
+    for text in [*_exprs(), *variables]:
+        raw, named = _metric_names(text)
+        used |= raw
+        recorded |= named
+    # A recorded series must be one the rules file records (compose and the PrometheusRule
+    # load it), and counts as reading the contract metrics it is built from.
+    assert recorded - set(rules) == set()
+    pending = set(recorded)
+    while pending:
+        raw, named = _metric_names(rules[pending.pop()])
+        used |= raw
+        pending |= (named & set(rules)) - recorded
+        recorded |= named & set(rules)
     assert used - contract == set()
     # Every contract gauge and counter a person watches is on the dashboard.
     assert {
@@ -513,15 +542,12 @@ def test_dashboard_shows_auc_with_its_interval_per_model_drift_samples_and_laten
             p for p in panels if all(any(n in t["expr"] for t in p["targets"]) for n in needles)
         ]
 
-    (auc,) = [
-        p
-        for p in panels_with('metric="roc_auc"', "_ci_lower{", "_ci_upper{")
-        if p["type"] == "timeseries"
-    ]
+    bounds = ("_ci_lower:last_over_7d{", "_ci_upper:last_over_7d{")
+    (auc,) = [p for p in panels_with('metric="roc_auc"', *bounds) if p["type"] == "timeseries"]
     assert auc["repeat"] == "model" and "$model" in auc["title"]
-    assert panels_with("evalserve_model_drift_z{")
-    assert panels_with("evalserve_model_drift_p_value{")
-    assert panels_with("evalserve_model_drift_significant{")
+    assert panels_with("evalserve:model_drift_z:last_over_7d{")
+    assert panels_with("evalserve:model_drift_p_value:last_over_7d{")
+    assert panels_with("evalserve:model_drift_significant:last_over_7d{")
     assert panels_with("n_samples")
     assert panels_with("rate(evalserve_model_evaluations_total")
     (latency,) = panels_with("evalserve_request_duration_seconds_bucket")
@@ -545,7 +571,8 @@ def test_dashboard_variables_are_defined_and_filter_every_model_query() -> None:
     used = {name for text in texts for name in re.findall(r"\$(\w+)", text)}
     assert used - builtin <= set(variables)
     for expr in _exprs():
-        if "evalserve_model_" in expr and "evalserve_model_series" not in expr:
+        model_series = "evalserve_model_" in expr or "evalserve:model_" in expr
+        if model_series and "evalserve_model_series" not in expr:
             assert all(f'{label}=~"${label}"' in expr for label in ("model", "version", "segment"))
 
 
@@ -583,7 +610,9 @@ def test_dashboard_takes_each_models_value_from_the_replica_that_evaluated_it_la
     tmp_path: Path,
 ) -> None:
     """Replica a evaluated fraud v3 at t=100 (AUC 0.9), replica b at t=200 (AUC 0.7): the
-    dashboard shows 0.7, not the max. The segment "eu" is a series of its own."""
+    dashboard shows 0.7, not the max, and still shows it after replica b restarted (its series
+    end at 4m) while replica a keeps exporting its older 0.9. The segment "eu" is a series of
+    its own. The panel reads the recording rules, so the test loads the rules file."""
     (auc,) = [
         t["expr"]
         for p in _query_panels()
@@ -592,7 +621,7 @@ def test_dashboard_takes_each_models_value_from_the_replica_that_evaluated_it_la
         if t["refId"] == "A"
     ]
 
-    def series(name: str, instance: str, value: float, **labels: str) -> dict[str, str]:
+    def series(name: str, instance: str, values: str, **labels: str) -> dict[str, str]:
         labels = {
             "job": "evalserve",
             "instance": instance,
@@ -601,32 +630,32 @@ def test_dashboard_takes_each_models_value_from_the_replica_that_evaluated_it_la
             **labels,
         }
         text = ",".join(f'{k}="{v}"' for k, v in labels.items())
-        return {"series": f"{name}{{{text}}}", "values": f"{value}x5"}
+        return {"series": f"{name}{{{text}}}", "values": values}
 
     stamp = "evalserve_model_last_evaluation_timestamp_seconds"
+    expected = [
+        {"labels": '{model="fraud", version="3"}', "value": 0.7},
+        {"labels": '{model="fraud", version="3", segment="eu"}', "value": 0.8},
+    ]
     tests = {
-        "rule_files": [],
+        "rule_files": [str(RULES)],
         "evaluation_interval": "1m",
         "tests": [
             {
                 "interval": "1m",
                 "input_series": [
-                    series("evalserve_model_metric", "a:8000", 0.9, metric="roc_auc"),
-                    series(stamp, "a:8000", 100),
-                    series("evalserve_model_metric", "b:8000", 0.7, metric="roc_auc"),
-                    series(stamp, "b:8000", 200),
-                    series("evalserve_model_metric", "a:8000", 0.8, metric="roc_auc", segment="eu"),
-                    series(stamp, "a:8000", 300, segment="eu"),
+                    series("evalserve_model_metric", "a:8000", "0.9x12", metric="roc_auc"),
+                    series(stamp, "a:8000", "100x12"),
+                    series("evalserve_model_metric", "b:8000", "0.7x3 stale", metric="roc_auc"),
+                    series(stamp, "b:8000", "200x3 stale"),
+                    series(
+                        "evalserve_model_metric", "a:8000", "0.8x12", metric="roc_auc", segment="eu"
+                    ),
+                    series(stamp, "a:8000", "300x12", segment="eu"),
                 ],
                 "promql_expr_test": [
-                    {
-                        "expr": _substituted(auc),
-                        "eval_time": "2m",
-                        "exp_samples": [
-                            {"labels": '{model="fraud", version="3"}', "value": 0.7},
-                            {"labels": '{model="fraud", version="3", segment="eu"}', "value": 0.8},
-                        ],
-                    }
+                    {"expr": _substituted(auc), "eval_time": when, "exp_samples": expected}
+                    for when in ("2m", "10m")
                 ],
             }
         ],
@@ -634,7 +663,7 @@ def test_dashboard_takes_each_models_value_from_the_replica_that_evaluated_it_la
     path = tmp_path / "dashboard_test.yml"
     path.write_text(yaml.safe_dump(tests), encoding="utf-8")
     result = subprocess.run(
-        [str(PROMTOOL), "test", "rules", str(path)], capture_output=True, text=True, timeout=30
+        [str(PROMTOOL), "test", "rules", str(path)], capture_output=True, text=True, timeout=60
     )
     assert result.returncode == 0, result.stdout + result.stderr
 

@@ -27,8 +27,10 @@ def _promtool(*args: str, cwd: Path = PROMETHEUS_DIR) -> str:
     promtool = shutil.which("promtool")
     if promtool is None:
         pytest.fail("promtool is not installed: run `make prometheus-tools` (Debian: prometheus)")
+    # The unit tests simulate days of rule evaluations (the 7-day level, a daily model's 2-day
+    # staleness): about a minute on a busy machine.
     done = subprocess.run(
-        [promtool, *args], cwd=cwd, capture_output=True, text=True, timeout=120, check=False
+        [promtool, *args], cwd=cwd, capture_output=True, text=True, timeout=300, check=False
     )
     output = done.stdout + done.stderr
     assert done.returncode == 0, f"promtool {' '.join(args)} failed:\n{output}"
