@@ -16,7 +16,8 @@ flat) and ``challenger``.
 
 Both can refuse the first calls (``refusals``, taken in order): the gRPC server ends each with a
 given ``grpc.Status`` (its code, message and trailing metadata, ``google.rpc`` details among
-them), the HTTP server answers each with a given status code and headers.
+them), the HTTP server answers each with a given status code and headers (a header's value may
+be a function, called as the refusal is sent: an HTTP date relative to that moment).
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ import base64
 import json
 import ssl
 import threading
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from concurrent import futures
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -48,19 +49,20 @@ COLUMNS = ("labels", "scores", "predictions", "weights")
 HEADER_FIELDS = ("task", "classes", "n_classes", "options", "model", "baseline", "coverage")
 IMAGE_FIELDS = ("gt_boxes", "gt_classes", "pred_boxes", "pred_classes", "pred_scores")
 SETTINGS = Settings()
+Header = str | Callable[[], str]
 
 
 class Seen(list[tuple[str, dict[str, str]]]):
     """What arrived over HTTP: (path, headers) per request; ``received`` the units of each;
     ``refusals`` the (status, headers) of the next calls to refuse, in order."""
 
-    def __init__(self, refusals: Sequence[tuple[int, Mapping[str, str]]] = ()) -> None:
+    def __init__(self, refusals: Sequence[tuple[int, Mapping[str, Header]]] = ()) -> None:
         super().__init__()
         self.received: list[list[Unit]] = []
         self.refusals = list(refusals)
         self.lock = threading.Lock()
 
-    def refusal(self) -> tuple[int, Mapping[str, str]] | None:
+    def refusal(self) -> tuple[int, Mapping[str, Header]] | None:
         with self.lock:
             return self.refusals.pop(0) if self.refusals else None
 
@@ -328,7 +330,7 @@ class _HttpRecording(BaseHTTPRequestHandler):
         data = json.dumps({"error": {"code": "unavailable", "message": "refused"}}).encode()
         self.send_response(status)
         for name, value in {"content-type": "application/json", **headers}.items():
-            self.send_header(name, value)
+            self.send_header(name, value() if callable(value) else value)
         self.send_header("content-length", str(len(data)))
         self.end_headers()
         self.wfile.write(data)
@@ -355,7 +357,7 @@ class _HttpRecording(BaseHTTPRequestHandler):
 
 @contextmanager
 def http_recording(
-    tls: ssl.SSLContext | None = None, refusals: Sequence[tuple[int, Mapping[str, str]]] = ()
+    tls: ssl.SSLContext | None = None, refusals: Sequence[tuple[int, Mapping[str, Header]]] = ()
 ) -> Iterator[tuple[str, Seen]]:
     """A recording HTTP(S) server on 127.0.0.1: (base URL, what arrived)."""
     seen = Seen(refusals)

@@ -1,8 +1,9 @@
 /**
  * `EvalserveClient`: one `evaluate` over gRPC (`host:port`, `grpc://host:port`) or REST
  * (`http://`, `https://`), with deadlines, retries of these idempotent calls when the server is
- * unavailable, and automatic streaming of large inputs of every task (see `request.ts` for what
- * a stream's size counts).
+ * unavailable (full-jitter backoff, the server's retry hint as its floor, a cap on the attempts
+ * and on the total time: retry.ts), and automatic streaming of large inputs of every task (see
+ * `request.ts` for what a stream's size counts).
  */
 
 import type { Door } from "./door.js";
@@ -10,6 +11,7 @@ import { EvalserveError, Unavailable } from "./errors.js";
 import { GrpcDoor } from "./grpc.js";
 import { detectionRequest, rowsRequest, streamSize, type Request } from "./request.js";
 import { RestDoor } from "./rest.js";
+import { checkedPolicy, Schedule } from "./retry.js";
 import type {
   ClientOptions,
   DetectionPrediction,
@@ -30,6 +32,8 @@ const DEFAULTS: ClientSettings = {
   timeoutMs: 60_000,
   retries: 3,
   backoffMs: 200,
+  maxBackoffMs: 5_000,
+  retryDeadlineMs: 30_000,
   streamThreshold: 1_000_000,
   chunkRows: 250_000,
   headers: {},
@@ -70,11 +74,22 @@ function sleep(ms: number): Promise<void> {
   return new Promise((resolve) => setTimeout(resolve, ms));
 }
 
+/** What the retries wait with, read the time from and draw their jitter from. */
+export interface RetryClock {
+  readonly sleep: (ms: number) => Promise<void>;
+  readonly now: () => number;
+  readonly random: () => number;
+}
+
+const REAL_CLOCK: RetryClock = { sleep, now: () => performance.now(), random: Math.random };
+
 export class EvalserveClient {
   readonly target: string;
   readonly settings: Readonly<ClientSettings>;
   private readonly door: Door;
   private closed = false;
+  /** Replaced by tests only. */
+  retryClock: RetryClock = REAL_CLOCK;
 
   /**
    * `new EvalserveClient("localhost:50051")` speaks gRPC (`grpcs://host:port` over TLS), `new
@@ -85,6 +100,7 @@ export class EvalserveClient {
     this.target = target;
     const { ca, ...rest } = options;
     this.settings = { ...DEFAULTS, ...definedOnly(rest) };
+    checkedPolicy(this.policy());
     this.door = door(target, checkedHeaders(this.settings.headers), ca);
   }
 
@@ -157,19 +173,28 @@ export class EvalserveClient {
     this.door.close();
   }
 
+  private policy(): { retries: number; backoffMs: number; maxBackoffMs: number; retryDeadlineMs: number } {
+    const { retries, backoffMs, maxBackoffMs, retryDeadlineMs } = this.settings;
+    return { retries, backoffMs, maxBackoffMs, retryDeadlineMs };
+  }
+
   private async retried<T>(attempt: () => Promise<T>): Promise<T> {
-    for (let retry = 0; ; retry += 1) {
+    const clock = this.retryClock;
+    const schedule = new Schedule(this.policy(), clock.now, clock.random);
+    for (;;) {
       if (this.closed) {
         throw new EvalserveError("the client is closed", { code: "closed" });
       }
+      let pause: number | null;
       try {
         return await attempt();
       } catch (error) {
-        if (!(error instanceof Unavailable) || retry >= this.settings.retries) {
+        pause = error instanceof Unavailable ? schedule.pause(error.retryAfterMs) : null;
+        if (pause === null) {
           throw error;
         }
       }
-      await sleep(this.settings.backoffMs * 2 ** retry);
+      await clock.sleep(pause);
     }
   }
 }
