@@ -405,6 +405,22 @@ def test_the_pushback_trailer_is_a_retry_hint() -> None:
     assert raised.value.retry_after == 0.75
 
 
+def test_retry_info_takes_precedence_over_the_pushback_trailer() -> None:
+    both = refusal(
+        grpc.StatusCode.UNAVAILABLE,
+        "busy",
+        retry_info(1.5),
+        trailers=(("grpc-retry-pushback-ms", "750"),),
+    )
+    with (
+        grpc_recording(refusals=[both]) as (target, _),
+        Client(target, retries=0) as client,
+        pytest.raises(Unavailable) as raised,
+    ):
+        client.evaluate("binary", Y_TRUE, Y_SCORE)
+    assert raised.value.retry_after == 1.5
+
+
 # --- gRPC: error details ----------------------------------------------------------------------
 
 

@@ -3,7 +3,7 @@
 The service sends a refusal's ``google.rpc.Status`` in the ``grpc-status-details-bin`` trailer;
 its details hold a ``google.rpc.BadRequest`` (the field and what was wrong with it) and may hold
 a ``google.rpc.RetryInfo`` (how long to wait before a retry). gRFC A6's
-``grpc-retry-pushback-ms`` trailer is read as a retry hint too.
+``grpc-retry-pushback-ms`` trailer is read as a retry hint when there is no RetryInfo.
 """
 
 from __future__ import annotations
@@ -38,10 +38,11 @@ def details(trailers: Iterable[tuple[str, str | bytes]]) -> Details:
     """The details of a call's trailing metadata; empty when there are none or they are not
     readable."""
     violations: list[tuple[str, str]] = []
-    retry_after: float | None = None
+    retry_after: float | None = None  # RetryInfo's; else the pushback trailer's
+    pushback: float | None = None
     for key, value in trailers:
         if key == PUSHBACK:
-            retry_after = _pushback(value)
+            pushback = _pushback(value)
         if key != TRAILER or not isinstance(value, bytes):
             continue
         try:
@@ -58,4 +59,4 @@ def details(trailers: Iterable[tuple[str, str | bytes]]) -> Details:
                 detail.Unpack(info)
                 delay = info.retry_delay
                 retry_after = max(0.0, delay.seconds + delay.nanos / 1e9)
-    return Details(tuple(violations), retry_after)
+    return Details(tuple(violations), pushback if retry_after is None else retry_after)
