@@ -52,6 +52,73 @@ def test_full_jitter_and_the_schedule() -> None:
     # retries=3 at 1 s, cap 4 s, draws of 0.5: 500, the hint 3000 over 1000, 2000 over 100, none
     assert found["pauses"] == [500, 3000, 2000, None]
     assert found["deadline"] == [900, None]
+    # a gRPC unary call stands for gRPC's 5 attempts: one more call, its backoff from theirs
+    assert found["unaryPauses"] == [8000, None]
+
+
+def test_the_unary_channel_carries_grpcs_retry_policy() -> None:
+    _node_modules()
+    done = subprocess.run(
+        [str(BIN / "tsx"), "test/schedule.ts"],
+        cwd=PACKAGE,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=True,
+    )
+    three, nine, none = json.loads(done.stdout)["options"]
+    assert three["grpc.enable_retries"] == 1
+    (method_config,) = json.loads(three["grpc.service_config"])["methodConfig"]
+    names = {(name["service"], name["method"]) for name in method_config["name"]}
+    assert names == {
+        ("evalserve.v1.EvaluationService", "Evaluate"),
+        ("evalserve.v1.EvaluationService", "ListMetrics"),
+    }  # not EvaluateStream: streams are the client loop's
+    assert method_config["retryPolicy"] == {
+        "maxAttempts": 4,
+        "initialBackoff": "0.250s",
+        "maxBackoff": "4.000s",
+        "backoffMultiplier": 2,
+        "retryableStatusCodes": ["UNAVAILABLE"],
+    }
+    nine_config = json.loads(nine["grpc.service_config"])
+    assert nine_config["methodConfig"][0]["retryPolicy"]["maxAttempts"] == 5  # gRPC's limit
+    assert json.loads(none["grpc.service_config"]) == {}
+
+
+@pytest.mark.parametrize("method", ["evaluate", "listMetrics"])
+def test_grpcs_retry_policy_retries_unary_calls_on_unavailable(tmp_path: Path, method: str) -> None:
+    """Two UNAVAILABLE refusals, then the answer, within one call of the client's loop."""
+    with grpc_recording(refusals=[busy(), busy()]) as (target, recording):
+        if method == "evaluate":
+            answer = one_call(tmp_path, target, {"retries": 3, "backoffMs": 10})
+            assert ok({"call": answer}, "call")["metrics"]["roc_auc"] == 0.75
+        else:
+            case = {"id": "call", "target": target, "settings": {"retries": 3, "backoffMs": 10},
+                    "call": "listMetrics", "task": "binary"}  # fmt: skip
+            assert ok(run_cases([case], tmp_path), "call")
+    assert len(recording.seen) == 3
+
+
+@pytest.mark.parametrize(("retries", "attempts"), [(2, 3), (6, 10)])
+def test_unary_attempts_are_not_doubled(tmp_path: Path, retries: int, attempts: int) -> None:
+    """An always-busy server: retries=2 makes 3 attempts in all (the channel's), retries=6 two
+    calls of gRPC's 5 (the loop adds a call for the retries past gRPC's limit), never more."""
+    with grpc_recording(refusals=[busy()] * 30) as (target, recording):
+        answer = one_call(tmp_path, target, {"retries": retries, "backoffMs": 10})
+    assert error({"call": answer}, "call")["type"] == "Unavailable"
+    assert len(recording.seen) == attempts
+
+
+def test_grpcs_retry_policy_honours_the_pushback_trailer(tmp_path: Path) -> None:
+    pushback = refusal(
+        grpc.StatusCode.UNAVAILABLE, "busy", trailers=(("grpc-retry-pushback-ms", "1000"),)
+    )
+    with grpc_recording(refusals=[pushback]) as (target, recording):
+        answer = one_call(tmp_path, target, {"retries": 2, "backoffMs": 1})
+    assert ok({"call": answer}, "call")["metrics"]["roc_auc"] == 0.75
+    assert len(recording.seen) == 2
+    assert 1000 <= answer["ms"] < 10_000
 
 
 @pytest.mark.parametrize("form", ["seconds", "http-date"])
@@ -68,14 +135,14 @@ def test_rest_retry_after_is_waited_for(tmp_path: Path, form: str) -> None:
     assert 1000 <= answer["ms"] < 15_000
 
 
-@pytest.mark.parametrize("stream", [False, True])
-def test_grpc_retry_info_is_waited_for(tmp_path: Path, stream: bool) -> None:
-    settings = {"retries": 2, "backoffMs": 1, "streamThreshold": 2 if stream else 1_000_000}
+def test_a_streams_retry_info_is_waited_for(tmp_path: Path) -> None:
+    """Streams are retried by the client's loop, which honours RetryInfo (gRPC's retry policy
+    of the unary calls only knows the pushback trailer)."""
+    settings = {"retries": 2, "backoffMs": 1, "streamThreshold": 2}
     with grpc_recording(refusals=[busy(hint=1.0)]) as (target, recording):
         answer = one_call(tmp_path, target, settings)
     assert ok({"call": answer}, "call")["metrics"]["roc_auc"] == 0.75
-    method = "EvaluateStream" if stream else "Evaluate"
-    assert [seen for seen, _ in recording.seen] == [method, method]
+    assert [seen for seen, _ in recording.seen] == ["EvaluateStream"] * 2
     assert recording.received[0] == recording.received[1]  # the whole call again
     assert 1000 <= answer["ms"] < 10_000
 
@@ -91,8 +158,9 @@ def test_the_total_retry_time_is_capped(tmp_path: Path) -> None:
 
 
 def test_a_hint_past_the_retry_deadline_ends_the_call_at_once(tmp_path: Path) -> None:
+    settings = {"retries": 3, "retryDeadlineMs": 5000, "streamThreshold": 2}  # the loop's
     with grpc_recording(refusals=[busy(hint=120.0)]) as (target, recording):
-        answer = one_call(tmp_path, target, {"retries": 3, "retryDeadlineMs": 5000})
+        answer = one_call(tmp_path, target, settings)
     refused = error({"call": answer}, "call")
     assert refused["type"] == "Unavailable"
     assert refused["retryAfterMs"] == 120_000

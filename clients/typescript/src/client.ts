@@ -9,9 +9,10 @@
 import type { Door } from "./door.js";
 import { EvalserveError, Unavailable } from "./errors.js";
 import { GrpcDoor } from "./grpc.js";
+import type { UnaryRetry } from "./grpc-unary.js";
 import { detectionRequest, rowsRequest, streamSize, type Request } from "./request.js";
 import { RestDoor } from "./rest.js";
-import { checkedPolicy, Schedule } from "./retry.js";
+import { checkedPolicy, Schedule, type RetryPolicy } from "./retry.js";
 import type {
   ClientOptions,
   DetectionPrediction,
@@ -60,14 +61,20 @@ function checkedHeaders(headers: Readonly<Record<string, string>>): Record<strin
   return checked;
 }
 
-function door(target: string, headers: Record<string, string>, ca: string | undefined): Door {
+function door(
+  target: string,
+  headers: Record<string, string>,
+  ca: string | undefined,
+  retry: UnaryRetry,
+): Door {
   if (/^https?:\/\//.test(target)) {
     return new RestDoor(target.replace(/\/+$/, ""), headers);
   }
   if (target.startsWith("grpcs://")) {
-    return new GrpcDoor(target.slice("grpcs://".length), headers, ca === undefined ? {} : { ca });
+    const tls = ca === undefined ? {} : { ca };
+    return new GrpcDoor(target.slice("grpcs://".length), headers, tls, retry);
   }
-  return new GrpcDoor(target.replace(/^grpc:\/\//, ""), headers);
+  return new GrpcDoor(target.replace(/^grpc:\/\//, ""), headers, null, retry);
 }
 
 function sleep(ms: number): Promise<void> {
@@ -100,8 +107,8 @@ export class EvalserveClient {
     this.target = target;
     const { ca, ...rest } = options;
     this.settings = { ...DEFAULTS, ...definedOnly(rest) };
-    checkedPolicy(this.policy());
-    this.door = door(target, checkedHeaders(this.settings.headers), ca);
+    const policy = checkedPolicy(this.policy());
+    this.door = door(target, checkedHeaders(this.settings.headers), ca, policy);
   }
 
   /** Evaluate as `core.evaluate` does, on the server; rejects with an `EvalserveError`. */
@@ -141,8 +148,9 @@ export class EvalserveClient {
     const stream =
       request.challenger === null && streamSize(request) > this.settings.streamThreshold;
     const timeoutMs = opts.timeoutMs ?? this.settings.timeoutMs;
-    return this.retried(() =>
-      this.door.evaluate(request, stream, this.settings.chunkRows, timeoutMs),
+    return this.retried(
+      () => this.door.evaluate(request, stream, this.settings.chunkRows, timeoutMs),
+      stream ? 1 : this.door.unaryAttempts,
     );
   }
 
@@ -164,7 +172,7 @@ export class EvalserveClient {
         : taskOrOpts;
     const timeoutMs = opts.timeoutMs ?? this.settings.timeoutMs;
     const task = opts.task ?? null;
-    return this.retried(() => this.door.listMetrics(task, timeoutMs));
+    return this.retried(() => this.door.listMetrics(task, timeoutMs), this.door.unaryAttempts);
   }
 
   /** Close the connection (gRPC); later calls are refused. */
@@ -173,14 +181,16 @@ export class EvalserveClient {
     this.door.close();
   }
 
-  private policy(): { retries: number; backoffMs: number; maxBackoffMs: number; retryDeadlineMs: number } {
+  private policy(): RetryPolicy {
     const { retries, backoffMs, maxBackoffMs, retryDeadlineMs } = this.settings;
     return { retries, backoffMs, maxBackoffMs, retryDeadlineMs };
   }
 
-  private async retried<T>(attempt: () => Promise<T>): Promise<T> {
+  /** `attempt()` until it is not Unavailable or the schedule says stop; `perCall`: the
+   * attempts each one makes by itself (gRPC's retry policy's, for a gRPC unary call). */
+  private async retried<T>(attempt: () => Promise<T>, perCall: number): Promise<T> {
     const clock = this.retryClock;
-    const schedule = new Schedule(this.policy(), clock.now, clock.random);
+    const schedule = new Schedule(this.policy(), clock.now, clock.random, perCall);
     for (;;) {
       if (this.closed) {
         throw new EvalserveError("the client is closed", { code: "closed" });

@@ -96,7 +96,8 @@ export function grpcError(thrown: unknown): EvalserveError {
     return new Unavailable(error.rawMessage, { code: "unavailable", cause: thrown });
   }
   if (error.code === Code.Unavailable) {
-    return new Unavailable(error.rawMessage, { code, cause: thrown, retryAfterMs: retryHintMs(error) });
+    const retryAfterMs = retryHintMs(error);
+    return new Unavailable(error.rawMessage, { code, cause: thrown, retryAfterMs });
   }
   if (error.code === Code.DeadlineExceeded) {
     return new DeadlineExceeded(error.rawMessage, { code, cause: thrown });

@@ -103,6 +103,8 @@ function transportError(error: unknown): EvalserveError {
 }
 
 export class RestDoor implements Door {
+  readonly unaryAttempts = 1;
+
   /** `baseUrl` is http(s)://host:port, without a trailing slash. */
   constructor(
     private readonly baseUrl: string,

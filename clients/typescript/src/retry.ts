@@ -56,19 +56,24 @@ export class Schedule {
   private retry = 0;
   private readonly started: number;
 
+  /** `perCall`: the attempts each of the loop's attempts stands for (gRPC's retry policy's
+   * for a gRPC unary call, 1 otherwise); the loop then calls again only while that leaves
+   * attempts of `retries + 1` to make, and its backoff goes on from theirs. */
   constructor(
     private readonly policy: RetryPolicy,
     private readonly clock: () => number = () => performance.now(),
     private readonly random: () => number = Math.random,
+    private readonly perCall: number = 1,
   ) {
     this.started = clock();
   }
 
   pause(hintMs: number | null = null): number | null {
-    if (this.retry >= this.policy.retries) {
+    if ((this.retry + 1) * this.perCall >= this.policy.retries + 1) {
       return null;
     }
-    let wait = fullJitter(this.retry, this.policy.backoffMs, this.policy.maxBackoffMs, this.random);
+    const exponent = (this.retry + 1) * this.perCall - 1;
+    let wait = fullJitter(exponent, this.policy.backoffMs, this.policy.maxBackoffMs, this.random);
     if (hintMs !== null) {
       wait = Math.max(wait, hintMs);
     }

@@ -11,7 +11,8 @@
  * number[] / string[]), and {"number": "Infinity" | "-Infinity" | "NaN"} for that number. The cases run one after the other, or all at once when "parallel".
  * Each call writes "started ID" on stderr as it starts. The output maps each id to
  * {"ok": result} or {"error": {type, code, field, detail, message, retryAfterMs}}, with the
- * call's wall time in "ms"; a non-finite number is written as the text "non-finite VALUE", not JSON's null.
+ * call's wall time in "ms"; a non-finite number is written as the text "non-finite VALUE", not
+ * JSON's null.
  */
 
 import { readFileSync } from "node:fs";
