@@ -20,7 +20,15 @@ from typing import Any
 import numpy as np
 from evalserve_client import AsyncClient, Client, EvalserveError
 
-DEPENDENCIES = ("numpy", "grpcio", "protobuf", "httpx", "orjson", "matplotlib")
+DEPENDENCIES = (
+    "numpy",
+    "grpcio",
+    "protobuf",
+    "httpx",
+    "orjson",
+    "googleapis-common-protos",
+    "matplotlib",
+)
 
 
 def _binary(n_rows: int) -> tuple[list[float], list[float]]:

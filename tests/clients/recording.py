@@ -13,6 +13,11 @@ two doors received can be compared directly: ``header`` (task name, ``classes``,
 ``coverage``), the row columns as flat float lists (matrices row-major, raw ``*_f64`` bytes
 decoded), ``label_names`` (class-name labels: JSON ``labels`` of strings), ``images`` (boxes
 flat) and ``challenger``.
+
+Both can refuse the first calls (``refusals``, taken in order): the gRPC server ends each with a
+given ``grpc.Status`` (its code, message and trailing metadata, ``google.rpc`` details among
+them), the HTTP server answers each with a given status code and headers (a header's value may
+be a function, called as the refusal is sent: an HTTP date relative to that moment).
 """
 
 from __future__ import annotations
@@ -21,9 +26,10 @@ import base64
 import json
 import ssl
 import threading
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from concurrent import futures
 from contextlib import contextmanager
+from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
@@ -43,14 +49,22 @@ COLUMNS = ("labels", "scores", "predictions", "weights")
 HEADER_FIELDS = ("task", "classes", "n_classes", "options", "model", "baseline", "coverage")
 IMAGE_FIELDS = ("gt_boxes", "gt_classes", "pred_boxes", "pred_classes", "pred_scores")
 SETTINGS = Settings()
+Header = str | Callable[[], str]
 
 
 class Seen(list[tuple[str, dict[str, str]]]):
-    """What arrived over HTTP: (path, headers) per request; ``received`` the units of each."""
+    """What arrived over HTTP: (path, headers) per request; ``received`` the units of each;
+    ``refusals`` the (status, headers) of the next calls to refuse, in order."""
 
-    def __init__(self) -> None:
+    def __init__(self, refusals: Sequence[tuple[int, Mapping[str, Header]]] = ()) -> None:
         super().__init__()
         self.received: list[list[Unit]] = []
+        self.refusals = list(refusals)
+        self.lock = threading.Lock()
+
+    def refusal(self) -> tuple[int, Mapping[str, Header]] | None:
+        with self.lock:
+            return self.refusals.pop(0) if self.refusals else None
 
 
 def answer(labels: list[float], scores: list[float]) -> core.EvaluationResult:
@@ -215,15 +229,30 @@ def evaluated(units: Sequence[Unit]) -> pb.EvaluateResponse:
 # --- the servers ---------------------------------------------------------------------------------
 
 
+@dataclass(frozen=True)
+class Refusal(grpc.Status):
+    """A status to end a call with: code, message, trailing metadata (``grpc.Status``)."""
+
+    code: grpc.StatusCode
+    details: str
+    trailing_metadata: tuple[tuple[str, str | bytes], ...] = ()
+
+
 class Recording(pb_grpc.EvaluationServiceServicer):
-    def __init__(self) -> None:
+    def __init__(self, refusals: Sequence[grpc.Status] = ()) -> None:
         self.seen: list[tuple[str, dict[str, str]]] = []
         self.received: list[list[Unit]] = []
+        self.refusals = list(refusals)
+        self.lock = threading.Lock()
 
     def _record(self, method: str, context: grpc.ServicerContext, units: list[Unit]) -> None:
         pairs = context.invocation_metadata() or ()
-        self.seen.append((method, {str(k): str(v) for k, v in pairs}))
-        self.received.append(units)
+        with self.lock:
+            self.seen.append((method, {str(k): str(v) for k, v in pairs}))
+            self.received.append(units)
+            refusal = self.refusals.pop(0) if self.refusals else None
+        if refusal is not None:
+            context.abort_with_status(refusal)
 
     def Evaluate(  # noqa: N802 - the RPC's name
         self, request: pb.EvaluateRequest, context: grpc.ServicerContext
@@ -248,10 +277,10 @@ class Recording(pb_grpc.EvaluationServiceServicer):
 
 @contextmanager
 def grpc_recording(
-    credentials: grpc.ServerCredentials | None = None,
+    credentials: grpc.ServerCredentials | None = None, refusals: Sequence[grpc.Status] = ()
 ) -> Iterator[tuple[str, Recording]]:
     """A recording gRPC server on 127.0.0.1: (host:port, its recording)."""
-    recording = Recording()
+    recording = Recording(refusals)
     server = grpc.server(futures.ThreadPoolExecutor(max_workers=4))
     pb_grpc.add_EvaluationServiceServicer_to_server(recording, server)
     if credentials is None:
@@ -293,14 +322,31 @@ class _HttpRecording(BaseHTTPRequestHandler):
         self.seen.append((self.path, {k.lower(): v for k, v in self.headers.items()}))
         self.seen.received.append(units)
 
+    def _refused(self) -> bool:
+        refusal = self.seen.refusal()
+        if refusal is None:
+            return False
+        status, headers = refusal
+        data = json.dumps({"error": {"code": "unavailable", "message": "refused"}}).encode()
+        self.send_response(status)
+        for name, value in {"content-type": "application/json", **headers}.items():
+            self.send_header(name, value() if callable(value) else value)
+        self.send_header("content-length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+        return True
+
     def do_GET(self) -> None:
         self._record([])
-        self._send(encode.catalog_to_json())
+        if not self._refused():
+            self._send(encode.catalog_to_json())
 
     def do_POST(self) -> None:
         lines = [json.loads(line) for line in self._body().splitlines() if line.strip()]
         units = [json_unit(line) for line in lines]
         self._record(units)
+        if self._refused():
+            return
         try:
             answer = encode.proto_to_json(evaluated(units))
         except Exception as error:  # the test's failure, told to the client
@@ -310,9 +356,11 @@ class _HttpRecording(BaseHTTPRequestHandler):
 
 
 @contextmanager
-def http_recording(tls: ssl.SSLContext | None = None) -> Iterator[tuple[str, Seen]]:
+def http_recording(
+    tls: ssl.SSLContext | None = None, refusals: Sequence[tuple[int, Mapping[str, Header]]] = ()
+) -> Iterator[tuple[str, Seen]]:
     """A recording HTTP(S) server on 127.0.0.1: (base URL, what arrived)."""
-    seen = Seen()
+    seen = Seen(refusals)
     handler = type("Handler", (_HttpRecording,), {"seen": seen})
     server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
     if tls is not None:

@@ -1,15 +1,18 @@
 /**
  * `EvalserveClient`: one `evaluate` over gRPC (`host:port`, `grpc://host:port`) or REST
  * (`http://`, `https://`), with deadlines, retries of these idempotent calls when the server is
- * unavailable, and automatic streaming of large inputs of every task (see `request.ts` for what
- * a stream's size counts).
+ * unavailable (full-jitter backoff, the server's retry hint as its floor, a cap on the attempts
+ * and on the total time: retry.ts), and automatic streaming of large inputs of every task (see
+ * `request.ts` for what a stream's size counts).
  */
 
 import type { Door } from "./door.js";
 import { EvalserveError, Unavailable } from "./errors.js";
 import { GrpcDoor } from "./grpc.js";
+import type { UnaryRetry } from "./grpc-unary.js";
 import { detectionRequest, rowsRequest, streamSize, type Request } from "./request.js";
 import { RestDoor } from "./rest.js";
+import { checkedPolicy, Schedule, type RetryPolicy } from "./retry.js";
 import type {
   ClientOptions,
   DetectionPrediction,
@@ -30,6 +33,8 @@ const DEFAULTS: ClientSettings = {
   timeoutMs: 60_000,
   retries: 3,
   backoffMs: 200,
+  maxBackoffMs: 5_000,
+  retryDeadlineMs: 30_000,
   streamThreshold: 1_000_000,
   chunkRows: 250_000,
   headers: {},
@@ -56,25 +61,42 @@ function checkedHeaders(headers: Readonly<Record<string, string>>): Record<strin
   return checked;
 }
 
-function door(target: string, headers: Record<string, string>, ca: string | undefined): Door {
+function door(
+  target: string,
+  headers: Record<string, string>,
+  ca: string | undefined,
+  retry: UnaryRetry,
+): Door {
   if (/^https?:\/\//.test(target)) {
     return new RestDoor(target.replace(/\/+$/, ""), headers);
   }
   if (target.startsWith("grpcs://")) {
-    return new GrpcDoor(target.slice("grpcs://".length), headers, ca === undefined ? {} : { ca });
+    const tls = ca === undefined ? {} : { ca };
+    return new GrpcDoor(target.slice("grpcs://".length), headers, tls, retry);
   }
-  return new GrpcDoor(target.replace(/^grpc:\/\//, ""), headers);
+  return new GrpcDoor(target.replace(/^grpc:\/\//, ""), headers, null, retry);
 }
 
 function sleep(ms: number): Promise<void> {
   return new Promise((resolve) => setTimeout(resolve, ms));
 }
 
+/** What the retries wait with, read the time from and draw their jitter from. */
+export interface RetryClock {
+  readonly sleep: (ms: number) => Promise<void>;
+  readonly now: () => number;
+  readonly random: () => number;
+}
+
+const REAL_CLOCK: RetryClock = { sleep, now: () => performance.now(), random: Math.random };
+
 export class EvalserveClient {
   readonly target: string;
   readonly settings: Readonly<ClientSettings>;
   private readonly door: Door;
   private closed = false;
+  /** Replaced by tests only. */
+  retryClock: RetryClock = REAL_CLOCK;
 
   /**
    * `new EvalserveClient("localhost:50051")` speaks gRPC (`grpcs://host:port` over TLS), `new
@@ -85,7 +107,8 @@ export class EvalserveClient {
     this.target = target;
     const { ca, ...rest } = options;
     this.settings = { ...DEFAULTS, ...definedOnly(rest) };
-    this.door = door(target, checkedHeaders(this.settings.headers), ca);
+    const policy = checkedPolicy(this.policy());
+    this.door = door(target, checkedHeaders(this.settings.headers), ca, policy);
   }
 
   /** Evaluate as `core.evaluate` does, on the server; rejects with an `EvalserveError`. */
@@ -125,8 +148,9 @@ export class EvalserveClient {
     const stream =
       request.challenger === null && streamSize(request) > this.settings.streamThreshold;
     const timeoutMs = opts.timeoutMs ?? this.settings.timeoutMs;
-    return this.retried(() =>
-      this.door.evaluate(request, stream, this.settings.chunkRows, timeoutMs),
+    return this.retried(
+      () => this.door.evaluate(request, stream, this.settings.chunkRows, timeoutMs),
+      stream ? 1 : this.door.unaryAttempts,
     );
   }
 
@@ -148,7 +172,7 @@ export class EvalserveClient {
         : taskOrOpts;
     const timeoutMs = opts.timeoutMs ?? this.settings.timeoutMs;
     const task = opts.task ?? null;
-    return this.retried(() => this.door.listMetrics(task, timeoutMs));
+    return this.retried(() => this.door.listMetrics(task, timeoutMs), this.door.unaryAttempts);
   }
 
   /** Close the connection (gRPC); later calls are refused. */
@@ -157,19 +181,30 @@ export class EvalserveClient {
     this.door.close();
   }
 
-  private async retried<T>(attempt: () => Promise<T>): Promise<T> {
-    for (let retry = 0; ; retry += 1) {
+  private policy(): RetryPolicy {
+    const { retries, backoffMs, maxBackoffMs, retryDeadlineMs } = this.settings;
+    return { retries, backoffMs, maxBackoffMs, retryDeadlineMs };
+  }
+
+  /** `attempt()` until it is not Unavailable or the schedule says stop; `perCall`: the
+   * attempts each one makes by itself (gRPC's retry policy's, for a gRPC unary call). */
+  private async retried<T>(attempt: () => Promise<T>, perCall: number): Promise<T> {
+    const clock = this.retryClock;
+    const schedule = new Schedule(this.policy(), clock.now, clock.random, perCall);
+    for (;;) {
       if (this.closed) {
         throw new EvalserveError("the client is closed", { code: "closed" });
       }
+      let pause: number | null;
       try {
         return await attempt();
       } catch (error) {
-        if (!(error instanceof Unavailable) || retry >= this.settings.retries) {
+        pause = error instanceof Unavailable ? schedule.pause(error.retryAfterMs) : null;
+        if (pause === null) {
           throw error;
         }
       }
-      await sleep(this.settings.backoffMs * 2 ** retry);
+      await clock.sleep(pause);
     }
   }
 }

@@ -4,6 +4,9 @@ import type { Request } from "./request.js";
 import type { EvaluationResult, MetricInfo, Task } from "./types.js";
 
 export interface Door {
+  /** The attempts one `evaluate` or `listMetrics` makes by itself (gRPC's retry policy), 1 if
+   * none: the client's loop counts each of its attempts as that many. Streams make one. */
+  readonly unaryAttempts: number;
   /** Evaluate once; `stream` sends the rows (images) in batches of `chunkRows` (request.ts). */
   evaluate(
     request: Request,

@@ -10,6 +10,8 @@ export interface ErrorDetails {
   readonly field?: string | null;
   readonly code?: string;
   readonly cause?: unknown;
+  /** The server's retry hint in ms (HTTP `Retry-After`, gRPC `google.rpc.RetryInfo`). */
+  readonly retryAfterMs?: number | null;
 }
 
 /** A call the server (or the transport) refused. */
@@ -18,6 +20,8 @@ export class EvalserveError extends Error {
   readonly code: string;
   /** The server's message, without the field. */
   readonly detail: string;
+  /** How long the server asked to wait before a retry, in ms, when it said so. */
+  readonly retryAfterMs: number | null;
 
   constructor(message: string, details: ErrorDetails = {}) {
     const field = details.field === undefined || details.field === "" ? null : details.field;
@@ -26,6 +30,7 @@ export class EvalserveError extends Error {
     this.field = field;
     this.code = details.code ?? "";
     this.detail = message;
+    this.retryAfterMs = details.retryAfterMs ?? null;
   }
 }
 

@@ -1,11 +1,12 @@
 /**
  * gRPC refusals as typed errors. The service ends a refused call with the message
- * "field: description" and a `google.rpc.BadRequest` detail naming the field; the detail is
- * read when present (a field such as "batch 2.scores" holds a space, so splitting the message
- * is only the fallback).
+ * "field: description" and a `google.rpc.BadRequest` detail naming the field; the details are
+ * decoded with the generated google.rpc messages (src/gen/google/rpc) when present (a field such
+ * as "batch 2.scores" holds a space, so splitting the message is only the fallback). A
+ * `google.rpc.RetryInfo` detail, or gRFC A6's `grpc-retry-pushback-ms` trailer, is the server's
+ * retry hint.
  */
 
-import { BinaryReader, WireType } from "@bufbuild/protobuf/wire";
 import { Code, ConnectError } from "@connectrpc/connect";
 
 import {
@@ -15,50 +16,29 @@ import {
   TooLarge,
   Unavailable,
 } from "./errors.js";
-
-const BAD_REQUEST = "google.rpc.BadRequest";
+import { BadRequestSchema, RetryInfoSchema } from "./gen/google/rpc/error_details_pb.js";
 
 interface Violation {
   readonly field: string;
   readonly description: string;
 }
 
-/** The first field violation of an encoded google.rpc.BadRequest (fields 1: field_violations;
- * in each, 1: field, 2: description). */
-function firstViolation(bytes: Uint8Array): Violation | null {
-  const outer = new BinaryReader(bytes);
-  while (outer.pos < outer.len) {
-    const [number, wireType] = outer.tag();
-    if (number !== 1 || wireType !== WireType.LengthDelimited) {
-      outer.skip(wireType, number);
-      continue;
-    }
-    const inner = new BinaryReader(outer.bytes());
-    let field = "";
-    let description = "";
-    while (inner.pos < inner.len) {
-      const [innerNumber, innerType] = inner.tag();
-      if (innerNumber === 1 && innerType === WireType.LengthDelimited) {
-        field = inner.string();
-      } else if (innerNumber === 2 && innerType === WireType.LengthDelimited) {
-        description = inner.string();
-      } else {
-        inner.skip(innerType, innerNumber);
-      }
-    }
-    return { field, description };
+/** Every field violation of the error's BadRequest details. */
+export function violations(error: ConnectError): Violation[] {
+  try {
+    return error
+      .findDetails(BadRequestSchema)
+      .flatMap((bad) => bad.fieldViolations)
+      .map(({ field, description }) => ({ field, description }));
+  } catch {
+    return []; // details that do not decode: the message is all there is
   }
-  return null;
 }
 
 function violation(error: ConnectError): Violation {
-  for (const detail of error.details) {
-    if ("type" in detail && detail.type === BAD_REQUEST) {
-      const found = firstViolation(detail.value);
-      if (found !== null) {
-        return found;
-      }
-    }
+  const [first] = violations(error);
+  if (first !== undefined) {
+    return first;
   }
   const message = error.rawMessage;
   const split = message.indexOf(": ");
@@ -67,6 +47,21 @@ function violation(error: ConnectError): Violation {
     return { field: "", description: message };
   }
   return { field, description: message.slice(split + 2) };
+}
+
+/** The server's retry hint in ms: its RetryInfo detail, else its pushback trailer; or null. */
+export function retryHintMs(error: ConnectError): number | null {
+  try {
+    const [info] = error.findDetails(RetryInfoSchema);
+    const delay = info?.retryDelay;
+    if (delay !== undefined) {
+      return Math.max(0, Number(delay.seconds) * 1000 + delay.nanos / 1e6);
+    }
+  } catch {
+    // not decodable: no hint from the details
+  }
+  const pushback = error.metadata.get("grpc-retry-pushback-ms");
+  return pushback !== null && /^\d+$/.test(pushback.trim()) ? Number(pushback) : null;
 }
 
 function snakeCase(name: string): string {
@@ -101,7 +96,8 @@ export function grpcError(thrown: unknown): EvalserveError {
     return new Unavailable(error.rawMessage, { code: "unavailable", cause: thrown });
   }
   if (error.code === Code.Unavailable) {
-    return new Unavailable(error.rawMessage, { code, cause: thrown });
+    const retryAfterMs = retryHintMs(error);
+    return new Unavailable(error.rawMessage, { code, cause: thrown, retryAfterMs });
   }
   if (error.code === Code.DeadlineExceeded) {
     return new DeadlineExceeded(error.rawMessage, { code, cause: thrown });

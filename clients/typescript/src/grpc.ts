@@ -1,11 +1,23 @@
-/** The gRPC door: Connect's gRPC transport over one HTTP/2 connection (node:http2). */
+/**
+ * The gRPC door: unary calls on a grpc-js channel with gRPC's retry policy (grpc-unary.ts),
+ * streams on Connect's gRPC transport over one HTTP/2 connection (node:http2).
+ */
 
+import { create } from "@bufbuild/protobuf";
 import { createClient, type Client } from "@connectrpc/connect";
 import { createGrpcTransport, Http2SessionManager } from "@connectrpc/connect-node";
 
 import type { Door } from "./door.js";
-import { EvaluationService, type EvaluateStreamRequest } from "./gen/evalserve/v1/evaluation_pb.js";
+import {
+  EvaluateRequestSchema,
+  EvaluateResponseSchema,
+  EvaluationService,
+  ListMetricsRequestSchema,
+  ListMetricsResponseSchema,
+  type EvaluateStreamRequest,
+} from "./gen/evalserve/v1/evaluation_pb.js";
 import { grpcError } from "./grpc-errors.js";
+import { grpcAttempts, UnaryChannel, type UnaryRetry } from "./grpc-unary.js";
 import { catalogTask, toProto, toProtoStream } from "./proto-request.js";
 import { catalogFromProto, resultFromProto } from "./proto-result.js";
 import type { Request } from "./request.js";
@@ -20,6 +32,9 @@ async function* asAsync(
 export class GrpcDoor implements Door {
   private readonly session: Http2SessionManager;
   private readonly client: Client<typeof EvaluationService>;
+  private readonly unary: UnaryChannel;
+  /** Attempts of a unary call, gRPC's retry policy's. */
+  readonly unaryAttempts: number;
 
   /**
    * `address` is host:port; the connection opens on the first call. With `tls`, HTTP/2 over TLS,
@@ -29,12 +44,15 @@ export class GrpcDoor implements Door {
     address: string,
     private readonly headers: Readonly<Record<string, string>> = {},
     tls: { readonly ca?: string } | null = null,
+    retry: UnaryRetry = { retries: 0, backoffMs: 200, maxBackoffMs: 5000 },
   ) {
     const baseUrl = `${tls === null ? "http" : "https"}://${address}`;
     const nodeOptions = tls?.ca === undefined ? {} : { ca: tls.ca };
     this.session = new Http2SessionManager(baseUrl, {}, nodeOptions);
     const transport = createGrpcTransport({ baseUrl, sessionManager: this.session });
     this.client = createClient(EvaluationService, transport);
+    this.unary = new UnaryChannel(address, headers, tls, retry);
+    this.unaryAttempts = grpcAttempts(retry);
   }
 
   async evaluate(
@@ -49,7 +67,13 @@ export class GrpcDoor implements Door {
             timeoutMs,
             headers: this.headers,
           })
-        : await this.client.evaluate(toProto(request), { timeoutMs, headers: this.headers });
+        : await this.unary.call(
+            "Evaluate",
+            EvaluateRequestSchema,
+            EvaluateResponseSchema,
+            toProto(request),
+            timeoutMs,
+          );
       return resultFromProto(answer);
     } catch (error) {
       throw grpcError(error);
@@ -57,10 +81,16 @@ export class GrpcDoor implements Door {
   }
 
   async listMetrics(task: Task | null, timeoutMs: number): Promise<MetricInfo[]> {
-    const request = { task: catalogTask(task) };
+    const request = create(ListMetricsRequestSchema, { task: catalogTask(task) });
     try {
       return catalogFromProto(
-        await this.client.listMetrics(request, { timeoutMs, headers: this.headers }),
+        await this.unary.call(
+          "ListMetrics",
+          ListMetricsRequestSchema,
+          ListMetricsResponseSchema,
+          request,
+          timeoutMs,
+        ),
       );
     } catch (error) {
       throw grpcError(error);
@@ -69,5 +99,6 @@ export class GrpcDoor implements Door {
 
   close(): void {
     this.session.abort();
+    this.unary.close();
   }
 }

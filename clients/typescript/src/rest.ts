@@ -12,6 +12,7 @@ import {
   Unavailable,
 } from "./errors.js";
 import { toJson, toNdjson } from "./json-request.js";
+import { retryAfterMs } from "./retry.js";
 import type { Request } from "./request.js";
 import type { EvaluationResult, MetricInfo, Task } from "./types.js";
 
@@ -79,7 +80,8 @@ async function restError(response: Response): Promise<EvalserveError> {
     return new TooLarge(message, details);
   }
   if ([502, 503, 504].includes(response.status)) {
-    return new Unavailable(message, details);
+    const hint = retryAfterMs(response.headers.get("retry-after"));
+    return new Unavailable(message, { ...details, retryAfterMs: hint });
   }
   if (response.status >= 400 && response.status < 500) {
     return new InvalidArgument(message, details);
@@ -101,6 +103,8 @@ function transportError(error: unknown): EvalserveError {
 }
 
 export class RestDoor implements Door {
+  readonly unaryAttempts = 1;
+
   /** `baseUrl` is http(s)://host:port, without a trailing slash. */
   constructor(
     private readonly baseUrl: string,

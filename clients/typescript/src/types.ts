@@ -250,8 +250,18 @@ export interface ClientOptions {
   readonly timeoutMs?: number;
   /** Retries of a call that found the server unavailable (default 3). */
   readonly retries?: number;
-  /** The first retry waits this long, each further one twice as long (default 200 ms). */
+  /**
+   * Full-jitter backoff: retry n waits a random time up to `min(maxBackoffMs, backoffMs * 2^n)`,
+   * and at least the server's `Retry-After` / `RetryInfo` when it sent one (default 200 ms).
+   */
   readonly backoffMs?: number;
+  /** The largest ceiling of a retry's random wait (default 5 000 ms). */
+  readonly maxBackoffMs?: number;
+  /**
+   * No retry starts later than this after a call's first attempt (default 30 000 ms): a call
+   * lasts at most about `retryDeadlineMs + timeoutMs`.
+   */
+  readonly retryDeadlineMs?: number;
   /**
    * An input larger than this is streamed, whatever its task (default 1 000 000). Sizes count
    * values of the widest column: rows (binary, regression), rows times classes (multiclass and

@@ -10,8 +10,9 @@
  * {"f64": BASE64} stands for a Float64Array of those little-endian bytes (the other arrays stay
  * number[] / string[]), and {"number": "Infinity" | "-Infinity" | "NaN"} for that number. The cases run one after the other, or all at once when "parallel".
  * Each call writes "started ID" on stderr as it starts. The output maps each id to
- * {"ok": result} or {"error": {type, code, field, detail, message}}, with the call's wall time
- * in "ms"; a non-finite number is written as the text "non-finite VALUE", not JSON's null.
+ * {"ok": result} or {"error": {type, code, field, detail, message, retryAfterMs}}, with the
+ * call's wall time in "ms"; a non-finite number is written as the text "non-finite VALUE", not
+ * JSON's null.
  */
 
 import { readFileSync } from "node:fs";
@@ -77,6 +78,7 @@ function described(error: unknown): Record<string, unknown> {
       field: error.field,
       detail: error.detail,
       message: error.message,
+      retryAfterMs: error.retryAfterMs,
     };
   }
   return { type: "unexpected", message: String(error) };

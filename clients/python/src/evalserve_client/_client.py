@@ -10,6 +10,7 @@ streams, its deadline and progress) and maps errors; each class sends it, sync o
 from __future__ import annotations
 
 import asyncio
+import random
 import ssl
 import time
 from collections.abc import (
@@ -29,7 +30,7 @@ import grpc
 import httpx
 import orjson
 
-from evalserve_client import _status, _wire
+from evalserve_client import _retry, _status, _wire
 from evalserve_client._errors import (
     DeadlineExceeded,
     EvalserveError,
@@ -72,16 +73,15 @@ def _grpc_error(error: grpc.RpcError) -> EvalserveError:
     code: grpc.StatusCode = error.code()
     details: str = error.details() or ""
     name = code.name.lower()
+    # (key, value) pairs: a tuple of namedtuples (sync) or an aio Metadata, iterated alike
+    trailers = cast(Sequence[tuple[str, str | bytes]], error.trailing_metadata() or ())
+    decoded = _status.details(trailers)
     if code is grpc.StatusCode.UNAVAILABLE:
-        return Unavailable(details, code=name)
+        return Unavailable(details, code=name, retry_after=decoded.retry_after)
     if code is grpc.StatusCode.DEADLINE_EXCEEDED:
         return DeadlineExceeded(details, code=name)
     # The service's BadRequest detail names the field; its message is "field: description".
-    # (key, value) pairs: a tuple of namedtuples (sync) or an aio Metadata, iterated alike
-    trailers = cast(Sequence[tuple[str, str | bytes]], error.trailing_metadata() or ())
-    status = next((value for key, value in trailers if key == _status.TRAILER), None)
-    violation = _status.bad_request(status) if isinstance(status, bytes) else None
-    field, message = violation if violation else (None, details)
+    field, message = decoded.violations[0] if decoded.violations else (None, details)
     kinds: dict[grpc.StatusCode, type[EvalserveError]] = {
         grpc.StatusCode.RESOURCE_EXHAUSTED: TooLarge,
         grpc.StatusCode.INVALID_ARGUMENT: InvalidArgument,
@@ -100,7 +100,8 @@ def _rest_error(response: httpx.Response) -> EvalserveError:
     if response.status_code == 413:
         return TooLarge(message, field=field, code=code)
     if response.status_code in (502, 503, 504):
-        return Unavailable(message, field=field, code=code)
+        hint = _retry.retry_after(response.headers.get("retry-after"))
+        return Unavailable(message, field=field, code=code, retry_after=hint)
     if 400 <= response.status_code < 500:
         return InvalidArgument(message, field=field, code=code)
     return EvalserveError(message, field=field, code=code)
@@ -188,6 +189,8 @@ class _Base:
         timeout: float = 60.0,
         retries: int = 3,
         backoff: float = 0.2,
+        max_backoff: float = 5.0,
+        retry_deadline: float = 30.0,
         stream_threshold: int = 1_000_000,
         chunk_rows: int = 250_000,
         progress: bool | None = None,
@@ -200,6 +203,12 @@ class _Base:
         self.timeout = timeout
         self.retries = retries
         self.backoff = backoff
+        self.max_backoff = max_backoff
+        self.retry_deadline = retry_deadline
+        self._policy = _retry.Policy(retries, backoff, max_backoff, retry_deadline)
+        # what the retries wait with and draw their jitter from (tests put fakes here)
+        self._clock: Callable[[], float] = time.monotonic
+        self._random: Callable[[], float] = random.random
         self.stream_threshold = stream_threshold
         self.chunk_rows = chunk_rows
         self.progress = progress
@@ -225,15 +234,33 @@ class _Base:
         progress = self.progress if progress is None else progress
         return _Call(request, stream, self._deadline(timeout), shown(progress, stream))
 
-    def _channel_options(self) -> list[tuple[str, int]]:
+    def _channel_options(self) -> list[tuple[str, int | str]]:
+        # Unary calls are retried by the channel (gRPC's retry policy, _retry.service_config).
         # The channel reconnects on the client's backoff, not gRPC's default (1 s, growing to
         # 120 s): a server back up during the retries is reached by the next one, since a call
         # on a channel still waiting to reconnect fails at once.
         return [
             *CHANNEL_OPTIONS,
+            ("grpc.enable_retries", 1),
+            ("grpc.service_config", _retry.service_config(self._policy)),
             ("grpc.initial_reconnect_backoff_ms", max(1, round(1000 * self.backoff))),
-            ("grpc.max_reconnect_backoff_ms", max(1, round(1000 * self._delay(self.retries)))),
+            ("grpc.max_reconnect_backoff_ms", max(1, round(1000 * self._max_backoff()))),
         ]
+
+    def _max_backoff(self) -> float:
+        return max(self.backoff, self.max_backoff)
+
+    def _schedule(self, grpc_unary: bool) -> _retry.Schedule:
+        """The retries of one call; of a gRPC unary call, which the channel's retry policy
+        retries, each of the loop's attempts counts as the policy's attempts."""
+        per_call = _retry.grpc_attempts(self._policy) if grpc_unary else 1
+        return _retry.Schedule(self._policy, self._clock, self._random, per_call)
+
+    def _grpc_unary(self, call: _Call | None) -> bool:
+        """Whether gRPC's retry policy retries this call within its deadline."""
+        return self._http is None and (call is None or not call.stream)
+
+    _http: httpx.Client | httpx.AsyncClient | None = None
 
     def _verify(self) -> ssl.SSLContext | bool:
         """httpx's ``verify``: the given CA certificates instead of the system's, if any."""
@@ -250,17 +277,21 @@ class _Base:
     def _deadline(self, timeout: float | None) -> float:
         return self.timeout if timeout is None else timeout
 
-    def _delay(self, attempt: int) -> float:
-        return float(self.backoff * 2**attempt)
-
 
 class Client(_Base):
     """A synchronous client. ``Client("localhost:50051")`` speaks gRPC (``grpcs://host:port``
     over TLS), ``Client("http://localhost:8000")`` REST (``https://`` over TLS). Use as a
     context manager or call ``close()``.
 
-    Settings (keywords): ``timeout`` (s, each call's deadline), ``retries`` and ``backoff`` (s,
-    doubled each retry) for a server that is unavailable, ``stream_threshold`` (an input larger
+    Settings (keywords): ``timeout`` (s, each attempt's deadline; over gRPC a unary call's
+    deadline, which its transparent retries share), ``retries`` (retries after the first attempt
+    of a call the server could not take: UNAVAILABLE, HTTP 502/503/504 or no connection),
+    ``backoff`` and ``max_backoff`` (s: retry n waits a random time up to
+    ``min(max_backoff, backoff * 2**n)``, and at least the server's ``Retry-After`` or
+    ``RetryInfo``), ``retry_deadline`` (s: no retry starts later than this after the first
+    attempt, so a call lasts at most about ``retry_deadline + timeout``; gRPC unary calls are
+    retried by the channel's retry policy, up to 5 attempts within each call's ``timeout``, the
+    loop adding calls only for ``retries`` above 4), ``stream_threshold`` (an input larger
     than this streams, whatever its task) and ``chunk_rows`` (the size of a batch): both count
     values of the widest column, that is rows (binary, regression), rows times classes
     (multiclass and multilabel matrices) or boxes (detection, whose batches hold whole images),
@@ -323,7 +354,8 @@ class Client(_Base):
             classes=classes, model=model, baseline=baseline, challenger=challenger,
             coverage=coverage, timeout=timeout, progress=progress,
         )  # fmt: skip
-        return EvaluationResult.from_dict(self._retried(lambda: self._evaluate(call)))
+        answer = self._retried(lambda: self._evaluate(call), self._grpc_unary(call))
+        return EvaluationResult.from_dict(answer)
 
     def list_metrics(
         self, task: str | None = None, *, timeout: float | None = None
@@ -331,15 +363,24 @@ class Client(_Base):
         """The server's metric catalog: every metric it can return, or those of ``task``
         (an unknown task raises ``InvalidArgument``, field ``task``)."""
         deadline = self._deadline(timeout)
-        return _catalog(self._retried(lambda: self._list_metrics(task, deadline)))
+        entries = self._retried(lambda: self._list_metrics(task, deadline), self._grpc_unary(None))
+        return _catalog(entries)
 
-    def _retried(self, attempt: Callable[[], T]) -> T:
-        for retry in range(self.retries):
+    def _retried(self, attempt: Callable[[], T], grpc_unary: bool) -> T:
+        """``attempt()`` until it is not Unavailable or the schedule says stop (``grpc_unary``:
+        the channel retries each attempt itself, see ``_schedule``)."""
+        schedule = self._schedule(grpc_unary)
+        while True:
             try:
                 return attempt()
-            except Unavailable:
-                time.sleep(self._delay(retry))
-        return attempt()
+            except Unavailable as error:
+                pause = schedule.pause(error.retry_after)
+                if pause is None:
+                    raise
+            self._sleep(pause)
+
+    def _sleep(self, seconds: float) -> None:
+        time.sleep(seconds)
 
     def _evaluate(self, call: _Call) -> dict[str, Any]:
         request, line = call.request, call.progress_line()
@@ -446,7 +487,8 @@ class AsyncClient(_Base):
             classes=classes, model=model, baseline=baseline, challenger=challenger,
             coverage=coverage, timeout=timeout, progress=progress,
         )  # fmt: skip
-        return EvaluationResult.from_dict(await self._retried(lambda: self._evaluate(call)))
+        answer = await self._retried(lambda: self._evaluate(call), self._grpc_unary(call))
+        return EvaluationResult.from_dict(answer)
 
     async def list_metrics(
         self, task: str | None = None, *, timeout: float | None = None
@@ -454,15 +496,23 @@ class AsyncClient(_Base):
         """The server's metric catalog: every metric it can return, or those of ``task``
         (an unknown task raises ``InvalidArgument``, field ``task``)."""
         deadline = self._deadline(timeout)
-        return _catalog(await self._retried(lambda: self._list_metrics(task, deadline)))
+        attempt = self._retried(lambda: self._list_metrics(task, deadline), self._grpc_unary(None))
+        return _catalog(await attempt)
 
-    async def _retried(self, attempt: Callable[[], Awaitable[T]]) -> T:
-        for retry in range(self.retries):
+    async def _retried(self, attempt: Callable[[], Awaitable[T]], grpc_unary: bool) -> T:
+        """As ``Client._retried``, awaited."""
+        schedule = self._schedule(grpc_unary)
+        while True:
             try:
                 return await attempt()
-            except Unavailable:
-                await asyncio.sleep(self._delay(retry))
-        return await attempt()
+            except Unavailable as error:
+                pause = schedule.pause(error.retry_after)
+                if pause is None:
+                    raise
+            await self._sleep(pause)
+
+    async def _sleep(self, seconds: float) -> None:
+        await asyncio.sleep(seconds)
 
     async def _evaluate(self, call: _Call) -> dict[str, Any]:
         request, line = call.request, call.progress_line()

@@ -8,13 +8,22 @@ __all__ = ["DeadlineExceeded", "EvalserveError", "InvalidArgument", "TooLarge", 
 class EvalserveError(Exception):
     """A call the server (or the transport) refused. ``field`` names the offending request field
     when the server named one; ``code`` is the server's error code (``invalid_argument``,
-    ``too_large``, ...) or the transport's status name."""
+    ``too_large``, ...) or the transport's status name; ``retry_after`` (s) is the server's
+    retry hint (HTTP ``Retry-After``, gRPC ``google.rpc.RetryInfo``) when it sent one."""
 
-    def __init__(self, message: str, *, field: str | None = None, code: str = "") -> None:
+    def __init__(
+        self,
+        message: str,
+        *,
+        field: str | None = None,
+        code: str = "",
+        retry_after: float | None = None,
+    ) -> None:
         super().__init__(f"{field}: {message}" if field else message)
         self.field = field
         self.code = code
         self.message = message
+        self.retry_after = retry_after
 
 
 class InvalidArgument(EvalserveError):  # noqa: N818 - named after the status, as gRPC's

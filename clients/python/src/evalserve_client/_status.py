@@ -1,70 +1,62 @@
-"""The field a gRPC refusal names, read from its ``google.rpc.BadRequest`` detail.
+"""The details of a gRPC refusal, decoded with googleapis-common-protos' ``google.rpc`` messages.
 
-The service sends every refusal's field in the ``grpc-status-details-bin`` trailer (a
-``google.rpc.Status`` whose details hold a ``google.rpc.BadRequest``). Those messages are not in
-protobuf's runtime, and googleapis-common-protos would be one more dependency with protobuf
-floors of its own, so the three messages are read with a small reader of protobuf's wire format:
-Status.details (3) -> Any.type_url (1) / Any.value (2) -> BadRequest.field_violations (1) ->
-FieldViolation.field (1) / description (2).
+The service sends a refusal's ``google.rpc.Status`` in the ``grpc-status-details-bin`` trailer;
+its details hold a ``google.rpc.BadRequest`` (the field and what was wrong with it) and may hold
+a ``google.rpc.RetryInfo`` (how long to wait before a retry). gRFC A6's
+``grpc-retry-pushback-ms`` trailer is read as a retry hint when there is no RetryInfo.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterable
+from dataclasses import dataclass
 
-__all__ = ["bad_request"]
+from google.protobuf.message import DecodeError
+from google.rpc import error_details_pb2, status_pb2
+
+__all__ = ["Details", "details"]
 
 TRAILER = "grpc-status-details-bin"
-BAD_REQUEST = "type.googleapis.com/google.rpc.BadRequest"
-_LENGTH_DELIMITED = 2
-_SKIP = {0: -1, 1: 8, 5: 4}  # varint (read), fixed64, fixed32
+PUSHBACK = "grpc-retry-pushback-ms"
 
 
-def _varint(data: bytes, at: int) -> tuple[int, int]:
-    value = shift = 0
-    while True:
-        if at >= len(data) or shift > 63:
-            raise ValueError("truncated varint")
-        byte = data[at]
-        at += 1
-        value |= (byte & 0x7F) << shift
-        shift += 7
-        if byte < 0x80:
-            return value, at
+@dataclass(frozen=True)
+class Details:
+    """``violations``: (field, description) of every BadRequest field violation; ``retry_after``
+    (s): the server's retry hint, if any."""
+
+    violations: tuple[tuple[str, str], ...] = ()
+    retry_after: float | None = None
 
 
-def _fields(data: bytes) -> Iterator[tuple[int, bytes]]:
-    """(field number, bytes) of every length-delimited field; other wire types are skipped."""
-    at = 0
-    while at < len(data):
-        key, at = _varint(data, at)
-        number, wire = key >> 3, key & 7
-        if wire == _LENGTH_DELIMITED:
-            length, at = _varint(data, at)
-            if at + length > len(data):
-                raise ValueError("truncated field")
-            yield number, data[at : at + length]
-            at += length
-        elif wire in _SKIP:
-            at = _varint(data, at)[1] if wire == 0 else at + _SKIP[wire]
-        else:
-            raise ValueError(f"unsupported wire type {wire}")
+def _pushback(value: str | bytes) -> float | None:
+    text = value.decode("ascii", "replace") if isinstance(value, bytes) else value
+    return int(text) / 1000 if text.strip().isdigit() else None
 
 
-def bad_request(status: bytes) -> tuple[str, str] | None:
-    """The first (field, description) of the BadRequest detail of a serialized google.rpc.Status,
-    or None when it has none (or is not readable)."""
-    try:
-        for number, detail in _fields(status):
-            if number != 3:
-                continue
-            parts = dict(_fields(detail))
-            if parts.get(1, b"").decode() != BAD_REQUEST:
-                continue
-            for violation_number, violation in _fields(parts.get(2, b"")):
-                if violation_number == 1:
-                    fields = dict(_fields(violation))
-                    return fields.get(1, b"").decode(), fields.get(2, b"").decode()
-    except (ValueError, UnicodeDecodeError):
-        return None
-    return None
+def details(trailers: Iterable[tuple[str, str | bytes]]) -> Details:
+    """The details of a call's trailing metadata; empty when there are none or they are not
+    readable."""
+    violations: list[tuple[str, str]] = []
+    retry_after: float | None = None  # RetryInfo's; else the pushback trailer's
+    pushback: float | None = None
+    for key, value in trailers:
+        if key == PUSHBACK:
+            pushback = _pushback(value)
+        if key != TRAILER or not isinstance(value, bytes):
+            continue
+        try:
+            status = status_pb2.Status.FromString(value)
+        except DecodeError:
+            continue
+        for detail in status.details:
+            if detail.Is(error_details_pb2.BadRequest.DESCRIPTOR):
+                bad = error_details_pb2.BadRequest()
+                detail.Unpack(bad)
+                violations += [(v.field, v.description) for v in bad.field_violations]
+            elif detail.Is(error_details_pb2.RetryInfo.DESCRIPTOR):
+                info = error_details_pb2.RetryInfo()
+                detail.Unpack(info)
+                delay = info.retry_delay
+                retry_after = max(0.0, delay.seconds + delay.nanos / 1e9)
+    return Details(tuple(violations), pushback if retry_after is None else retry_after)
