@@ -10,11 +10,12 @@ import time
 from collections.abc import Iterator
 
 import grpc
+import httpx
 import pytest
 
 from evalserve.v1 import evaluation_pb2 as pb
 from evalserve.v1 import evaluation_pb2_grpc as pb_grpc
-from tests.service.test_server import Running, _start
+from tests.service.test_server import Running, _big_request, _start
 
 pytestmark = pytest.mark.slow
 
@@ -85,3 +86,47 @@ def test_sigterm_cuts_off_long_requests_with_503_and_unavailable(service: Runnin
     time.sleep(0.2)
     output = "".join(service.lines)
     assert "Traceback" not in output and "Internal Server Error" not in output, output
+
+
+@pytest.fixture
+def no_grace() -> Iterator[Running]:
+    running = _start("--workers", "1", "--shutdown-grace-seconds", "0")
+    yield running
+    if running.process.poll() is None:
+        running.process.kill()
+        running.process.wait(timeout=30)
+    if running.process.stderr is not None:
+        running.process.stderr.close()
+
+
+def test_sigterm_during_a_long_evaluation_gives_503(no_grace: Running) -> None:
+    body = _big_request(4_000_000)
+    outcome: dict[str, object] = {}
+
+    def post() -> None:
+        try:
+            response = httpx.post(
+                f"{no_grace.rest}/v1/evaluate",
+                content=body,
+                headers={"content-type": "application/x-protobuf"},
+                timeout=120,
+            )
+            outcome["status"] = response.status_code
+            outcome["retry-after"] = response.headers.get("retry-after")
+            outcome["code"] = response.json()["error"]["code"]
+        except httpx.HTTPError as error:  # pragma: no cover - the assertion below reports it
+            outcome["error"] = repr(error)
+
+    worker = threading.Thread(target=post)
+    worker.start()
+    deadline = time.monotonic() + 30
+    while "evalserve_inflight_requests 1.0" not in httpx.get(f"{no_grace.rest}/metrics").text:
+        assert time.monotonic() < deadline, "the request was never admitted"
+        time.sleep(0.01)
+    no_grace.process.send_signal(signal.SIGTERM)
+    worker.join(timeout=120)
+    assert outcome == {"status": 503, "retry-after": "1", "code": "unavailable"}
+    assert no_grace.process.wait(timeout=60) == 0
+    time.sleep(0.2)
+    output = "".join(no_grace.lines)
+    assert "Traceback" not in output, output

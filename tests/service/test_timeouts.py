@@ -272,3 +272,20 @@ def test_one_client_cannot_take_every_place(patient: Service) -> None:
             connection.close()
     _wait_for(patient, 0)
     assert patient.rest.post("/v1/evaluate", json=ONE_SHOT).status_code == 200
+
+
+def test_an_expired_grpc_deadline_frees_the_stream_place(patient: Service) -> None:
+    release = threading.Event()
+
+    def messages() -> Iterator[pb.EvaluateStreamRequest]:
+        yield pb.EvaluateStreamRequest(header=pb.StreamHeader(task=pb.TASK_BINARY))
+        release.wait(timeout=60)
+
+    call = patient.stub.EvaluateStream.future(messages(), timeout=1.0)
+    try:
+        error = call.exception(timeout=30)
+        assert error is not None
+        assert error.code() is grpc.StatusCode.DEADLINE_EXCEEDED  # type: ignore[attr-defined]
+        assert _wait_for(patient, 0) < 5  # the idle timeout is 30 s
+    finally:
+        release.set()
