@@ -58,12 +58,38 @@ class Settings(BaseSettings):
         "tls_key_file; both unset: plaintext, for a mesh or an ingress that terminates TLS)",
     )
     tls_key_file: FilePath | None = Field(None, description="PEM private key of tls_cert_file")
+    request_read_timeout_seconds: float = Field(
+        30.0,
+        gt=0,
+        description="time a one-shot request body gets to arrive whole; past it the request is "
+        "refused with 408 / DEADLINE_EXCEEDED and its admission place is freed",
+    )
+    stream_idle_timeout_seconds: float = Field(
+        30.0,
+        gt=0,
+        description="longest wait for a stream's next batch (the header, an NDJSON line that "
+        "is not blank, a gRPC message); past it the stream is refused with 408 / "
+        "DEADLINE_EXCEEDED and its place and state are freed",
+    )
+    max_inflight_per_client: int | None = Field(
+        None,
+        ge=1,
+        description="evaluation requests one client address may have in flight (unset: half of "
+        "max_inflight_requests, at least 1); more are refused with 503 / UNAVAILABLE",
+    )
 
     @model_validator(mode="after")
     def _tls_pair(self) -> Settings:
         if (self.tls_cert_file is None) != (self.tls_key_file is None):
             raise ValueError("tls_cert_file and tls_key_file go together: set both or neither")
         return self
+
+    @property
+    def per_client_limit(self) -> int:
+        """``max_inflight_per_client``, or its default: half of ``max_inflight_requests``."""
+        if self.max_inflight_per_client is not None:
+            return self.max_inflight_per_client
+        return max(1, self.max_inflight_requests // 2)
 
     @property
     def tls(self) -> bool:

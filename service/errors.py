@@ -14,10 +14,13 @@ from evalserve.core import InvalidInputError, StateTooLargeError
 
 __all__ = [
     "BusyError",
+    "ClientBusyError",
     "ErrorInfo",
     "MalformedRequestError",
     "PayloadTooLargeError",
+    "RequestTimeoutError",
     "ServiceError",
+    "ShuttingDownError",
     "StreamProtocolError",
     "UnsupportedMediaTypeError",
     "describe",
@@ -60,6 +63,33 @@ class BusyError(ServiceError):
         )
 
 
+class RequestTimeoutError(ServiceError):
+    """A body that did not arrive within ``request_read_timeout_seconds``, or a stream idle for
+    longer than ``stream_idle_timeout_seconds``."""
+
+
+class ShuttingDownError(ServiceError):
+    """The server is shutting down: the request was not (or no longer) evaluated; retry, on
+    another replica."""
+
+    def __init__(self) -> None:
+        super().__init__(
+            "", "the server is shutting down; the request was not evaluated, retry later"
+        )
+
+
+class ClientBusyError(BusyError):
+    """One client address has ``max_inflight_per_client`` evaluation requests in flight."""
+
+    def __init__(self, limit: int) -> None:
+        ServiceError.__init__(
+            self,
+            "",
+            f"too many requests from this client: {limit} evaluation requests are in flight "
+            "(max_inflight_per_client); retry later",
+        )
+
+
 @dataclass(frozen=True, slots=True)
 class ErrorInfo:
     http_status: int
@@ -79,6 +109,8 @@ _TABLE: tuple[tuple[type[Exception], int, grpc.StatusCode, str], ...] = (
     (StreamProtocolError, 400, grpc.StatusCode.INVALID_ARGUMENT, "stream_protocol"),
     (MalformedRequestError, 400, grpc.StatusCode.INVALID_ARGUMENT, "malformed"),
     (InvalidInputError, 422, grpc.StatusCode.INVALID_ARGUMENT, "invalid_argument"),
+    (RequestTimeoutError, 408, grpc.StatusCode.DEADLINE_EXCEEDED, "timeout"),
+    (ShuttingDownError, 503, grpc.StatusCode.UNAVAILABLE, "unavailable"),
 )
 
 

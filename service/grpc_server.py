@@ -20,6 +20,7 @@ import asyncio
 import functools
 import logging
 import time
+import urllib.parse
 from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine
 from typing import Any, Final, NoReturn, Protocol, TypeVar
 
@@ -38,6 +39,7 @@ from evalserve.service import decode, encode
 from evalserve.service.config import Settings
 from evalserve.service.errors import (
     MalformedRequestError,
+    RequestTimeoutError,
     ServiceError,
     StreamProtocolError,
     describe,
@@ -165,6 +167,17 @@ def _reported(
     return decorate
 
 
+def _client_of(context: Context) -> str | None:
+    """The peer's address as the REST door sees it (``ipv4:10.0.0.7:52144`` -> ``10.0.0.7``,
+    ``ipv6:[::1]:52144`` -> ``::1``), which ``max_inflight_per_client`` counts by over both
+    doors."""
+    peer = urllib.parse.unquote(context.peer() or "")
+    kind, _, address = peer.partition(":")
+    if kind not in ("ipv4", "ipv6"):
+        return peer or None  # unix sockets and the like: the whole peer
+    return address.rsplit(":", 1)[0].strip("[]")
+
+
 def _since(start: float) -> float:
     return time.perf_counter() - start
 
@@ -247,7 +260,7 @@ class EvaluationServicer(pb_grpc.EvaluationServiceServicer):
     async def Evaluate(  # noqa: N802 (the proto's name)
         self, request: pb.EvaluateRequest, context: Context
     ) -> pb.EvaluateResponse:
-        with self._evaluator.admitted():
+        with self._evaluator.admitted(_client_of(context)):
             message = _decoded(request, "the request")
             evaluate_input = decode.request_from_proto(message, self._settings)
             result = await self._evaluator.run(
@@ -259,7 +272,7 @@ class EvaluationServicer(pb_grpc.EvaluationServiceServicer):
     async def EvaluateStream(  # noqa: N802 (the proto's name)
         self, request_iterator: AsyncIterator[pb.EvaluateStreamRequest], context: Context
     ) -> pb.EvaluateResponse:
-        with self._evaluator.admitted():  # before the first message is read
+        with self._evaluator.admitted(_client_of(context)):  # before the first message is read
             return await self._evaluate_stream(request_iterator)
 
     async def _evaluate_stream(
@@ -267,7 +280,20 @@ class EvaluationServicer(pb_grpc.EvaluationServiceServicer):
     ) -> pb.EvaluateResponse:
         accumulator: StreamAccumulator | None = None
         index = 0
-        async for received in request_iterator:
+        idle = self._settings.stream_idle_timeout_seconds
+        messages = aiter(request_iterator)
+        while True:
+            try:
+                async with asyncio.timeout(idle):
+                    received = await anext(messages)
+            except StopAsyncIteration:
+                break
+            except TimeoutError:
+                raise RequestTimeoutError(
+                    "body",
+                    f"the stream sent no message for {idle:g} s (stream_idle_timeout_seconds) "
+                    f"after {index} messages; it was not evaluated",
+                ) from None
             index += 1
             message = _decoded(received, f"message {index}")
             has_header = message.HasField("header")

@@ -12,12 +12,13 @@ The pydantic models of ``service.rest_models`` only document the API (``/docs``)
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import time
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
 from importlib import metadata
-from typing import Any
+from typing import Any, TypeVar
 
 import orjson
 import prometheus_client
@@ -45,6 +46,7 @@ from evalserve.service.decode import (
 from evalserve.service.errors import (
     MalformedRequestError,
     PayloadTooLargeError,
+    RequestTimeoutError,
     ServiceError,
     StreamProtocolError,
     UnsupportedMediaTypeError,
@@ -76,6 +78,8 @@ PROTOBUF_TYPES = frozenset({PROTOBUF, "application/protobuf", "application/vnd.g
 NDJSON_TYPES = frozenset(
     {NDJSON, "application/ndjson", "application/jsonl", "application/jsonlines"}
 )
+
+T = TypeVar("T")
 
 Decoder = Callable[[bytes, Settings], EvaluationRequest]
 
@@ -185,6 +189,60 @@ async def _lines(chunks: AsyncIterator[bytes]) -> AsyncIterator[tuple[int, bytea
         yield number + 1, buffer
 
 
+def _blank(line: bytearray) -> bool:
+    """A line of white space only, which a stream skips (``isspace`` stops at the first other
+    byte: a batch line costs nothing here)."""
+    return not line or line.isspace()
+
+
+def _client_of(request: Request) -> str | None:
+    """The client's address, which ``max_inflight_per_client`` counts by."""
+    return request.client.host if request.client is not None else None
+
+
+async def _read_body(request: Request, timeout: float) -> bytes:
+    """The whole body, or ``RequestTimeoutError`` (408) if it takes longer than ``timeout``."""
+    try:
+        async with asyncio.timeout(timeout):
+            return await request.body()
+    except TimeoutError:
+        raise RequestTimeoutError(
+            "body",
+            f"the request body did not arrive within {timeout:g} s (request_read_timeout_seconds)",
+        ) from None
+
+
+def _idle_error(idle: float, stream: _NdjsonStream) -> RequestTimeoutError:
+    batches = stream.accumulator.n_batches if stream.accumulator is not None else 0
+    return RequestTimeoutError(
+        "body",
+        f"the stream sent no batch for {idle:g} s (stream_idle_timeout_seconds) after "
+        f"{batches} batches; it was not evaluated",
+    )
+
+
+async def _disconnected(request: Request) -> None:
+    """Returns when the client has gone (call it once the body has been read whole)."""
+    while (await request.receive())["type"] != "http.disconnect":
+        pass
+
+
+async def _unless_gone(request: Request, work: Awaitable[T]) -> T:
+    """``work``'s result, or ``ClientDisconnect`` as soon as the client goes: the call is then
+    cancelled (dropped if no worker has started it yet)."""
+    task = asyncio.ensure_future(work)
+    gone = asyncio.ensure_future(_disconnected(request))
+    try:
+        await asyncio.wait({task, gone}, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        if not task.done():
+            task.cancel()
+        gone.cancel()
+    if task.done() and not task.cancelled():
+        return task.result()
+    raise ClientDisconnect()
+
+
 def _at_line(error: ServiceError | InvalidInputError, line: int, batch: str) -> Exception:
     """The same error with its field located on the stream's line (the use case counts
     batches, which are the non-empty lines)."""
@@ -206,7 +264,7 @@ class _NdjsonStream:
         self.header_line = 0
 
     def feed(self, number: int, line: bytearray) -> None:
-        if not line or line.isspace():  # isspace stops at the first other byte: no copy
+        if _blank(line):
             return
         try:
             document = orjson.loads(line)
@@ -449,10 +507,15 @@ class _Routes:
                 "content-type", f"expected {JSON} or {PROTOBUF}, but got {media_type!r}"
             )
         protobuf = _answer_protobuf(request.headers, default=decode is _decode_protobuf)
-        with self.evaluator.admitted():  # before the body is read
-            body = await request.body()
-            content = await self.evaluator.run(
-                _evaluate_body, decode, body, self.settings, protobuf, self.evaluate_observer
+        with self.evaluator.admitted(_client_of(request)):  # before the body is read
+            body = await _read_body(request, self.settings.request_read_timeout_seconds)
+            if await request.is_disconnected():  # nobody waits: the core call never starts
+                raise ClientDisconnect()
+            content = await _unless_gone(
+                request,
+                self.evaluator.run(
+                    _evaluate_body, decode, body, self.settings, protobuf, self.evaluate_observer
+                ),
             )
         return Response(content, media_type=PROTOBUF if protobuf else JSON)
 
@@ -464,9 +527,19 @@ class _Routes:
             )
         protobuf = _answer_protobuf(request.headers, default=False)
         stream = _NdjsonStream(self.settings, self.stream_observer)
-        with self.evaluator.admitted():  # before the first line is read
-            async for number, line in _lines(request.stream()):
-                await self.evaluator.run(stream.feed, number, line)
+        idle = self.settings.stream_idle_timeout_seconds
+        loop = asyncio.get_running_loop()
+        with self.evaluator.admitted(_client_of(request)):  # before the first line is read
+            try:
+                async with asyncio.timeout(idle) as waiting:
+                    async for number, line in _lines(request.stream()):
+                        if _blank(line):  # skipped on the loop: no thread hop, no idle reset
+                            continue
+                        waiting.reschedule(None)  # a batch's own work is not idle time
+                        await self.evaluator.run(stream.feed, number, line)
+                        waiting.reschedule(loop.time() + idle)
+            except TimeoutError:
+                raise _idle_error(idle, stream) from None
             content = await self.evaluator.run(stream.finish, protobuf)
         return Response(content, media_type=PROTOBUF if protobuf else JSON)
 
@@ -497,10 +570,15 @@ _ERRORS: dict[int | str, dict[str, Any]] = {
     for status, description in (
         (400, "malformed body (bad JSON, protobuf or types, unknown field) or stream protocol"),
         (413, "body, rows, classes or a stream's state over a configured limit"),
+        (408, "the body did not arrive in time, or a stream sent no batch for too long"),
         (415, "a Content-Type the endpoint does not read"),
         (422, "values that cannot be evaluated (lengths, NaN, labels, weights, options)"),
         (500, "internal error"),
-        (503, "busy: max_inflight_requests evaluations in flight; retry after Retry-After s"),
+        (
+            503,
+            "busy (max_inflight_requests or max_inflight_per_client evaluations in flight) or "
+            "shutting down; retry after Retry-After s",
+        ),
     )
 }
 _PROTOBUF_BODY = {"schema": {"type": "string", "format": "binary"}}

@@ -2,7 +2,8 @@
 
 Both servers share one event loop and one ``Evaluator`` (the bounded thread pool that keeps
 numpy work off the loop). On SIGTERM or SIGINT: readiness and gRPC health turn NOT_SERVING, both
-servers stop accepting, in-flight requests get ``shutdown_grace_seconds`` to finish, then the
+servers stop accepting, in-flight requests get ``shutdown_grace_seconds`` to finish; those
+still running are then cut off with 503 + Retry-After / UNAVAILABLE (never a 500), and the
 process exits.
 """
 
@@ -11,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import math
 import signal
 import sys
 from collections.abc import Callable, Generator
@@ -29,6 +31,10 @@ from evalserve.service.usecase import Evaluator
 __all__ = ["Ports", "run", "serve"]
 
 log = logging.getLogger("evalserve")
+
+# Seconds both servers wait past shutdown_grace_seconds for the 503 / UNAVAILABLE answers of
+# the requests the evaluator cut off to leave.
+CUT_OFF_MARGIN = 3
 
 
 @dataclass(frozen=True, slots=True)
@@ -65,7 +71,9 @@ async def run(
     for sig in (signal.SIGTERM, signal.SIGINT):
         with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
             loop.add_signal_handler(sig, stop.set)
-    evaluator = Evaluator(settings.workers, settings.max_inflight_requests)
+    evaluator = Evaluator(
+        settings.workers, settings.max_inflight_requests, settings.per_client_limit
+    )
     readiness = Readiness()
     registry = default_registry()
     # one for both doors
@@ -80,7 +88,9 @@ async def run(
             port=settings.rest_port,
             log_level="warning",
             lifespan="off",
-            timeout_graceful_shutdown=max(int(settings.shutdown_grace_seconds), 1),
+            # Past the grace the evaluator cuts requests off with 503; uvicorn waits a little
+            # longer for those answers to leave (its own cut-off would answer 500).
+            timeout_graceful_shutdown=math.ceil(settings.shutdown_grace_seconds) + CUT_OFF_MARGIN,
             h11_max_incomplete_event_size=1 << 20,
             ssl_certfile=settings.tls_cert_file,
             ssl_keyfile=settings.tls_key_file,
@@ -111,7 +121,11 @@ async def run(
     readiness.ready = False
     await health.enter_graceful_shutdown()
     rest.should_exit = True
-    await asyncio.gather(grpc_server.stop(settings.shutdown_grace_seconds), rest_task)
+    await asyncio.gather(
+        evaluator.drain(settings.shutdown_grace_seconds),
+        grpc_server.stop(settings.shutdown_grace_seconds + CUT_OFF_MARGIN),
+        rest_task,
+    )
     stopper.cancel()
     evaluator.close()
     print("evalserve: stopped", file=sys.stderr, flush=True)

@@ -29,8 +29,10 @@ from evalserve.service.config import Settings
 from evalserve.service.decode import Batch, Header, ModelRef, Request, shaped
 from evalserve.service.errors import (
     BusyError,
+    ClientBusyError,
     PayloadTooLargeError,
     ServiceError,
+    ShuttingDownError,
     StreamProtocolError,
 )
 
@@ -264,34 +266,94 @@ class _Rows:
 class Evaluator:
     """Runs CPU-bound evaluation off the event loop, at most ``workers`` at a time, so a big
     request never stalls health checks or other connections; and admits at most
-    ``max_inflight`` evaluation requests at once (both doors), so a burst of large uploads is
-    refused early (clients retry) instead of piling up in memory."""
+    ``max_inflight`` evaluation requests at once (both doors), at most ``max_per_client`` of
+    them from one client address, so a burst of large uploads is refused early (clients retry)
+    instead of piling up in memory, and one client cannot take every place.
 
-    def __init__(self, workers: int, max_inflight: int = 16) -> None:
+    On shutdown (``drain``) new requests are refused with ``ShuttingDownError``, and those still
+    in flight when the grace period ends are cut off with it too (503 / UNAVAILABLE): the
+    transports answer it, never a 500. A call already running on a worker thread is not
+    interrupted (numpy cannot be); nobody waits for its result any more."""
+
+    def __init__(
+        self, workers: int, max_inflight: int = 16, max_per_client: int | None = None
+    ) -> None:
         self._pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="evaluate")
         self._slots = asyncio.Semaphore(workers)
         self.max_inflight = max_inflight
+        self.max_per_client = max_inflight if max_per_client is None else max_per_client
         self.inflight = 0
+        self._per_client: dict[str, int] = {}
         self._count = threading.Lock()
+        self._tasks: set[asyncio.Task[Any]] = set()
+        self.draining = False
+        self._cut_off = False
 
     @contextmanager
-    def admitted(self) -> Iterator[None]:
-        """Hold one of the ``max_inflight`` places for a request; ``BusyError`` when none is
-        free (raised at once: a request never waits for a place)."""
+    def admitted(self, client: str | None = None) -> Iterator[None]:
+        """Hold one of the ``max_inflight`` places for a request (and one of its client's
+        ``max_per_client``); ``BusyError`` when none is free (raised at once: a request never
+        waits for a place), ``ShuttingDownError`` once the server drains."""
+        if self.draining:
+            raise ShuttingDownError()
         with self._count:
             if self.inflight >= self.max_inflight:
                 raise BusyError(self.max_inflight)
+            if client is not None:
+                if self._per_client.get(client, 0) >= self.max_per_client:
+                    raise ClientBusyError(self.max_per_client)
+                self._per_client[client] = self._per_client.get(client, 0) + 1
             self.inflight += 1
+        task = _current_task()
+        if task is not None:
+            self._tasks.add(task)
         try:
             yield
+        except asyncio.CancelledError:
+            if self._cut_off and task is not None:  # cut off by ``drain``: answer, not a 500
+                task.uncancel()
+                raise ShuttingDownError() from None
+            raise
         finally:
+            if task is not None:
+                self._tasks.discard(task)
             with self._count:
                 self.inflight -= 1
+                if client is not None:
+                    left = self._per_client[client] - 1
+                    if left:
+                        self._per_client[client] = left
+                    else:
+                        del self._per_client[client]
+
+    async def drain(self, grace: float) -> None:
+        """Refuse new requests, give those in flight ``grace`` seconds, then cut off the rest
+        (each answers ``ShuttingDownError``); returns once none is in flight (or 5 s later)."""
+        self.draining = True
+        loop = asyncio.get_running_loop()
+        deadline = loop.time() + grace
+        while self.inflight and loop.time() < deadline:
+            await asyncio.sleep(0.05)
+        self._cut_off = True
+        for task in list(self._tasks):
+            task.cancel()
+        deadline = loop.time() + 5
+        while self.inflight and loop.time() < deadline:
+            await asyncio.sleep(0.02)
 
     async def run(self, function: Callable[..., T], *args: object) -> T:
+        """``function(*args)`` on a worker thread. Cancelled before a worker picks it up, the
+        call never starts; cancelled while it runs, it runs to its end, unawaited."""
         async with self._slots:
             loop = asyncio.get_running_loop()
             return await loop.run_in_executor(self._pool, function, *args)
 
     def close(self) -> None:
-        self._pool.shutdown(wait=True, cancel_futures=False)
+        self._pool.shutdown(wait=True, cancel_futures=True)
+
+
+def _current_task() -> asyncio.Task[Any] | None:
+    try:
+        return asyncio.current_task()
+    except RuntimeError:  # no event loop: a synchronous caller (tests)
+        return None
