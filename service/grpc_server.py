@@ -33,7 +33,7 @@ from grpc_health.v1.health import aio as health_aio
 from grpc_reflection.v1alpha import reflection
 from grpc_status import rpc_status
 
-from evalserve.core import TASKS
+from evalserve.core import TASKS, InvalidInputError
 from evalserve.service import decode, encode
 from evalserve.service.config import Settings
 from evalserve.service.errors import (
@@ -176,7 +176,7 @@ def _stream_batch(
     accumulator's do."""
     try:
         return decode.batch_from_proto(message, settings)
-    except ServiceError as error:
+    except (ServiceError, InvalidInputError) as error:
         raise type(error)(f"batch {index}.{error.field}", error.message) from None
 
 
@@ -253,7 +253,7 @@ class EvaluationServicer(pb_grpc.EvaluationServiceServicer):
             result = await self._evaluator.run(
                 evaluate_request, evaluate_input, self._evaluate_observer
             )
-            return encode.result_to_proto(result)
+            return encode.checked_response(result, self._settings)
 
     @_reported("evaluate_stream")
     async def EvaluateStream(  # noqa: N802 (the proto's name)
@@ -290,7 +290,7 @@ class EvaluationServicer(pb_grpc.EvaluationServiceServicer):
                 "header", "the stream is empty; expected the header in message 1"
             )
         result = await self._evaluator.run(accumulator.finish)
-        return encode.result_to_proto(result)
+        return encode.checked_response(result, self._settings)
 
     @_reported("list_metrics")
     async def ListMetrics(  # noqa: N802 (the proto's name)
