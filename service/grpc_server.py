@@ -319,9 +319,8 @@ async def create_grpc_server(
     options: list[tuple[str, Any]] = [
         # Oversize requests are refused by gRPC itself, before the handler runs.
         ("grpc.max_receive_message_length", settings.max_request_bytes),
-        # Responses are not capped by the request limit: their size is bounded by the
-        # max_curve_points option (about 50 MB at its limit of 1e6 points), not by the request,
-        # and a 1 KiB request limit must not break a 2 KiB response.
+        # Responses are not capped by the request limit but by max_response_bytes (checked
+        # as they are encoded): a 1 KiB request limit must not break a 2 KiB response.
         ("grpc.max_send_message_length", -1),
         *CONNECTION_OPTIONS,
     ]
