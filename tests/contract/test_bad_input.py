@@ -415,6 +415,17 @@ CASES: dict[str, Bad] = {
         {"task": "binary", "labels": ["n"] * 999 + ["p" * 20_000], "scores": [0.5] * 1000},
         422, INVALID, "labels", "at most 128 characters (max_label_chars), but row 999",
     ),
+    "class-name-of-20000-characters": Bad(
+        {"task": "multiclass", "classes": ["cat", "d" * 20_000], "labels": [0, 1],
+         "scores": [[0.9, 0.1], [0.2, 0.8]]},
+        422, INVALID, "classes", "at most 128 characters (max_label_chars), but row 1",
+    ),
+    # The IoU of an image grows with its boxes squared: past the default cap before any IoU.
+    "detection-boxes-over-the-default-cap": Bad(
+        {"task": "detection", "images": [{"gt_boxes": [[0, 0, 10, 10]] * 2001,
+                                          "gt_classes": [0] * 2001}]},
+        413, EXHAUSTED, "images[0].gt_boxes", "2001 boxes is over the limit of 2000",
+    ),
     # 41 names at the width of the longest (8 characters, 4 bytes each): 1 312 bytes > 1 024
     "label-array-over-max-label-array-bytes": Bad(
         {"task": "multiclass", "labels": ["a"] * 40 + ["abcdefgh"],
