@@ -52,6 +52,13 @@ class Settings(BaseSettings):
         description="most ground-truth boxes, and most predicted boxes, in one image (the IoU "
         "work of an image grows with their product: 2000 x 2000 is about 0.2 s)",
     )
+    max_detection_pairs: int = Field(
+        50_000_000,
+        ge=1,
+        description="most (prediction, ground-truth box) pairs of the same image and class whose "
+        "IoU one request or stream batch may need, counting at most max_detections predictions "
+        "an image: a compute budget (about 3 s of one core at the default)",
+    )
     max_bootstrap_work: int = Field(
         20_000_000_000,
         ge=1,

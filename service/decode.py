@@ -422,6 +422,45 @@ def check_bootstrap_work(
         )
 
 
+def check_detection_pairs(
+    field: str, images: Images, max_detections: int, settings: Settings
+) -> None:
+    """The IoU pairs of ``images`` within ``max_detection_pairs``: per image, the predictions
+    (at most ``max_detections``) x its ground truth, or, when that is over the budget, the
+    exact count of same-class pairs (each prediction meets only its class's boxes)."""
+    targets, predictions = images
+    rough = [
+        min(len(predicted["classes"]), max_detections) * len(target["classes"])
+        for target, predicted in zip(targets, predictions, strict=True)
+    ]
+    if sum(rough) <= settings.max_detection_pairs:
+        return
+    pairs = 0
+    for index, (target, predicted) in enumerate(zip(targets, predictions, strict=True)):
+        if rough[index]:
+            pairs += min(rough[index], _same_class_pairs(target["classes"], predicted["classes"]))
+    if pairs > settings.max_detection_pairs:
+        raise PayloadTooLargeError(
+            field,
+            f"the images need the IoU of {pairs} same-class (prediction, box) pairs, over the"
+            f" compute budget of {settings.max_detection_pairs} (max_detection_pairs): send"
+            " fewer boxes per request",
+        )
+
+
+def _same_class_pairs(truth: Column, predicted: Column) -> int:
+    values, counts = np.unique(np.asarray(truth, dtype=np.float64), return_counts=True)
+    classes = np.asarray(predicted, dtype=np.float64)
+    at = np.searchsorted(values, classes).clip(max=values.size - 1)
+    return int(counts[at][values[at] == classes].sum())
+
+
+def _check_detection(header: Header, batch: Batch, settings: Settings) -> None:
+    if header.task == "detection" and batch.images is not None:
+        max_detections = _whole_option(header.options, "max_detections") or 100
+        check_detection_pairs("images", batch.images, max_detections, settings)
+
+
 def _check_bootstrap(header: Header, batch: Batch, settings: Settings) -> None:
     if header.task != "binary":
         return  # the one task that bootstraps
@@ -571,6 +610,7 @@ def request_from_json(body: Any, settings: Settings) -> Request:
     header = header_from_json(body, settings)
     batch = shaped(header, batch_from_json(body, settings), settings)
     _check_bootstrap(header, batch, settings)
+    _check_detection(header, batch, settings)
     return Request(
         header=header,
         batch=batch,
@@ -777,6 +817,7 @@ def request_from_proto(message: pb.EvaluateRequest, settings: Settings) -> Reque
     header = header_from_proto(message, settings)
     batch = shaped(header, batch_from_proto(message, settings), settings)
     _check_bootstrap(header, batch, settings)
+    _check_detection(header, batch, settings)
     return Request(
         header=header,
         batch=batch,

@@ -32,6 +32,7 @@ from evalserve.service.decode import (
     ModelRef,
     Request,
     check_bootstrap_work,
+    check_detection_pairs,
     shaped,
 )
 from evalserve.service.errors import (
@@ -166,6 +167,9 @@ class StreamAccumulator:
             raise PayloadTooLargeError(
                 where, f"the stream is over the limit of {self.max_rows} {unit}"
             )
+        if self.header.task == "detection":
+            max_detections = self.accumulator.options.max_detections
+            check_detection_pairs(where, (rows.truth, rows.scores), max_detections, self.settings)
         if self.header.task == "binary":
             replicates = self.accumulator.options.bootstrap_replicates
             check_bootstrap_work(where, replicates, self.n_rows + rows.count, self.settings)

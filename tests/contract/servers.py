@@ -40,6 +40,7 @@ LIMITED = Settings(
     max_label_chars=8,
     max_label_array_bytes=1024,
     max_boxes_per_image=3,
+    max_detection_pairs=8,
     max_bootstrap_work=100_000,
     max_curve_points=50,
     max_response_bytes=RESPONSE_LIMIT,

@@ -458,6 +458,22 @@ CASES: dict[str, Bad] = {
                                           "pred_scores": [0.9] * 4}]},
         413, EXHAUSTED, "images[0].pred_scores", "4 boxes", server="limited",
     ),
+    # Three images of 3 predictions x 1 box of their class: 9 pairs, over the budget of 8;
+    # a 4th class-0 box in other images' classes counts for nothing.
+    "detection-pairs-over-max-detection-pairs": Bad(
+        {"task": "detection", "images": [{
+            "gt_boxes": [[0, 0, 10, 10]] * 2, "gt_classes": [0, 1],
+            "pred_boxes": [[1, 1, 10, 10]] * 3, "pred_classes": [0] * 3,
+            "pred_scores": [0.9, 0.8, 0.7]}] * 3},
+        413, EXHAUSTED, "images", "9 same-class (prediction, box) pairs", server="limited",
+    ),
+    "stream-detection-pairs-over-max-detection-pairs": Bad(
+        [{"task": "detection"}, {"images": [IMAGE]},
+         {"images": [{**IMAGE, "pred_boxes": [[1, 1, 10, 10]] * 3, "pred_classes": [0] * 3,
+                      "pred_scores": [0.9] * 3}] * 3}],
+        413, EXHAUSTED, "line 3", "max_detection_pairs", grpc_field="batch 3", stream=True,
+        server="limited",
+    ),
     # 10 000 replicates x 20 rows = 200 000, over the limited service's budget of 100 000
     "bootstrap-over-max-bootstrap-work": Bad(
         options(bootstrap_replicates=10_000), 413, EXHAUSTED, "options.bootstrap_replicates",

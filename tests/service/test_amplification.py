@@ -112,3 +112,22 @@ def test_bootstrap_work_counts_rows_times_replicates() -> None:
     # Only binary bootstraps: another task's replicates cost nothing and are not counted.
     regression = {"task": "regression", "labels": [1.0] * 100, "predictions": [1.0] * 100}
     request_from_json({**regression, "options": {"bootstrap_replicates": 11}}, settings)
+
+
+def test_detection_pairs_count_each_prediction_against_its_class_only() -> None:
+    """Two images of 300 predictions and 300 boxes: 180 000 pairs at most, but with three
+    classes of 100 each only 60 000 meet; max_detections cuts the predictions first."""
+    classes = [0.0, 1.0, 2.0] * 100
+    boxes = [[0.0, 0.0, 10.0, 10.0]] * 300
+    image = {"gt_boxes": boxes, "gt_classes": classes, "pred_boxes": boxes,
+             "pred_classes": classes, "pred_scores": [0.5] * 300}  # fmt: skip
+    body: dict[str, Any] = {"task": "detection", "images": [image, image],
+                            "options": {"max_detections": 300}}  # fmt: skip
+    request_from_json(body, Settings(max_detection_pairs=60_000))
+    with pytest.raises(PayloadTooLargeError) as caught:
+        request_from_json(body, Settings(max_detection_pairs=59_999))
+    assert caught.value.field == "images"
+    assert "60000 same-class" in caught.value.message
+    # 30 predictions an image meet at most 30 x 300 boxes each: 18 000 in all.
+    body["options"] = {"max_detections": 30}
+    request_from_json(body, Settings(max_detection_pairs=18_000))
