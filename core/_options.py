@@ -28,7 +28,10 @@ __all__ = ["OPTIONS", "OptionSpec", "Options", "parse_options"]
 
 MAX_LIST_OPTION = 64  # values of one list option
 MAX_BETA = 1e4  # beta^2 must stay far from overflow
-MAX_COUNT = 1_000_000  # curve points, top-k, detections per image
+MAX_COUNT = 1_000_000  # top-k, detections per image
+# Curve points: each curve of the answer holds up to this many points per array (multiclass: a
+# curve per class), so the bound keeps a small request's answer small.
+MAX_CURVE_POINTS = 100_000
 
 Kind = Literal["number", "integer", "choice"]
 
@@ -118,7 +121,7 @@ class Options:
         "metrics always use the exact curve.",
         tasks=("binary", "multiclass"),
         low=0,
-        high=MAX_COUNT,
+        high=MAX_CURVE_POINTS,
         zero_means="no curves",
     )
     confidence_level: float = _option(

@@ -32,6 +32,52 @@ class Settings(BaseSettings):
         "score of each class; each task's metric page says what its state holds)",
     )
     max_classes: int = Field(1000, ge=2, description="most classes (score columns)")
+    max_label_chars: int = Field(
+        128,
+        ge=1,
+        description="longest class name, in characters, whether sent in classes or as a "
+        "string label: class names become Prometheus label values, as model names do (which "
+        "are at most 128 characters too)",
+    )
+    max_label_array_bytes: int = Field(
+        512 * MIB,
+        ge=1024,
+        description="most bytes the string labels of one request or batch may take as a "
+        "fixed-width array (rows x longest label x 4 bytes): a few long labels among many "
+        "short ones would otherwise make every row as wide as the longest",
+    )
+    max_boxes_per_image: int = Field(
+        2_000,
+        ge=1,
+        description="most ground-truth boxes, and most predicted boxes, in one image (the IoU "
+        "work of an image grows with their product: 2000 x 2000 is about 0.2 s)",
+    )
+    max_detection_pairs: int = Field(
+        50_000_000,
+        ge=1,
+        description="most (prediction, ground-truth box) pairs of the same image and class whose "
+        "IoU one request or stream batch may need, counting at most max_detections predictions "
+        "an image: a compute budget (about 3 s of one core at the default)",
+    )
+    max_bootstrap_work: int = Field(
+        20_000_000_000,
+        ge=1,
+        description="most bootstrap_replicates x rows in one request or stream: a compute "
+        "budget (about 3 s of one core at the default; 1000 replicates fit up to 20 million "
+        "rows)",
+    )
+    max_curve_points: int = Field(
+        100_000,
+        ge=2,
+        description="highest max_curve_points option a request may ask for (the option's own "
+        "range ends at 100000)",
+    )
+    max_response_bytes: int = Field(
+        256 * MIB,
+        ge=1024,
+        description="largest response, in bytes as encoded (JSON or protobuf); a larger one "
+        "is refused instead of sent (fewer curve points or classes make it smaller)",
+    )
     workers: int = Field(
         2, ge=1, le=64, description="evaluations computed at once, off the event loop"
     )

@@ -14,6 +14,7 @@ import re
 import threading
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
+from itertools import chain
 from typing import Any
 
 import numpy as np
@@ -22,7 +23,7 @@ import simdjson
 from google.protobuf.message import Message
 from numpy.typing import NDArray
 
-from evalserve.core import TASKS, InvalidInputError
+from evalserve.core import OPTIONS, TASKS, InvalidInputError
 from evalserve.service.config import Settings
 from evalserve.service.errors import MalformedRequestError, PayloadTooLargeError
 from evalserve.v1 import evaluation_pb2 as pb
@@ -199,6 +200,10 @@ def _json_column(name: str, value: Any, settings: Settings) -> Column | None:
         )
     _check_rows(name, len(value), settings)
     try:
+        if _has_text(value):
+            # Before numpy sees it: one long string would make a fixed-width array of every
+            # row at its width (a million rows and a 20 000-character string: 80 GB).
+            raise TypeError(name)
         array = np.asarray(value)
         if array.dtype.kind not in "biuf":  # strings, nulls: numpy would read "0.5" as 0.5
             raise TypeError(array.dtype)
@@ -215,13 +220,50 @@ def _json_column(name: str, value: Any, settings: Settings) -> Column | None:
     return array
 
 
+def _has_text(values: list[Any]) -> bool:
+    """Whether a string is among the values or, one level down, in the rows of a matrix."""
+    kinds = set(map(type, values))
+    if list in kinds:
+        kinds |= set(map(type, chain.from_iterable(v for v in values if type(v) is list)))
+    return str in kinds
+
+
 def _json_names(name: str, value: Any, settings: Settings) -> tuple[str, ...] | None:
     if value is None:
         return None
     if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
         raise MalformedRequestError(name, "expected an array of strings")
     _check_rows(name, len(value), settings)
-    return tuple(value)
+    names = tuple(value)
+    _check_names(name, names, settings)
+    return names
+
+
+def _check_names(name: str, names: tuple[str, ...], settings: Settings) -> None:
+    """Class names, sent in ``classes`` or as string labels, measured before numpy sees them:
+    numpy stores strings at the width of the longest (4 bytes a character), so one long label
+    among a million short ones would make a huge array. Each name is at most
+    ``max_label_chars`` (they become Prometheus label values, as model names do) and the rows
+    x the longest at most ``max_label_array_bytes``."""
+    if not names:
+        return
+    lengths = np.fromiter(map(len, names), dtype=np.int64, count=len(names))
+    row = int(np.argmax(lengths))
+    longest = int(lengths[row])
+    if longest > settings.max_label_chars:
+        raise InvalidInputError(
+            name,
+            f"expected names of at most {settings.max_label_chars} characters"
+            f" (max_label_chars), but row {row} has {longest}",
+        )
+    size = len(names) * longest * 4
+    if size > settings.max_label_array_bytes:
+        raise PayloadTooLargeError(
+            name,
+            f"{len(names)} names of up to {longest} characters take {size} bytes as an array,"
+            f" over the limit of {settings.max_label_array_bytes} (max_label_array_bytes);"
+            " send integer labels with classes instead",
+        )
 
 
 def _json_raw(name: str, value: Any, settings: Settings) -> Column | None:
@@ -311,6 +353,7 @@ def header_from_json(body: Mapping[str, Any], settings: Settings) -> Header:
             "n_classes", f"expected a positive integer, but got {n_classes!r}"
         )
     _check_classes("n_classes", n_classes, settings)
+    _check_curve_points(options, settings)
     return Header(
         task=task,
         options=dict(options),
@@ -336,6 +379,95 @@ def _coverage_from_json(value: Any) -> dict[str, Any]:
                 f"coverage.{key}", f"expected {expected}, but got {json_kind(item)}"
             )
     return {key: item for key, item in raw.items() if item is not None}
+
+
+CURVE_POINTS_RANGE = OPTIONS["max_curve_points"].high or float("inf")
+
+
+def _whole_option(options: Mapping[str, Any], name: str) -> int | None:
+    """An option sent as a whole number, else None (the core names any other value)."""
+    value = options.get(name)
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return None
+    if isinstance(value, float) and not value.is_integer():
+        return None
+    return int(value)
+
+
+def _check_curve_points(options: Mapping[str, Any], settings: Settings) -> None:
+    points = _whole_option(options, "max_curve_points")
+    # Past the option's own range the core refuses it as any option out of range (422).
+    if points is not None and settings.max_curve_points < points <= CURVE_POINTS_RANGE:
+        raise PayloadTooLargeError(
+            "options.max_curve_points",
+            f"{points} is over the limit of {settings.max_curve_points} curve points"
+            " (max_curve_points)",
+        )
+
+
+def check_bootstrap_work(
+    field: str, replicates: int | None, n_rows: int, settings: Settings
+) -> None:
+    """``bootstrap_replicates`` x rows within ``max_bootstrap_work``: the bootstrap redraws
+    every row in each replicate, so its cost is their product."""
+    if replicates is None or replicates <= 0:
+        return
+    work = replicates * n_rows
+    if work > settings.max_bootstrap_work:
+        raise PayloadTooLargeError(
+            field,
+            f"{replicates} bootstrap replicates x {n_rows} rows = {work} is over the compute"
+            f" budget of {settings.max_bootstrap_work} (max_bootstrap_work): ask for fewer"
+            " replicates",
+        )
+
+
+def check_detection_pairs(
+    field: str, images: Images, max_detections: int, settings: Settings
+) -> None:
+    """The IoU pairs of ``images`` within ``max_detection_pairs``: per image, the predictions
+    (at most ``max_detections``) x its ground truth, or, when that is over the budget, the
+    exact count of same-class pairs (each prediction meets only its class's boxes)."""
+    targets, predictions = images
+    rough = [
+        min(len(predicted["classes"]), max_detections) * len(target["classes"])
+        for target, predicted in zip(targets, predictions, strict=True)
+    ]
+    if sum(rough) <= settings.max_detection_pairs:
+        return
+    pairs = 0
+    for index, (target, predicted) in enumerate(zip(targets, predictions, strict=True)):
+        if rough[index]:
+            pairs += min(rough[index], _same_class_pairs(target["classes"], predicted["classes"]))
+    if pairs > settings.max_detection_pairs:
+        raise PayloadTooLargeError(
+            field,
+            f"the images need the IoU of {pairs} same-class (prediction, box) pairs, over the"
+            f" compute budget of {settings.max_detection_pairs} (max_detection_pairs): send"
+            " fewer boxes per request",
+        )
+
+
+def _same_class_pairs(truth: Column, predicted: Column) -> int:
+    values, counts = np.unique(np.asarray(truth, dtype=np.float64), return_counts=True)
+    classes = np.asarray(predicted, dtype=np.float64)
+    at = np.searchsorted(values, classes).clip(max=values.size - 1)
+    return int(counts[at][values[at] == classes].sum())
+
+
+def _check_detection(header: Header, batch: Batch, settings: Settings) -> None:
+    if header.task == "detection" and batch.images is not None:
+        max_detections = _whole_option(header.options, "max_detections") or 100
+        check_detection_pairs("images", batch.images, max_detections, settings)
+
+
+def _check_bootstrap(header: Header, batch: Batch, settings: Settings) -> None:
+    if header.task != "binary":
+        return  # the one task that bootstraps
+    truth = batch.labels if batch.labels is not None else batch.label_names
+    if truth is not None:
+        replicates = _whole_option(header.options, "bootstrap_replicates")
+        check_bootstrap_work("options.bootstrap_replicates", replicates, len(truth), settings)
 
 
 def _check_classes(name: str, count: int | None, settings: Settings) -> None:
@@ -399,9 +531,26 @@ def _images_from_json(value: Any, settings: Settings) -> Images:
             name: _json_column(f"{where}.{name}", image.get(name), settings)
             for name in IMAGE_FIELDS[1:]
         }
+        _check_boxes(where, columns, settings)
         targets.append(_target(columns))
         predictions.append(_prediction(columns))
     return tuple(targets), tuple(predictions)
+
+
+def _check_boxes(where: str, columns: Mapping[str, Column | None], settings: Settings) -> None:
+    """At most ``max_boxes_per_image`` ground-truth and predicted boxes in one image (a box
+    is 4 values of a flat column, or a row of a nested one; classes and scores one each)."""
+    for name, values in columns.items():
+        if values is None:
+            continue
+        flat_boxes = name.endswith("_boxes") and values.ndim == 1
+        count = values.size // 4 if flat_boxes else len(values)
+        if count > settings.max_boxes_per_image:
+            raise PayloadTooLargeError(
+                f"{where}.{name}",
+                f"{count} boxes is over the limit of {settings.max_boxes_per_image} per image"
+                " (max_boxes_per_image)",
+            )
 
 
 def _boxes(values: Column | None) -> Column:
@@ -459,9 +608,12 @@ def request_from_json(body: Any, settings: Settings) -> Request:
     _unknown("", body, REQUEST_FIELDS)
     challenger = body.get("challenger")
     header = header_from_json(body, settings)
+    batch = shaped(header, batch_from_json(body, settings), settings)
+    _check_bootstrap(header, batch, settings)
+    _check_detection(header, batch, settings)
     return Request(
         header=header,
-        batch=shaped(header, batch_from_json(body, settings), settings),
+        batch=batch,
         challenger=None if challenger is None else _challenger_from_json(challenger, settings),
     )
 
@@ -586,6 +738,7 @@ def batch_from_proto(
     names = tuple(message.label_names)
     if names:
         _check_rows("label_names", len(names), settings)
+        _check_names("labels", names, settings)  # string labels, as the core names them
         columns["label_names"] = names
     if len(message.images):
         _check_rows("images", len(message.images), settings)
@@ -614,6 +767,8 @@ def header_from_proto(message: pb.EvaluateRequest | pb.StreamHeader, settings: S
         raise PayloadTooLargeError(
             "classes", f"{len(classes)} classes is over the limit of {settings.max_classes}"
         )
+    if classes is not None:
+        _check_names("classes", classes, settings)
     model = None
     if message.HasField("model"):
         model = model_ref(message.model.name, message.model.version, message.model.segment)
@@ -634,9 +789,11 @@ def header_from_proto(message: pb.EvaluateRequest | pb.StreamHeader, settings: S
             "n_classes", f"expected a positive integer, but got {n_classes}"
         )
     _check_classes("n_classes", n_classes, settings)
+    options = _options_from_proto(message.options)
+    _check_curve_points(options, settings)
     return Header(
         task=task,
-        options=_options_from_proto(message.options),
+        options=options,
         classes=classes,
         model=model,
         baseline=baseline,
@@ -658,9 +815,12 @@ def request_from_proto(message: pb.EvaluateRequest, settings: Settings) -> Reque
         scores = _proto_column(message.challenger, "scores", settings, where="challenger.")
         challenger = {"scores": scores}
     header = header_from_proto(message, settings)
+    batch = shaped(header, batch_from_proto(message, settings), settings)
+    _check_bootstrap(header, batch, settings)
+    _check_detection(header, batch, settings)
     return Request(
         header=header,
-        batch=shaped(header, batch_from_proto(message, settings), settings),
+        batch=batch,
         challenger=challenger,
     )
 
@@ -673,6 +833,7 @@ def _images_from_proto(messages: Any, settings: Settings) -> Images:
             values = getattr(image, name)
             _check_rows(f"images[{index}].{name}", len(values), settings)
             columns[name] = np.asarray(values, dtype=np.float64) if len(values) else None
+        _check_boxes(f"images[{index}]", columns, settings)
         targets.append(_target(columns))
         predictions.append(_prediction(columns))
     return tuple(targets), tuple(predictions)

@@ -9,9 +9,36 @@ import numpy as np
 from google.protobuf.message import Message
 
 from evalserve.core import EvaluationResult, MetricInfo, catalog_entries
+from evalserve.service.config import Settings
+from evalserve.service.errors import PayloadTooLargeError
 from evalserve.v1 import evaluation_pb2 as pb
 
-__all__ = ["catalog_to_json", "catalog_to_proto", "proto_to_json", "result_to_proto"]
+__all__ = [
+    "catalog_to_json",
+    "catalog_to_proto",
+    "check_response_size",
+    "checked_response",
+    "proto_to_json",
+    "result_to_proto",
+]
+
+
+def check_response_size(size: int, settings: Settings) -> None:
+    """Refuse to send a response over ``max_response_bytes`` (413 / RESOURCE_EXHAUSTED)."""
+    if size > settings.max_response_bytes:
+        raise PayloadTooLargeError(
+            "response",
+            f"the response would take {size} bytes, over the limit of"
+            f" {settings.max_response_bytes} (max_response_bytes): ask for fewer curve points"
+            " (options.max_curve_points) or fewer classes",
+        )
+
+
+def checked_response(result: EvaluationResult, settings: Settings) -> pb.EvaluateResponse:
+    """``result_to_proto``, refused when its encoding is over ``max_response_bytes``."""
+    response = result_to_proto(result)
+    check_response_size(response.ByteSize(), settings)
+    return response
 
 
 def result_to_proto(result: EvaluationResult) -> pb.EvaluateResponse:

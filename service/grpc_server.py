@@ -34,7 +34,7 @@ from grpc_health.v1.health import aio as health_aio
 from grpc_reflection.v1alpha import reflection
 from grpc_status import rpc_status
 
-from evalserve.core import TASKS
+from evalserve.core import TASKS, InvalidInputError
 from evalserve.service import decode, encode
 from evalserve.service.config import Settings
 from evalserve.service.errors import (
@@ -189,7 +189,7 @@ def _stream_batch(
     accumulator's do."""
     try:
         return decode.batch_from_proto(message, settings)
-    except ServiceError as error:
+    except (ServiceError, InvalidInputError) as error:
         raise type(error)(f"batch {index}.{error.field}", error.message) from None
 
 
@@ -266,7 +266,7 @@ class EvaluationServicer(pb_grpc.EvaluationServiceServicer):
             result = await self._evaluator.run(
                 evaluate_request, evaluate_input, self._evaluate_observer
             )
-            return encode.result_to_proto(result)
+            return encode.checked_response(result, self._settings)
 
     @_reported("evaluate_stream")
     async def EvaluateStream(  # noqa: N802 (the proto's name)
@@ -316,7 +316,7 @@ class EvaluationServicer(pb_grpc.EvaluationServiceServicer):
                 "header", "the stream is empty; expected the header in message 1"
             )
         result = await self._evaluator.run(accumulator.finish)
-        return encode.result_to_proto(result)
+        return encode.checked_response(result, self._settings)
 
     @_reported("list_metrics")
     async def ListMetrics(  # noqa: N802 (the proto's name)
@@ -345,9 +345,8 @@ async def create_grpc_server(
     options: list[tuple[str, Any]] = [
         # Oversize requests are refused by gRPC itself, before the handler runs.
         ("grpc.max_receive_message_length", settings.max_request_bytes),
-        # Responses are not capped by the request limit: their size is bounded by the
-        # max_curve_points option (about 50 MB at its limit of 1e6 points), not by the request,
-        # and a 1 KiB request limit must not break a 2 KiB response.
+        # Responses are not capped by the request limit but by max_response_bytes (checked
+        # as they are encoded): a 1 KiB request limit must not break a 2 KiB response.
         ("grpc.max_send_message_length", -1),
         *CONNECTION_OPTIONS,
     ]

@@ -137,10 +137,13 @@ def _error_response(status_code: int, code: str, field: str, message: str) -> Re
     return _json_response(body, status_code)
 
 
-def _encode(result: EvaluationResult, protobuf: bool) -> bytes:
+def _encode(result: EvaluationResult, protobuf: bool, settings: Settings) -> bytes:
     if protobuf:
-        return encode.result_to_proto(result).SerializeToString()
-    return orjson.dumps(result.to_dict(), option=orjson.OPT_SERIALIZE_NUMPY)
+        content = encode.result_to_proto(result).SerializeToString()
+    else:
+        content = orjson.dumps(result.to_dict(), option=orjson.OPT_SERIALIZE_NUMPY)
+    encode.check_response_size(len(content), settings)
+    return content
 
 
 def _decode_json(body: bytes, settings: Settings) -> EvaluationRequest:
@@ -165,7 +168,7 @@ def _evaluate_body(
     observer: EvaluationObserver,
 ) -> bytes:
     """Decode, evaluate, encode: the CPU-bound part of one request, run off the event loop."""
-    return _encode(evaluate_request(decode(body, settings), observer), protobuf)
+    return _encode(evaluate_request(decode(body, settings), observer), protobuf, settings)
 
 
 # --- NDJSON streams ----------------------------------------------------------------------------
@@ -299,7 +302,7 @@ class _NdjsonStream:
             raise StreamProtocolError(
                 "line 1", "the stream is empty; expected a header line with task"
             )
-        return _encode(self.accumulator.finish(), protobuf)
+        return _encode(self.accumulator.finish(), protobuf, self.settings)
 
 
 # --- the body size limit -----------------------------------------------------------------------

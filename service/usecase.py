@@ -26,7 +26,15 @@ from evalserve.core import (
     evaluate,
 )
 from evalserve.service.config import Settings
-from evalserve.service.decode import Batch, Header, ModelRef, Request, shaped
+from evalserve.service.decode import (
+    Batch,
+    Header,
+    ModelRef,
+    Request,
+    check_bootstrap_work,
+    check_detection_pairs,
+    shaped,
+)
 from evalserve.service.errors import (
     BusyError,
     ClientBusyError,
@@ -161,6 +169,12 @@ class StreamAccumulator:
             raise PayloadTooLargeError(
                 where, f"the stream is over the limit of {self.max_rows} {unit}"
             )
+        if self.header.task == "detection":
+            max_detections = self.accumulator.options.max_detections
+            check_detection_pairs(where, (rows.truth, rows.scores), max_detections, self.settings)
+        if self.header.task == "binary":
+            replicates = self.accumulator.options.bootstrap_replicates
+            check_bootstrap_work(where, replicates, self.n_rows + rows.count, self.settings)
         with self._located(where):
             self.accumulator.update(
                 rows.truth, rows.scores, y_pred=rows.predictions, sample_weight=rows.weights

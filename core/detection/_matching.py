@@ -6,6 +6,11 @@ is a hit, as pycocotools compares (``>=``) and as detection write-ups state the 
 0.5 counts as found"); the VOC paper's "must exceed 50%" and the Python VOC devkit use ">", which
 differs only at an IoU of exactly the threshold.
 
+The IoU of a group is computed a block of predictions at a time (``match_boxes``), at most
+``BLOCK_CELLS`` values each, so memory stays flat however many boxes an image has: both rules
+take the predictions one by one in ranking order, and a prediction's IoU row does not depend on
+the block it is computed in, so the result is the same as from the whole matrix.
+
 Two rules, each as its reference implements it:
 
 * COCO (pycocotools ``COCOeval.evaluateImg``): a prediction takes the ground truth of highest
@@ -21,31 +26,67 @@ from __future__ import annotations
 import numpy as np
 from numpy.typing import NDArray
 
-__all__ = ["coco_matches", "voc_matches"]
+from evalserve.core.detection._iou import box_iou
+
+__all__ = ["BLOCK_CELLS", "coco_matches", "match_boxes", "voc_matches"]
 
 Floats = NDArray[np.float64]
 Bools = NDArray[np.bool_]
+Ints = NDArray[np.intp]
+
+BLOCK_CELLS = 1 << 18  # IoU values computed at once: 2 MiB, a few times that in temporaries
 
 
-def coco_matches(iou: Floats, thresholds: Floats) -> Bools:
+def match_boxes(
+    predicted: Floats, truth: Floats, thresholds: Floats, voc_threshold: float
+) -> tuple[Bools, Bools]:
+    """COCO hits (len(thresholds), n_predictions) and VOC hits (n_predictions,) of one
+    group's predictions (in ranking order) against its ground truth, the IoU computed in
+    blocks of rows: the same as ``coco_matches`` and ``voc_matches`` of the whole matrix."""
+    n_predictions, n_truth = len(predicted), len(truth)
+    coco = np.zeros((thresholds.size, n_predictions), dtype=np.bool_)
+    if n_truth == 0:
+        return coco, np.zeros(n_predictions, dtype=np.bool_)
+    taken = np.zeros((thresholds.size, n_truth), dtype=np.bool_)
+    best = np.empty(n_predictions, dtype=np.intp)
+    best_iou = np.empty(n_predictions, dtype=np.float64)
+    rows = max(1, BLOCK_CELLS // n_truth)
+    for start in range(0, n_predictions, rows):
+        stop = min(start + rows, n_predictions)
+        iou = box_iou(predicted[start:stop], truth)
+        coco[:, start:stop] = coco_matches(iou, thresholds, taken=taken)
+        best[start:stop] = np.argmax(iou, axis=1)
+        best_iou[start:stop] = iou[np.arange(stop - start), best[start:stop]]
+    return coco, _voc_hits(best, best_iou, voc_threshold)
+
+
+def coco_matches(iou: Floats, thresholds: Floats, *, taken: Bools | None = None) -> Bools:
     """(len(thresholds), n_predictions): whether each prediction is a true positive at each
-    IoU threshold. ``iou``: (n_predictions, n_ground_truth), predictions in ranking order."""
+    IoU threshold. ``iou``: (n_predictions, n_ground_truth), predictions in ranking order.
+    ``taken`` (len(thresholds), n_ground_truth): boxes earlier predictions took, updated in
+    place (to match a group's predictions a block of rows at a time)."""
     n_thresholds = thresholds.size
     n_predictions, n_truth = iou.shape
     hits = np.zeros((n_thresholds, n_predictions), dtype=np.bool_)
     if n_truth == 0:
         return hits
-    taken = np.zeros((n_thresholds, n_truth), dtype=np.bool_)
+    if taken is None:
+        taken = np.zeros((n_thresholds, n_truth), dtype=np.bool_)
     rows = np.arange(n_thresholds)
     # A prediction below the lowest threshold with every box matches nothing at any threshold.
-    for index in np.flatnonzero(iou.max(axis=1) >= thresholds.min()):
-        overlaps = iou[index]
-        free = ~taken & (overlaps[None, :] >= thresholds[:, None])
+    lowest = thresholds.min()
+    for index in np.flatnonzero(iou.max(axis=1) >= lowest):
+        # Only the boxes that reach the lowest threshold can be taken at any threshold: the
+        # work per prediction grows with its overlapping boxes, not with the image's boxes.
+        columns = np.flatnonzero(iou[index] >= lowest)
+        overlaps = iou[index, columns]
+        free = ~taken[:, columns] & (overlaps[None, :] >= thresholds[:, None])
         candidate = np.where(free, overlaps[None, :], -1.0)
-        best = n_truth - 1 - np.argmax(candidate[:, ::-1], axis=1)  # the last of equal maxima
+        # The last of equal maxima (columns keep the input order).
+        best = columns.size - 1 - np.argmax(candidate[:, ::-1], axis=1)
         hit = free[rows, best]
         hits[hit, index] = True
-        taken[rows[hit], best[hit]] = True
+        taken[rows[hit], columns[best[hit]]] = True
     return hits
 
 
@@ -56,7 +97,13 @@ def voc_matches(iou: Floats, threshold: float) -> Bools:
     if n_truth == 0:
         return hits
     best = np.argmax(iou, axis=1)  # the first of equal maxima
-    claims = np.flatnonzero(iou[np.arange(n_predictions), best] >= threshold)
+    return _voc_hits(best, iou[np.arange(n_predictions), best], threshold)
+
+
+def _voc_hits(best: Ints, best_iou: Floats, threshold: float) -> Bools:
+    """VOC hits from each prediction's best ground truth and its IoU."""
+    hits = np.zeros(best.size, dtype=np.bool_)
+    claims = np.flatnonzero(best_iou >= threshold)
     # The first (highest-ranked) claim on a box takes it; later claims are false positives.
     _, first = np.unique(best[claims], return_index=True)
     hits[claims[first]] = True

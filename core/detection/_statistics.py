@@ -20,8 +20,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from evalserve.core.detection._inputs import Boxes, Scene
-from evalserve.core.detection._iou import box_iou
-from evalserve.core.detection._matching import coco_matches, voc_matches
+from evalserve.core.detection._matching import match_boxes
 
 __all__ = ["AT_50", "AT_75", "COCO_IOU_THRESHOLDS", "DetectionStats", "statistics_of"]
 
@@ -164,9 +163,10 @@ def _match(ground_truth: Boxes, predictions: Boxes) -> tuple[Bools, Bools]:
         truth = truth_groups.get(key)
         if truth is None:
             continue  # no ground truth of this class in this image: all false positives
-        iou = box_iou(predictions.boxes[group], ground_truth.boxes[truth])
-        coco[:, group] = coco_matches(iou, COCO_IOU_THRESHOLDS)
-        voc[group] = voc_matches(iou, VOC_IOU_THRESHOLD)
+        coco[:, group], voc[group] = match_boxes(
+            predictions.boxes[group], ground_truth.boxes[truth], COCO_IOU_THRESHOLDS,
+            VOC_IOU_THRESHOLD,
+        )  # fmt: skip
     return coco, voc
 
 

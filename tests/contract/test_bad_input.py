@@ -199,9 +199,9 @@ CASES: dict[str, Bad] = {
     "max-curve-points-1": Bad(options(max_curve_points=1), *OPTION, "options.max_curve_points",
                               "at least 2"),
     "max-curve-points-negative": Bad(options(max_curve_points=-1), *OPTION,
-                                     "options.max_curve_points", "[0, 1000000]"),
+                                     "options.max_curve_points", "[0, 100000]"),
     "max-curve-points-huge": Bad(options(max_curve_points=10**7), *OPTION,
-                                 "options.max_curve_points", "[0, 1000000]"),
+                                 "options.max_curve_points", "[0, 100000]"),
     "calibration-bins-0": Bad(options(calibration_bins=0), *OPTION, "options.calibration_bins",
                               "[1, 10000]"),
     "n-params-negative": Bad(options(n_params=-3), *OPTION, "options.n_params", "integer"),
@@ -396,6 +396,136 @@ CASES: dict[str, Bad] = {
     "too-many-rows-raw": Bad({"task": "binary", "labels_f64": f64([0.0] * 2001),
                               "scores": [0.5]}, 413, EXHAUSTED, "labels_f64", "limit of 2000",
                              server="limited"),
+    # --- amplification: a small request that would make the server allocate or compute a lot
+    "label-name-over-max-label-chars": Bad(
+        fawcett(labels=["n"] * 19 + ["p" * 9]), 422, INVALID, "labels",
+        "at most 8 characters (max_label_chars), but row 19 has 9", server="limited",
+    ),
+    "multiclass-label-name-over-max-label-chars": Bad(
+        {"task": "multiclass", "labels": ["cat", "dog" * 3], "scores": [[0.9, 0.1], [0.2, 0.8]]},
+        422, INVALID, "labels", "row 1 has 9", server="limited",
+    ),
+    "class-name-over-max-label-chars": Bad(
+        {"task": "multiclass", "classes": ["cat", "dog", "x" * 9], "labels": [0, 2],
+         "scores": [[0.7, 0.2, 0.1], [0.1, 0.3, 0.6]]},
+        422, INVALID, "classes", "row 2 has 9", server="limited",
+    ),
+    # The probe, at the default cap: the rows at the width of the longest would be 80 MB.
+    "label-name-of-20000-characters": Bad(
+        {"task": "binary", "labels": ["n"] * 999 + ["p" * 20_000], "scores": [0.5] * 1000},
+        422, INVALID, "labels", "at most 128 characters (max_label_chars), but row 999",
+    ),
+    "class-name-of-20000-characters": Bad(
+        {"task": "multiclass", "classes": ["cat", "d" * 20_000], "labels": [0, 1],
+         "scores": [[0.9, 0.1], [0.2, 0.8]]},
+        422, INVALID, "classes", "at most 128 characters (max_label_chars), but row 1",
+    ),
+    # The IoU of an image grows with its boxes squared: past the default cap before any IoU.
+    "detection-boxes-over-the-default-cap": Bad(
+        {"task": "detection", "images": [{"gt_boxes": [[0, 0, 10, 10]] * 2001,
+                                          "gt_classes": [0] * 2001}]},
+        413, EXHAUSTED, "images[0].gt_boxes", "2001 boxes is over the limit of 2000",
+    ),
+    # 41 names at the width of the longest (8 characters, 4 bytes each): 1 312 bytes > 1 024
+    "label-array-over-max-label-array-bytes": Bad(
+        {"task": "multiclass", "labels": ["a"] * 40 + ["abcdefgh"],
+         "scores": [[0.5, 0.5]] * 41},
+        413, EXHAUSTED, "labels", "1312 bytes", server="limited",
+    ),
+    # A string among numbers would make numpy build a string array of every row.
+    "string-among-the-scores": Bad(
+        fawcett(scores=[*FAWCETT_SCORES[:-1], "9" * 20_000]), 400, INVALID, "scores",
+        "row 19", only="json",
+    ),
+    "string-in-a-score-matrix": Bad(
+        {"task": "multiclass", "labels": [0, 1], "scores": [[0.5, 0.5], [0.5, "9" * 20_000]]},
+        400, INVALID, "scores", "equal-length arrays", only="json",
+    ),
+    "ground-truth-boxes-over-max-boxes-per-image": Bad(
+        {"task": "detection", "images": [{**IMAGE, "gt_boxes": [[0, 0, 10, 10]] * 4,
+                                          "gt_classes": [0] * 4}]},
+        413, EXHAUSTED, "images[0].gt_boxes", "4 boxes is over the limit of 3 per image",
+        server="limited",
+    ),
+    "predicted-boxes-over-max-boxes-per-image": Bad(
+        {"task": "detection", "images": [IMAGE, {**IMAGE, "pred_boxes": [[1, 1, 10, 10]] * 4,
+                                                 "pred_classes": [0] * 4,
+                                                 "pred_scores": [0.9] * 4}]},
+        413, EXHAUSTED, "images[1].pred_boxes", "max_boxes_per_image", server="limited",
+    ),
+    "predicted-scores-over-max-boxes-per-image": Bad(
+        {"task": "detection", "images": [{**IMAGE, "pred_boxes": [], "pred_classes": [],
+                                          "pred_scores": [0.9] * 4}]},
+        413, EXHAUSTED, "images[0].pred_scores", "4 boxes", server="limited",
+    ),
+    # Three images of 3 predictions x 1 box of their class: 9 pairs, over the budget of 8;
+    # a 4th class-0 box in other images' classes counts for nothing.
+    "detection-pairs-over-max-detection-pairs": Bad(
+        {"task": "detection", "images": [{
+            "gt_boxes": [[0, 0, 10, 10]] * 2, "gt_classes": [0, 1],
+            "pred_boxes": [[1, 1, 10, 10]] * 3, "pred_classes": [0] * 3,
+            "pred_scores": [0.9, 0.8, 0.7]}] * 3},
+        413, EXHAUSTED, "images", "9 same-class (prediction, box) pairs", server="limited",
+    ),
+    "stream-detection-pairs-over-max-detection-pairs": Bad(
+        [{"task": "detection"}, {"images": [IMAGE]},
+         {"images": [{**IMAGE, "pred_boxes": [[1, 1, 10, 10]] * 3, "pred_classes": [0] * 3,
+                      "pred_scores": [0.9] * 3}] * 3}],
+        413, EXHAUSTED, "line 3", "max_detection_pairs", grpc_field="batch 3", stream=True,
+        server="limited",
+    ),
+    # 10 000 replicates x 20 rows = 200 000, over the limited service's budget of 100 000
+    "bootstrap-over-max-bootstrap-work": Bad(
+        options(bootstrap_replicates=10_000), 413, EXHAUSTED, "options.bootstrap_replicates",
+        "10000 bootstrap replicates x 20 rows = 200000", server="limited",
+    ),
+    "max-curve-points-over-the-service-limit": Bad(
+        options(max_curve_points=51), 413, EXHAUSTED, "options.max_curve_points",
+        "51 is over the limit of 50 curve points", server="limited",
+    ),
+    "response-over-max-response-bytes": Bad(
+        {**HEADER, **rows(200), "options": {"max_curve_points": 50}}, 413, EXHAUSTED,
+        "response", "max_response_bytes", server="limited",
+        same_message=False,  # JSON and protobuf answers differ in size
+    ),
+    "stream-label-name-over-max-label-chars": Bad(
+        [{"task": "multiclass"}, MULTICLASS_ROWS,
+         {**MULTICLASS_ROWS, "labels": ["cat", "dog" * 3]}],
+        422, INVALID, "line 3.labels", "row 1 has 9", grpc_field="batch 3.labels", stream=True,
+        server="limited",
+    ),
+    "stream-class-name-over-max-label-chars": Bad(
+        [{"task": "multiclass", "classes": ["a", "b", "c" * 9]}, MULTICLASS_ROWS],
+        422, INVALID, "line 1.classes", "row 2 has 9", grpc_field="classes", stream=True,
+        server="limited",
+    ),
+    "stream-label-array-over-max-label-array-bytes": Bad(
+        [{"task": "multiclass", "classes": ["a", "abcdefgh"]},
+         {"labels": ["a"] * 40 + ["abcdefgh"], "scores": [[0.5, 0.5]] * 41}],
+        413, EXHAUSTED, "line 2.labels", "max_label_array_bytes", grpc_field="batch 2.labels",
+        stream=True, server="limited",
+    ),
+    "stream-boxes-over-max-boxes-per-image": Bad(
+        [{"task": "detection"}, {"images": [IMAGE]},
+         {"images": [{**IMAGE, "gt_boxes": [[0, 0, 10, 10]] * 4, "gt_classes": [0] * 4}]}],
+        413, EXHAUSTED, "line 3.images[0].gt_boxes", "max_boxes_per_image",
+        grpc_field="batch 3.images[0].gt_boxes", stream=True, server="limited",
+    ),
+    # 20 000 replicates: batch 2 brings the stream to 4 rows (80 000), batch 3 to 8 (160 000)
+    "stream-bootstrap-over-max-bootstrap-work": Bad(
+        [{"task": "binary", "options": {"bootstrap_replicates": 20_000}}, rows(4), rows(4)],
+        413, EXHAUSTED, "line 3", "20000 bootstrap replicates x 8 rows", grpc_field="batch 3",
+        stream=True, server="limited",
+    ),
+    "stream-max-curve-points-over-the-service-limit": Bad(
+        [{"task": "binary", "options": {"max_curve_points": 51}}, rows(2)], 413, EXHAUSTED,
+        "line 1.options.max_curve_points", "limit of 50", grpc_field="options.max_curve_points",
+        stream=True, server="limited",
+    ),
+    "stream-response-over-max-response-bytes": Bad(
+        [{"task": "binary", "options": {"max_curve_points": 50}}, rows(100), rows(100)],
+        413, EXHAUSTED, "response", "max_response_bytes", stream=True, server="limited",
+    ),
     # --- streams
     "stream-no-header": Bad([rows(4), HEADER], 400, INVALID, "line 1", "header",
                             grpc_field="header", stream=True),

@@ -28,7 +28,13 @@ from evalserve.core import MetricInfo
 from evalserve.core._errors import InvalidInputError
 from evalserve.core._options import parse_options
 from evalserve.core._result import TaskOutput
-from evalserve.core.detection import CATALOG_ENTRIES, CONVENTIONS, box_iou, compute_detection
+from evalserve.core.detection import (
+    CATALOG_ENTRIES,
+    CONVENTIONS,
+    _matching,
+    box_iou,
+    compute_detection,
+)
 
 Floats = NDArray[np.float64]
 Image = dict[str, Any]
@@ -792,3 +798,36 @@ def test_an_image_that_is_not_an_object() -> None:
         compute_detection(targets, [predictions[0], [[0, 0, 1, 1]]], options=parse_options(None))
     assert error.value.field == "images[1]"
     assert "pred_boxes" in error.value.message
+
+
+# --- matching in blocks: memory flat in the boxes of an image, the result unchanged -----------
+
+
+@pytest.mark.parametrize("block_cells", [1, 7, 64, 1 << 18])
+@pytest.mark.parametrize("seed", range(4))
+def test_matching_in_blocks_equals_matching_the_whole_matrix(block_cells: int, seed: int) -> None:
+    """Blocks of one row, of a few rows and the whole matrix: the same COCO and VOC hits as the
+    rules applied to the whole IoU matrix, on crowded boxes with tied IoUs."""
+    rng = np.random.default_rng(seed)
+    n_predictions, n_truth = int(rng.integers(1, 60)), int(rng.integers(0, 40))
+    # A coarse grid makes equal IoUs (the tie rules) and boxes taken by several predictions.
+    corners = rng.integers(0, 8, size=(n_predictions + n_truth, 2)).astype(float)
+    sizes = rng.integers(1, 6, size=(n_predictions + n_truth, 2)).astype(float)
+    boxes = np.hstack([corners, corners + sizes])
+    predicted, truth = boxes[:n_predictions], boxes[n_predictions:]
+    thresholds = np.linspace(0.5, 0.95, 10)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(_matching, "BLOCK_CELLS", block_cells)
+        coco, voc = _matching.match_boxes(predicted, truth, thresholds, 0.5)
+    iou = box_iou(predicted, truth)
+    np.testing.assert_array_equal(coco, _matching.coco_matches(iou, thresholds))
+    np.testing.assert_array_equal(voc, _matching.voc_matches(iou, 0.5))
+    if n_truth and seed == 0:
+        assert coco.any() and not coco.all(), "the scene has hits and misses"
+
+
+def test_pycocotools_agrees_when_every_block_is_one_prediction(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    monkeypatch.setattr(_matching, "BLOCK_CELLS", 1)
+    _assert_matches_pycocotools(_random_scene(11, n_images=30, tie_step=0.1))
