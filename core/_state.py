@@ -9,7 +9,7 @@ a state from its arrays (checking them, since they may come from anywhere).
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol, TypeVar
 
@@ -29,6 +29,7 @@ __all__ = [
     "check_masses",
     "count_of",
     "flag_of",
+    "joined_weights",
 ]
 
 Arrays = dict[str, NDArray[Any]]
@@ -120,6 +121,18 @@ class StateKind:
     of_batch: BatchBuilder[Any]
     from_arrays: ArrayReader[Any]
     size_doc: str
+
+
+def joined_weights(
+    parts: Sequence[tuple[int, NDArray[np.float64] | None]],
+) -> NDArray[np.float64] | None:
+    """The row weights of batches joined end to end, from (rows, weights or None) of each:
+    None when no batch carried weights, else ones for the rows of those that did not."""
+    if all(weights is None for _, weights in parts):
+        return None
+    return np.concatenate(
+        [np.ones(rows) if weights is None else weights for rows, weights in parts]
+    )
 
 
 # --- helpers for ``from_arrays``: every read checks what it reads -----------------------------

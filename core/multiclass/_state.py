@@ -30,7 +30,15 @@ from evalserve.core._errors import InvalidInputError
 from evalserve.core._exact_sum import MAX_COMPONENTS, from_components, rounded, to_components
 from evalserve.core._options import Options
 from evalserve.core._result import TaskOutput
-from evalserve.core._state import Arrays, StateKind, array_of, check_masses, count_of, flag_of
+from evalserve.core._state import (
+    Arrays,
+    StateKind,
+    array_of,
+    check_masses,
+    count_of,
+    flag_of,
+    joined_weights,
+)
 from evalserve.core._validation import MAX_WEIGHT, MIN_WEIGHT
 from evalserve.core.multiclass._blocks import ScoreBlocks
 from evalserve.core.multiclass._inputs import MulticlassInputs, multiclass_inputs
@@ -81,11 +89,7 @@ def _folded(blocks: ScoreBlocks, raw: tuple[RawRows, ...]) -> ScoreBlocks:
     """``blocks`` with the waiting batches' blocks merged in."""
     if not raw:
         return blocks
-    weights = None
-    if any(part.weights is not None for part in raw):
-        weights = np.concatenate(
-            [np.ones(part.labels.size) if part.weights is None else part.weights for part in raw]
-        )
+    weights = joined_weights([(part.labels.size, part.weights) for part in raw])
     built = ScoreBlocks.of_rows(
         np.concatenate([part.scores for part in raw]),
         np.concatenate([part.labels for part in raw]),
@@ -220,11 +224,7 @@ def _ranking_of_rows(raw: tuple[RawRows, ...], names: tuple[str, ...]) -> Rankin
     """The ranking statistics of the waiting rows, as ``evaluate`` builds them."""
     scores = np.concatenate([part.scores for part in raw])
     labels = np.concatenate([part.labels for part in raw])
-    weights = None
-    if any(part.weights is not None for part in raw):
-        weights = np.concatenate(
-            [np.ones(part.labels.size) if part.weights is None else part.weights for part in raw]
-        )
+    weights = joined_weights([(part.labels.size, part.weights) for part in raw])
     low, high = float(scores.min()), float(scores.max())
     inputs = MulticlassInputs(labels, scores, None, weights, names, low, high)
     return ranking_stats(inputs, true_class_scores(scores, labels))

@@ -19,7 +19,7 @@ from numpy.typing import NDArray
 from evalserve.core._errors import InvalidInputError
 from evalserve.core._options import Options
 from evalserve.core._result import TaskOutput
-from evalserve.core._state import Arrays, StateKind
+from evalserve.core._state import Arrays, StateKind, joined_weights
 from evalserve.core.multilabel._columns import ColumnStats, column_stats
 from evalserve.core.multilabel._inputs import multilabel_inputs
 from evalserve.core.multilabel._state_arrays import stats_arrays, stats_of_arrays
@@ -57,19 +57,10 @@ def _folded(columns: ColumnStats, raw: tuple[RawColumns, ...]) -> ColumnStats:
     """``columns`` with the waiting batches' columns merged in."""
     if not raw:
         return columns
-    weights = [part.weights for part in raw]
-    weighted = any(w is not None for w in weights)
     built = column_stats(
         np.concatenate([part.labels for part in raw]),
         np.concatenate([part.scores for part in raw]),
-        np.concatenate(
-            [
-                np.ones(part.labels.shape[0]) if w is None else w
-                for part, w in zip(raw, weights, strict=True)
-            ]
-        )
-        if weighted
-        else None,
+        joined_weights([(part.labels.shape[0], part.weights) for part in raw]),
     )
     return columns.merge(built)
 

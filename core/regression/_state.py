@@ -22,6 +22,7 @@ from evalserve.core._state import (
     check_masses,
     count_of,
     flag_of,
+    joined_weights,
 )
 from evalserve.core.regression._absolute import AbsoluteErrors
 from evalserve.core.regression._moments import OVERFLOWED, Moments
@@ -95,12 +96,7 @@ class RegressionState:
         if not self.raw:
             return self
         absolute = np.concatenate([part.absolute for part in self.raw])
-        weights = None
-        if any(part.weights is not None for part in self.raw):
-            weights = np.concatenate(
-                [np.ones(part.absolute.size) if part.weights is None else part.weights
-                 for part in self.raw]
-            )  # fmt: skip
+        weights = joined_weights([(part.absolute.size, part.weights) for part in self.raw])
         errors = self.stats.errors.merge(AbsoluteErrors.of_rows(absolute, weights))
         return RegressionState(replace(self.stats, errors=errors))
 
