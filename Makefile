@@ -75,7 +75,8 @@ check: lint typecheck
 # (pyproject.toml [tool.coverage.report] fail_under). Coverage takes their folders: given as
 # package names, it imports them (and numpy) before the tests and then unloads them again.
 unit: install-test prometheus-tools client-envs ts-install
-	$(BIN)/pytest -n auto --cov=core --cov=service --cov-report=term:skip-covered
+	$(BIN)/pytest -n auto -m "not alone" --cov=core --cov=service --cov-report=term:skip-covered
+	$(BIN)/pytest -m alone
 
 quick: install-test
 	$(BIN)/pytest -n auto -m "not slow"
@@ -114,6 +115,10 @@ bench: install-test
 	$(BIN)/python bench/service_bench.py
 	$(BIN)/python bench/multiclass_core.py
 	$(BIN)/python bench/auc_simulation.py
+	$(BIN)/python bench/stream_cost.py
+	$(BIN)/python bench/memory_cost.py
+	$(BIN)/python bench/load.py
+	$(BIN)/python bench/offline_scale.py
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache *.egg-info

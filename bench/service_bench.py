@@ -81,6 +81,7 @@ from sklearn import metrics as sk_metrics
 from timing import Usage, best_runs, load_average, progress, warn_if_busy
 
 from evalserve.core import EvaluationResult, evaluate
+from evalserve.service.budget import MemoryBudget
 from evalserve.service.config import Settings
 from evalserve.service.decode import parse_json, request_from_json, request_from_proto
 from evalserve.service.encode import result_to_proto
@@ -666,6 +667,8 @@ class _NoObserver:
 
 
 NO_OBSERVER = _NoObserver()
+# The stages are timed without a memory budget (nothing else runs).
+UNBUDGETED = MemoryBudget(1 << 62)
 STAGE_LOADS_FREE = "server: orjson.loads + freeing the parsed document"
 STAGE_FROM_JSON = "server: decode.request_from_json (lists to numpy)"
 STAGE_PARSE_JSON = "server: decode.parse_json (simdjson columns, the server's path)"
@@ -737,9 +740,11 @@ def bench_stages(rows: Rows, repeats: int) -> dict[str, Usage]:
             result.to_dict(), option=orjson.OPT_SERIALIZE_NUMPY
         ),
         "server: REST off-loop work (rest._evaluate_body), protobuf": lambda: _evaluate_body(
-            _decode_protobuf, raw_body, settings, True, NO_OBSERVER
+            _decode_protobuf, raw_body, settings, True, NO_OBSERVER, UNBUDGETED.reservation()
         ),
-        STAGE_REST_JSON: lambda: _evaluate_body(_decode_json, body, settings, False, NO_OBSERVER),
+        STAGE_REST_JSON: lambda: _evaluate_body(
+            _decode_json, body, settings, False, NO_OBSERVER, UNBUDGETED.reservation()
+        ),
         "client: raw request encode (SerializeToString)": lambda: raw_request(
             rows
         ).SerializeToString(),

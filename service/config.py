@@ -5,6 +5,8 @@ from __future__ import annotations
 from pydantic import Field, FilePath, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
+from evalserve.service.memory import default_memory_budget
+
 __all__ = ["Settings"]
 
 MIB = 1 << 20
@@ -19,14 +21,19 @@ class Settings(BaseSettings):
     rest_port: int = Field(8000, ge=0, le=65535, description="HTTP port (0: any free port)")
     grpc_port: int = Field(50051, ge=0, le=65535, description="gRPC port (0: any free port)")
     max_request_bytes: int = Field(
-        512 * MIB, ge=1024, description="largest request body / gRPC message, in bytes"
+        256 * MIB,
+        ge=1024,
+        description="largest request body / gRPC message, in bytes (gRPC messages also at most "
+        "half of memory_budget_bytes / max_inflight_requests: the share a call reserves before "
+        "its message arrives; and at most 32 MiB, a copy grpcio makes holding the interpreter "
+        "lock; larger inputs stream)",
     )
     max_rows: int = Field(
-        50_000_000, ge=1, description="most rows in one request or one stream batch"
+        10_000_000, ge=1, description="most rows in one request or one stream batch"
     )
     max_stream_rows: int = Field(10_000_000_000, ge=1, description="most rows in a whole stream")
     max_stream_state_bytes: int = Field(
-        1_200_000_000,
+        200_000_000,
         ge=1,
         description="most bytes one stream's state may hold (binary: 16 bytes per distinct "
         "score of each class; each task's metric page says what its state holds)",
@@ -117,6 +124,14 @@ class Settings(BaseSettings):
         "is not blank, a gRPC message); past it the stream is refused with 408 / "
         "DEADLINE_EXCEEDED and its place and state are freed",
     )
+    memory_budget_bytes: int | None = Field(
+        None,
+        ge=16 * MIB,
+        description="memory the evaluations in flight may take together: each request "
+        "reserves its measured cost before its body is read and is refused with 503 / "
+        "RESOURCE_EXHAUSTED when it does not fit now, 413 when it never would (unset: 70% of "
+        "the container's cgroup memory limit, or of the machine's memory without one)",
+    )
     max_inflight_per_client: int | None = Field(
         None,
         ge=1,
@@ -136,6 +151,13 @@ class Settings(BaseSettings):
         if self.max_inflight_per_client is not None:
             return self.max_inflight_per_client
         return max(1, self.max_inflight_requests // 2)
+
+    @property
+    def budget_bytes(self) -> int:
+        """``memory_budget_bytes``, or its default (``service.memory.default_memory_budget``)."""
+        if self.memory_budget_bytes is not None:
+            return self.memory_budget_bytes
+        return default_memory_budget()
 
     @property
     def tls(self) -> bool:

@@ -17,6 +17,8 @@ __all__ = [
     "ClientBusyError",
     "ErrorInfo",
     "MalformedRequestError",
+    "MemoryBusyError",
+    "OverBudgetError",
     "PayloadTooLargeError",
     "RequestTimeoutError",
     "ServiceError",
@@ -63,6 +65,38 @@ class BusyError(ServiceError):
         )
 
 
+class MemoryBusyError(ServiceError):
+    """The request's memory does not fit in what is free of ``memory_budget_bytes`` now (it
+    would when other requests end): retry later. (``field``, ``message``, as every error here:
+    the transports re-locate errors by building them again; ``of`` writes the message.)"""
+
+    @classmethod
+    def of(cls, field: str, needed: int, free: int, budget: int) -> MemoryBusyError:
+        return cls(
+            field,
+            f"the server's memory is taken: this needs {_mib(needed)} and {_mib(free)} of the "
+            f"{_mib(budget)} budget (memory_budget_bytes) is free now; retry later",
+        )
+
+
+class OverBudgetError(PayloadTooLargeError):
+    """The request needs more memory than the whole ``memory_budget_bytes``: it can never be
+    evaluated here, so retrying does not help."""
+
+    @classmethod
+    def of(cls, field: str, needed: int, budget: int) -> OverBudgetError:
+        return cls(
+            field,
+            f"evaluating it would take {_mib(needed)}, more than the server's whole memory "
+            f"budget of {_mib(budget)} (memory_budget_bytes): send fewer rows (a stream of "
+            "batches), or raise the budget",
+        )
+
+
+def _mib(size: int) -> str:
+    return f"{size / (1 << 20):.1f} MiB"
+
+
 class RequestTimeoutError(ServiceError):
     """A body that did not arrive within ``request_read_timeout_seconds``, or a stream idle for
     longer than ``stream_idle_timeout_seconds``."""
@@ -97,11 +131,21 @@ class ErrorInfo:
     code: str
     field: str
     message: str
+    # Seconds after which a retry may succeed (HTTP Retry-After, gRPC RetryInfo); None: the
+    # same request will be refused again.
+    retry_after: float | None = None
 
+
+# Seconds a refused request should wait before it is sent again (a place or memory frees up
+# when a request ends: evaluations take milliseconds to seconds).
+RETRY_AFTER_SECONDS = 1.0
 
 # Most specific first: the first matching class wins.
 _TABLE: tuple[tuple[type[Exception], int, grpc.StatusCode, str], ...] = (
     (BusyError, 503, grpc.StatusCode.UNAVAILABLE, "unavailable"),
+    # Memory, not places: RESOURCE_EXHAUSTED as gRPC says, with a retry hint (RetryInfo); a
+    # RESOURCE_EXHAUSTED without one (the 413s below) is final.
+    (MemoryBusyError, 503, grpc.StatusCode.RESOURCE_EXHAUSTED, "unavailable"),
     (PayloadTooLargeError, 413, grpc.StatusCode.RESOURCE_EXHAUSTED, "too_large"),
     # A stream's state over max_stream_state_bytes: a limit, though the core raises it.
     (StateTooLargeError, 413, grpc.StatusCode.RESOURCE_EXHAUSTED, "too_large"),
@@ -119,5 +163,8 @@ def describe(error: Exception) -> ErrorInfo | None:
     for kind, http_status, grpc_status, code in _TABLE:
         if isinstance(error, kind):
             assert isinstance(error, (ServiceError, InvalidInputError))
-            return ErrorInfo(http_status, grpc_status, code, error.field, error.message)
+            retry_after = RETRY_AFTER_SECONDS if http_status == 503 else None
+            return ErrorInfo(
+                http_status, grpc_status, code, error.field, error.message, retry_after
+            )
     return None

@@ -3,8 +3,11 @@
 A thin adapter over ``service.usecase``: decode (``service.decode``), evaluate off the event loop
 (``Evaluator.run``), encode (``service.encode``). Errors leave through one place,
 ``abort_with_error``, which reads the service's one error table (``service.errors.describe``):
-a request error becomes INVALID_ARGUMENT or RESOURCE_EXHAUSTED with a message naming the field
-and a ``google.rpc.BadRequest`` detail (read it with ``grpc_status.rpc_status.from_call``);
+a request error becomes INVALID_ARGUMENT, RESOURCE_EXHAUSTED, UNAVAILABLE, ... with a message
+naming the field and a ``google.rpc.BadRequest`` detail (read it with
+``grpc_status.rpc_status.from_call``); a refusal that a later retry may pass also carries a
+``google.rpc.RetryInfo`` detail and the ``grpc-retry-pushback-ms`` trailer (gRFC A6), and a
+final RESOURCE_EXHAUSTED a pushback of -1, so that no retry policy sends it again;
 anything else is logged and becomes INTERNAL with a generic message. The same place counts and
 times every call by its status code (``service.metrics``); the use case records the model
 series.
@@ -26,7 +29,7 @@ from typing import Any, Final, NoReturn, Protocol, TypeVar
 
 import grpc
 import prometheus_client
-from google.protobuf import any_pb2
+from google.protobuf import any_pb2, duration_pb2
 from google.protobuf.message import DecodeError, Message
 from google.rpc import error_details_pb2, status_pb2
 from grpc_health.v1 import health, health_pb2, health_pb2_grpc
@@ -36,6 +39,7 @@ from grpc_status import rpc_status
 
 from evalserve.core import TASKS, InvalidInputError
 from evalserve.service import decode, encode
+from evalserve.service.budget import Reservation, grpc_message_limit, receive_share
 from evalserve.service.config import Settings
 from evalserve.service.errors import (
     MalformedRequestError,
@@ -45,9 +49,14 @@ from evalserve.service.errors import (
     describe,
 )
 from evalserve.service.metrics import ServiceMetrics
-from evalserve.service.usecase import Evaluator, StreamAccumulator, evaluate_request
+from evalserve.service.usecase import (
+    EvaluationObserver,
+    Evaluator,
+    StreamAccumulator,
+    evaluate_request,
+    reserve_decode,
+)
 from evalserve.v1 import evaluation_pb2 as pb
-from evalserve.v1 import evaluation_pb2_grpc as pb_grpc
 
 __all__ = [
     "CONNECTION_OPTIONS",
@@ -96,6 +105,9 @@ _Request = TypeVar("_Request")
 _Response = TypeVar("_Response")
 
 _INTERNAL_MESSAGE = "internal error; the server logged it"
+# gRFC A6's server pushback: milliseconds a client's retry policy waits before its next
+# attempt; a negative value tells it not to retry.
+PUSHBACK: Final = "grpc-retry-pushback-ms"
 
 
 def status_of(error: Exception) -> grpc.StatusCode:
@@ -110,22 +122,33 @@ async def abort_with_error(context: Context, error: Exception) -> NoReturn:
     if info is None:
         logger.exception("unexpected error in a gRPC call", exc_info=error)
         await context.abort(grpc.StatusCode.INTERNAL, _INTERNAL_MESSAGE)
-    detail = any_pb2.Any()
-    detail.Pack(
-        error_details_pb2.BadRequest(
-            field_violations=[
-                error_details_pb2.BadRequest.FieldViolation(
-                    field=info.field, description=info.message
-                )
-            ]
-        )
+    violation = error_details_pb2.BadRequest.FieldViolation(
+        field=info.field, description=info.message
     )
+    details = [_packed(error_details_pb2.BadRequest(field_violations=[violation]))]
+    trailers: list[tuple[str, str]] = []
+    if info.retry_after is not None:
+        delay = duration_pb2.Duration()
+        delay.FromMilliseconds(round(1000 * info.retry_after))
+        details.append(_packed(error_details_pb2.RetryInfo(retry_delay=delay)))
+        trailers.append((PUSHBACK, str(round(1000 * info.retry_after))))
+    elif info.grpc_status is grpc.StatusCode.RESOURCE_EXHAUSTED:
+        trailers.append((PUSHBACK, "-1"))  # final: a retry policy must not send it again
     status = status_pb2.Status(
         code=info.grpc_status.value[0],
         message=f"{info.field}: {info.message}",
-        details=[detail],
+        details=details,
     )
-    await context.abort_with_status(rpc_status.to_status(status))
+    grpc_status = rpc_status.to_status(status)
+    await context.abort(
+        grpc_status.code, grpc_status.details, (*grpc_status.trailing_metadata, *trailers)
+    )
+
+
+def _packed(message: Message) -> any_pb2.Any:
+    detail = any_pb2.Any()
+    detail.Pack(message)
+    return detail
 
 
 def _reported(
@@ -157,6 +180,11 @@ def _reported(
                 # answer must find it counted (afterwards, a scrape could race the count).
                 self.metrics.answered("grpc", name, status_of(error).name, _since(start))
                 code = None
+                if describe(error) is not None:
+                    # A request's own error is answered, never logged: its traceback would
+                    # only keep the call's frames, and their message and arrays, alive for
+                    # as long as gRPC keeps the error.
+                    error.__traceback__ = None
                 await abort_with_error(context, error)
             finally:
                 if code is not None:
@@ -182,148 +210,186 @@ def _since(start: float) -> float:
     return time.perf_counter() - start
 
 
-def _stream_batch(
-    message: pb.EvaluateStreamRequest, index: int, settings: Settings
-) -> decode.Batch:
-    """Decode the rows of message ``index`` (1-based); errors name the batch, as the
-    accumulator's do."""
-    try:
-        return decode.batch_from_proto(message, settings)
-    except (ServiceError, InvalidInputError) as error:
-        raise type(error)(f"batch {index}.{error.field}", error.message) from None
-
-
 _M = TypeVar("_M", bound=Message)
 
 
-class _Undecodable:
-    """What a request that is not a valid protobuf message becomes: the handler reports it as
-    a malformed ``body`` through the error table (gRPC itself would answer UNKNOWN)."""
-
-    def __init__(self, error: DecodeError) -> None:
-        self.error = error
-
-
-def _lenient(message_type: type[_M]) -> Callable[[bytes], _M | _Undecodable]:
-    def parse(data: bytes) -> _M | _Undecodable:
-        try:
-            return message_type.FromString(data)
-        except DecodeError as error:
-            return _Undecodable(error)
-
-    return parse
-
-
-def _decoded(message: _M | _Undecodable, where: str) -> _M:
-    if isinstance(message, _Undecodable):
+def _parsed(message_type: type[_M], data: bytes, where: str) -> _M:
+    """``data`` as a ``message_type``; a malformed ``body`` error (gRPC itself would answer
+    UNKNOWN) when it is not one."""
+    try:
+        return message_type.FromString(data)
+    except DecodeError as error:
         raise MalformedRequestError(
-            "body", f"{where} is not a valid evalserve.v1 protobuf message ({message.error})"
-        )
-    return message
+            "body", f"{where} is not a valid evalserve.v1 protobuf message ({error})"
+        ) from None
+
+
+def _evaluate_message(
+    data: bytes, settings: Settings, observer: EvaluationObserver, reservation: Reservation
+) -> bytes:
+    """Decode, evaluate, encode one ``Evaluate`` call: the CPU-bound part, run off the event
+    loop (the message arrives as bytes, so not even its parsing holds the loop)."""
+    reserve_decode(reservation, "protobuf", data)
+    message = _parsed(pb.EvaluateRequest, data, "the request")
+    request = decode.request_from_proto(message, settings)
+    del message  # the decoded arrays are copies
+    result = evaluate_request(request, observer, reservation, held_bytes=len(data))
+    return encode.checked_response(result, settings).SerializeToString()
+
+
+class _GrpcStream:
+    """One ``EvaluateStream`` call: message 1 carries the header, every message may carry rows,
+    merged as they come. Its methods are CPU-bound and run through ``Evaluator.run``, one at a
+    time."""
+
+    def __init__(
+        self,
+        settings: Settings,
+        observer: EvaluationObserver,
+        reservation: Reservation,
+        keep: int,
+    ) -> None:
+        self.settings = settings
+        self.observer = observer
+        self.reservation = reservation
+        self.keep = keep
+        self.accumulator: StreamAccumulator | None = None
+
+    def feed(self, index: int, data: bytes) -> None:
+        reserve_decode(self.reservation, "protobuf", data, self.accumulator, f"message {index}")
+        message = _parsed(pb.EvaluateStreamRequest, data, f"message {index}")
+        has_header = message.HasField("header")
+        if self.accumulator is None:
+            if not has_header:
+                raise StreamProtocolError(
+                    "header", "expected the header in message 1, but message 1 has none"
+                )
+            header = decode.header_from_proto(message.header, self.settings)
+            self.accumulator = StreamAccumulator(
+                header, self.settings, self.observer, self.reservation
+            )
+            self.accumulator.keep = self.keep  # the next message arrives before it is reserved
+        elif has_header:
+            raise StreamProtocolError(
+                "header", f"header twice: message {index} carries a header; only message 1 may"
+            )
+        try:
+            batch = decode.batch_from_proto(message, self.settings)
+        except (ServiceError, InvalidInputError) as error:  # named as the accumulator names
+            raise type(error)(f"batch {index}.{error.field}", error.message) from None
+        del message
+        self.accumulator.add(batch, held_bytes=len(data))
+
+    def finish(self) -> bytes:
+        if self.accumulator is None:
+            raise StreamProtocolError(
+                "header", "the stream is empty; expected the header in message 1"
+            )
+        result = self.accumulator.finish()
+        return encode.checked_response(result, self.settings).SerializeToString()
 
 
 def _add_servicer(servicer: EvaluationServicer, server: grpc.aio.Server) -> None:
-    """Register the service with lenient request decoding (see ``_Undecodable``)."""
+    """Register the service. ``Evaluate`` is served as a client stream of one message (the
+    same on the wire): its handler runs before the message is received, so admission refuses
+    a call before its bytes are read, and the message reaches the handler as bytes, parsed on
+    a worker thread rather than on the event loop. ``EvaluateStream``'s messages come as
+    bytes too."""
     handlers: dict[str, grpc.RpcMethodHandler[Any, Any]] = {
-        "Evaluate": grpc.unary_unary_rpc_method_handler(
-            servicer.Evaluate,
-            request_deserializer=_lenient(pb.EvaluateRequest),
-            response_serializer=pb.EvaluateResponse.SerializeToString,
-        ),
-        "EvaluateStream": grpc.stream_unary_rpc_method_handler(
-            servicer.EvaluateStream,
-            request_deserializer=_lenient(pb.EvaluateStreamRequest),
-            response_serializer=pb.EvaluateResponse.SerializeToString,
-        ),
-        "ListMetrics": grpc.unary_unary_rpc_method_handler(
-            servicer.ListMetrics,
-            request_deserializer=_lenient(pb.ListMetricsRequest),
-            response_serializer=pb.ListMetricsResponse.SerializeToString,
-        ),
+        "Evaluate": grpc.stream_unary_rpc_method_handler(servicer.Evaluate),
+        "EvaluateStream": grpc.stream_unary_rpc_method_handler(servicer.EvaluateStream),
+        "ListMetrics": grpc.unary_unary_rpc_method_handler(servicer.ListMetrics),
     }
     server.add_generic_rpc_handlers((grpc.method_handlers_generic_handler(SERVICE_NAME, handlers),))
 
 
-class EvaluationServicer(pb_grpc.EvaluationServiceServicer):
-    """``evalserve.v1.EvaluationService``: decode, evaluate off the loop, encode."""
+async def _next_message(context: Context, timeout: float, what: str) -> bytes | None:
+    """The call's next message, None at its end, or ``RequestTimeoutError`` when none arrives
+    within ``timeout`` (``what`` says which wait it was). Read with ``context.read`` rather
+    than the request iterator: grpc's iterator keeps the last message it gave alive for as
+    long as gRPC keeps the call's state, after the call has ended."""
+    try:
+        async with asyncio.timeout(timeout):
+            message = await context.read()
+    except TimeoutError:
+        raise RequestTimeoutError("body", what) from None
+    return None if message is grpc.aio.EOF else message
+
+
+class EvaluationServicer:
+    """``evalserve.v1.EvaluationService``: admit, then decode, evaluate and encode off the
+    loop. Requests arrive as bytes (see ``_add_servicer``)."""
 
     def __init__(self, settings: Settings, evaluator: Evaluator, metrics: ServiceMetrics) -> None:
         self._settings = settings
         self._evaluator = evaluator
         self.metrics = metrics
         self._evaluate_observer = metrics.observer("grpc", "evaluate")
+        # A call's message arrives whole before its size is known: each call reserves this
+        # share of the budget before it is received (gRPC refuses larger messages).
+        self._receive_allowance = receive_share(evaluator.budget.total, evaluator.max_inflight)
         self._stream_observer = metrics.observer("grpc", "evaluate_stream")
-        # The catalog never changes: each answer is built once (None: every task).
-        self._catalogs = {task: encode.catalog_to_proto(task) for task in (None, *TASKS)}
+        # The catalog never changes: each answer is serialized once (None: every task).
+        self._catalogs = {
+            task: encode.catalog_to_proto(task).SerializeToString() for task in (None, *TASKS)
+        }
 
     @_reported("evaluate")
     async def Evaluate(  # noqa: N802 (the proto's name)
-        self, request: pb.EvaluateRequest, context: Context
-    ) -> pb.EvaluateResponse:
-        with self._evaluator.admitted(_client_of(context)):
-            message = _decoded(request, "the request")
-            evaluate_input = decode.request_from_proto(message, self._settings)
-            result = await self._evaluator.run(
-                evaluate_request, evaluate_input, self._evaluate_observer
+        self,
+        messages: AsyncIterator[bytes],
+        context: Context,  # read with context.read
+    ) -> bytes:
+        # Admitted, and memory for a message reserved, before the message is received.
+        with self._evaluator.admitted(_client_of(context)) as reservation:
+            reservation.resize(self._receive_allowance)
+            timeout = self._settings.request_read_timeout_seconds
+            data = await _next_message(
+                context,
+                timeout,
+                f"the request did not arrive within {timeout:g} s (request_read_timeout_seconds)",
             )
-            return encode.checked_response(result, self._settings)
+            if data is None:
+                raise MalformedRequestError("body", "the call carried no request message")
+            return await self._evaluator.run(
+                _evaluate_message, data, self._settings, self._evaluate_observer, reservation
+            )
 
     @_reported("evaluate_stream")
     async def EvaluateStream(  # noqa: N802 (the proto's name)
-        self, request_iterator: AsyncIterator[pb.EvaluateStreamRequest], context: Context
-    ) -> pb.EvaluateResponse:
-        with self._evaluator.admitted(_client_of(context)):  # before the first message is read
-            return await self._evaluate_stream(request_iterator)
-
-    async def _evaluate_stream(
-        self, request_iterator: AsyncIterator[pb.EvaluateStreamRequest]
-    ) -> pb.EvaluateResponse:
-        accumulator: StreamAccumulator | None = None
-        index = 0
-        idle = self._settings.stream_idle_timeout_seconds
-        messages = aiter(request_iterator)
-        while True:
-            try:
-                async with asyncio.timeout(idle):
-                    received = await anext(messages)
-            except StopAsyncIteration:
-                break
-            except TimeoutError:
-                raise RequestTimeoutError(
-                    "body",
-                    f"the stream sent no message for {idle:g} s (stream_idle_timeout_seconds) "
-                    f"after {index} messages; it was not evaluated",
-                ) from None
-            index += 1
-            message = _decoded(received, f"message {index}")
-            has_header = message.HasField("header")
-            if accumulator is None:
-                if not has_header:
-                    raise StreamProtocolError(
-                        "header", "expected the header in message 1, but message 1 has none"
-                    )
-                header = decode.header_from_proto(message.header, self._settings)
-                accumulator = StreamAccumulator(header, self._settings, self._stream_observer)
-            elif has_header:
-                raise StreamProtocolError(
-                    "header",
-                    f"header twice: message {index} carries a header; only message 1 may",
-                )
-            batch = _stream_batch(message, index, self._settings)
-            await self._evaluator.run(accumulator.add, batch)
-        if accumulator is None:
-            raise StreamProtocolError(
-                "header", "the stream is empty; expected the header in message 1"
+        self,
+        messages: AsyncIterator[bytes],
+        context: Context,  # read with context.read
+    ) -> bytes:
+        # Admitted before the first message is read; each message reserves as it comes.
+        with self._evaluator.admitted(_client_of(context)) as reservation:
+            reservation.resize(self._receive_allowance)
+            stream = _GrpcStream(
+                self._settings, self._stream_observer, reservation, self._receive_allowance
             )
-        result = await self._evaluator.run(accumulator.finish)
-        return encode.checked_response(result, self._settings)
+            idle = self._settings.stream_idle_timeout_seconds
+            return await self._stream(stream, context, idle)
+
+    async def _stream(self, stream: _GrpcStream, context: Context, idle: float) -> bytes:
+        index = 0
+        while True:
+            data = await _next_message(
+                context,
+                idle,
+                f"the stream sent no message for {idle:g} s (stream_idle_timeout_seconds) "
+                f"after {index} messages; it was not evaluated",
+            )
+            if data is None:
+                return await self._evaluator.run(stream.finish)
+            index += 1
+            await self._evaluator.run(stream.feed, index, data)
 
     @_reported("list_metrics")
     async def ListMetrics(  # noqa: N802 (the proto's name)
-        self, request: pb.ListMetricsRequest, context: Context
-    ) -> pb.ListMetricsResponse:
-        task = decode.catalog_task_from_proto(_decoded(request, "the request"))
-        return self._catalogs[task]
+        self, data: bytes, context: Context
+    ) -> bytes:
+        request = _parsed(pb.ListMetricsRequest, data, "the request")
+        return self._catalogs[decode.catalog_task_from_proto(request)]
 
 
 async def create_grpc_server(
@@ -343,8 +409,14 @@ async def create_grpc_server(
     server, then ``await server.start()``.
     """
     options: list[tuple[str, Any]] = [
-        # Oversize requests are refused by gRPC itself, before the handler runs.
-        ("grpc.max_receive_message_length", settings.max_request_bytes),
+        # Oversize requests are refused by gRPC itself, before the handler runs; no message
+        # is larger than the share of the memory budget its call reserves first.
+        (
+            "grpc.max_receive_message_length",
+            grpc_message_limit(
+                settings.max_request_bytes, evaluator.budget.total, evaluator.max_inflight
+            ),
+        ),
         # Responses are not capped by the request limit but by max_response_bytes (checked
         # as they are encoded): a 1 KiB request limit must not break a 2 KiB response.
         ("grpc.max_send_message_length", -1),

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import gc
 import logging
 import math
 import signal
@@ -21,9 +22,15 @@ from dataclasses import dataclass
 import uvicorn
 from prometheus_client import CollectorRegistry, GCCollector, PlatformCollector, ProcessCollector
 
+from evalserve.service.budget import MemoryBudget
 from evalserve.service.config import Settings
 from evalserve.service.grpc_server import create_grpc_server
-from evalserve.service.memory import limit_blas_threads, retain_freed_memory
+from evalserve.service.memory import (
+    Trimmer,
+    limit_blas_threads,
+    resident_bytes,
+    retain_freed_memory,
+)
 from evalserve.service.metrics import ServiceMetrics
 from evalserve.service.rest import Readiness, create_app
 from evalserve.service.usecase import Evaluator
@@ -31,6 +38,9 @@ from evalserve.service.usecase import Evaluator
 __all__ = ["Ports", "run", "serve"]
 
 log = logging.getLogger("evalserve")
+
+# Seconds between the interpreter's GIL hand-overs (sys.setswitchinterval).
+SWITCH_INTERVAL = 0.001
 
 # Seconds both servers wait past shutdown_grace_seconds for the 503 / UNAVAILABLE answers of
 # the requests the evaluator cut off to leave.
@@ -71,8 +81,15 @@ async def run(
     for sig in (signal.SIGTERM, signal.SIGINT):
         with contextlib.suppress(NotImplementedError, RuntimeError, ValueError):
             loop.add_signal_handler(sig, stop.set)
+    trimmer = Trimmer()  # asked at a resize, which may be on the event loop: never waited for
+    budget = MemoryBudget(
+        settings.budget_bytes,
+        on_idle=trimmer.release,
+        resident=resident_bytes,
+        trim=trimmer.trim,
+    )
     evaluator = Evaluator(
-        settings.workers, settings.max_inflight_requests, settings.per_client_limit
+        settings.workers, settings.max_inflight_requests, settings.per_client_limit, budget
     )
     readiness = Readiness()
     registry = default_registry()
@@ -106,6 +123,13 @@ async def run(
         raise SystemExit(f"evalserve: the REST server did not start on port {settings.rest_port}")
     rest_port = int(rest.servers[0].sockets[0].getsockname()[1])
     ports = Ports(rest=rest_port, grpc=grpc_port)
+    # What startup made lives as long as the process: out of every later cycle collection,
+    # which holds the GIL (and so every door) for as long as it scans.
+    gc.freeze()
+    # The event loop gives up the GIL at every system call and must win it back from the
+    # evaluation threads; they hand it over at most every switch interval (5 ms by default),
+    # so a probe answered in ten hand-overs waited up to 50 ms for them.
+    sys.setswitchinterval(SWITCH_INTERVAL)
     scheme, grpc_scheme = ("https", "grpcs://") if settings.tls else ("http", "")
     print(
         f"evalserve: REST on {scheme}://{settings.host}:{ports.rest}, "

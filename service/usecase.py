@@ -9,10 +9,12 @@ request named and the result: one place for both transports, whole requests and 
 from __future__ import annotations
 
 import asyncio
+import os
 import threading
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
+from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import Any, Protocol, TypeVar
 
@@ -24,6 +26,13 @@ from evalserve.core import (
     check_baseline,
     check_coverage,
     evaluate,
+)
+from evalserve.service.budget import (
+    COST_MODEL,
+    MemoryBudget,
+    Reservation,
+    input_bytes,
+    json_counts,
 )
 from evalserve.service.config import Settings
 from evalserve.service.decode import (
@@ -38,13 +47,21 @@ from evalserve.service.decode import (
 from evalserve.service.errors import (
     BusyError,
     ClientBusyError,
+    OverBudgetError,
     PayloadTooLargeError,
     ServiceError,
     ShuttingDownError,
     StreamProtocolError,
 )
 
-__all__ = ["EvaluationObserver", "Evaluator", "StreamAccumulator", "evaluate_request"]
+__all__ = [
+    "EvaluationObserver",
+    "Evaluator",
+    "StreamAccumulator",
+    "evaluate_request",
+    "reserve_decode",
+    "reserve_read",
+]
 
 T = TypeVar("T")
 
@@ -57,6 +74,10 @@ OPTIONAL_COLUMNS: dict[str, tuple[str, ...]] = {
     "regression": (),
 }
 MATRIX_COLUMNS = ("scores", "labels", "predictions")
+# How long a one-payload request that has read its body waits for the memory its next step
+# needs, before it is refused as busy (a burst of large requests would otherwise refuse them
+# all: each holding its body, none with room to decode).
+GROW_WAIT_SECONDS = 5.0
 
 
 class EvaluationObserver(Protocol):
@@ -66,9 +87,21 @@ class EvaluationObserver(Protocol):
 
 
 def evaluate_request(
-    request: Request, observer: EvaluationObserver | None = None
+    request: Request,
+    observer: EvaluationObserver | None = None,
+    reservation: Reservation | None = None,
+    held_bytes: int = 0,
 ) -> EvaluationResult:
-    """Evaluate one whole request (CPU-bound: call it through ``Evaluator.run``)."""
+    """Evaluate one whole request (CPU-bound: call it through ``Evaluator.run``). With a
+    ``reservation``, first resize it to what evaluating the decoded request costs (its body,
+    ``held_bytes``, is still held): ``MemoryBusyError`` / ``OverBudgetError`` before any
+    work when that does not fit."""
+    if reservation is not None:
+        extras = (request.challenger or {}, request.header.baseline or {})
+        decoded = input_bytes(request.batch, extras)
+        reservation.resize(
+            COST_MODEL.evaluation(request.header.task, decoded, held_bytes), wait=GROW_WAIT_SECONDS
+        )
     result = _evaluate(request)
     if observer is not None:
         observer.evaluated(request.header.model, result)
@@ -99,6 +132,35 @@ def _evaluate(request: Request) -> EvaluationResult:
     )
 
 
+def reserve_read(
+    reservation: Reservation,
+    body_bytes: int,
+    stream: StreamAccumulator | None = None,
+    field: str = "body",
+) -> None:
+    """Resize ``reservation`` to what receiving a body of ``body_bytes`` costs (before it is
+    read), on top of ``stream``'s state when it is a batch of a stream."""
+    held = 0 if stream is None else stream.state_bytes
+    reservation.resize(held + COST_MODEL.read(body_bytes), field)
+
+
+def reserve_decode(
+    reservation: Reservation,
+    encoding: str,
+    body: bytes | bytearray,
+    stream: StreamAccumulator | None = None,
+    field: str = "body",
+) -> None:
+    """Resize ``reservation`` to what decoding ``body`` costs (``encoding``: "json" or
+    "protobuf"), before it is decoded, on top of ``stream``'s state for a stream's batch."""
+    values, strings = json_counts(body) if encoding == "json" else (0, 0)
+    held = 0 if stream is None else stream.state_bytes
+    cost = held + COST_MODEL.decode(encoding, len(body), values, strings)
+    # One payload decodes on a worker thread: it may wait there for room (a stream's batch
+    # is refused at once, its client sends it again).
+    reservation.resize(cost, field, wait=GROW_WAIT_SECONDS if stream is None else 0.0)
+
+
 def _images_of(batch: Batch) -> tuple[tuple[dict[str, Any], ...], tuple[dict[str, Any], ...]]:
     """The images of a detection request or stream batch, which carries no row column."""
     if batch.images is None:
@@ -126,11 +188,19 @@ class StreamAccumulator:
     """
 
     def __init__(
-        self, header: Header, settings: Settings, observer: EvaluationObserver | None = None
+        self,
+        header: Header,
+        settings: Settings,
+        observer: EvaluationObserver | None = None,
+        reservation: Reservation | None = None,
     ) -> None:
         self.header = header
         self.settings = settings
         self.observer = observer
+        self.reservation = reservation
+        # What the reservation keeps on top of the state between batches (a transport whose
+        # next batch arrives before it can reserve it raises it to that batch's share).
+        self.keep = COST_MODEL.fixed
         task = header.task
         # Everything the header alone decides is checked now, not after the last batch.
         if header.baseline is not None and task != "binary":
@@ -155,9 +225,15 @@ class StreamAccumulator:
         """Rows merged so far (images for detection)."""
         return self.accumulator.n_rows
 
-    def add(self, batch: Batch) -> None:
+    @property
+    def state_bytes(self) -> int:
+        """What the stream's state holds, which its reservation keeps between batches."""
+        return self.accumulator.nbytes
+
+    def add(self, batch: Batch, held_bytes: int = 0) -> None:
         """Check one batch and merge it (CPU-bound). A refused batch leaves the stream's state
-        as it was."""
+        as it was. With a reservation, merging first reserves what the batch costs over the
+        state (``held_bytes``: its body, still held), then keeps the state's size."""
         self.n_batches += 1
         where = f"batch {self.n_batches}"
         with self._located(where):
@@ -175,10 +251,20 @@ class StreamAccumulator:
         if self.header.task == "binary":
             replicates = self.accumulator.options.bootstrap_replicates
             check_bootstrap_work(where, replicates, self.n_rows + rows.count, self.settings)
+        if self.reservation is not None:
+            cost = COST_MODEL.evaluation(self.header.task, input_bytes(batch), held_bytes)
+            self.reservation.resize(self.state_bytes + cost, where)
         with self._located(where):
             self.accumulator.update(
                 rows.truth, rows.scores, y_pred=rows.predictions, sample_weight=rows.weights
             )
+        if self.reservation is not None:
+            self.reservation.resize(self.state_bytes + self.keep, where)
+            # A state whose result could never be computed inside the budget is refused at
+            # the batch that grew it so far, not after the last batch.
+            needed = COST_MODEL.result(self.header.task, self.state_bytes)
+            if needed > self.reservation.budget.total:
+                raise OverBudgetError.of(where, needed, self.reservation.budget.total)
         if self.first is None:
             self.first = rows.layout
 
@@ -224,6 +310,8 @@ class StreamAccumulator:
         if self.n_rows == 0:
             unit = "images" if self.header.task == "detection" else "rows"
             raise StreamProtocolError("rows", f"the stream carried a header but no {unit}")
+        if self.reservation is not None:
+            self.reservation.resize(COST_MODEL.result(self.header.task, self.state_bytes), "rows")
         result = self.accumulator.result(
             baseline=self.header.baseline, coverage=self.header.coverage
         )
@@ -290,9 +378,17 @@ class Evaluator:
     interrupted (numpy cannot be); nobody waits for its result any more."""
 
     def __init__(
-        self, workers: int, max_inflight: int = 16, max_per_client: int | None = None
+        self,
+        workers: int,
+        max_inflight: int = 16,
+        max_per_client: int | None = None,
+        budget: MemoryBudget | None = None,
     ) -> None:
-        self._pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="evaluate")
+        # Unlimited unless given: tests and embedders that do not budget memory.
+        self.budget = budget or MemoryBudget(1 << 62)
+        self._pool = ThreadPoolExecutor(
+            max_workers=workers, thread_name_prefix="evaluate", initializer=_below_the_loop
+        )
         self._slots = asyncio.Semaphore(workers)
         self.max_inflight = max_inflight
         self.max_per_client = max_inflight if max_per_client is None else max_per_client
@@ -304,10 +400,12 @@ class Evaluator:
         self._cut_off = False
 
     @contextmanager
-    def admitted(self, client: str | None = None) -> Iterator[None]:
+    def admitted(self, client: str | None = None) -> Iterator[Reservation]:
         """Hold one of the ``max_inflight`` places for a request (and one of its client's
         ``max_per_client``); ``BusyError`` when none is free (raised at once: a request never
-        waits for a place), ``ShuttingDownError`` once the server drains."""
+        waits for a place), ``ShuttingDownError`` once the server drains. Yields the request's
+        reservation of the memory budget (0 bytes: the request resizes it as it learns its
+        size), released with the place."""
         if self.draining:
             raise ShuttingDownError()
         with self._count:
@@ -321,14 +419,18 @@ class Evaluator:
         task = _current_task()
         if task is not None:
             self._tasks.add(task)
+        reservation = self.budget.reservation()
+        token = _reservation.set(reservation)
         try:
-            yield
+            yield reservation
         except asyncio.CancelledError:
             if self._cut_off and task is not None:  # cut off by ``drain``: answer, not a 500
                 task.uncancel()
                 raise ShuttingDownError() from None
             raise
         finally:
+            _reservation.reset(token)
+            reservation.release()
             if task is not None:
                 self._tasks.discard(task)
             with self._count:
@@ -357,13 +459,40 @@ class Evaluator:
 
     async def run(self, function: Callable[..., T], *args: object) -> T:
         """``function(*args)`` on a worker thread. Cancelled before a worker picks it up, the
-        call never starts; cancelled while it runs, it runs to its end, unawaited."""
+        call never starts; cancelled while it runs, it runs to its end, unawaited, and keeps
+        the request's memory reservation until then."""
+        reservation = _reservation.get()
         async with self._slots:
-            loop = asyncio.get_running_loop()
-            return await loop.run_in_executor(self._pool, function, *args)
+            if reservation is not None:
+                reservation.pin()
+            try:
+                future = self._pool.submit(function, *args)
+            except BaseException:
+                if reservation is not None:
+                    reservation.unpin()
+                raise
+            if reservation is not None:
+                future.add_done_callback(lambda _: reservation.unpin())
+            return await asyncio.wrap_future(future)
 
     def close(self) -> None:
         self._pool.shutdown(wait=True, cancel_futures=True)
+
+
+# How much nicer evaluation threads are than the event loop's (Linux: a thread's own nice).
+WORKER_NICENESS = 10
+
+
+def _below_the_loop() -> None:
+    """Run this worker thread at a lower CPU priority than the event loop: when the cores are
+    saturated with evaluations, the loop (health checks, admission, refusals) still gets a
+    core at once. Where threads cannot be given a priority, nothing changes."""
+    with suppress(AttributeError, OSError):
+        os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), WORKER_NICENESS)
+
+
+# The reservation of the request the current task serves (``Evaluator.run`` pins it).
+_reservation: ContextVar[Reservation | None] = ContextVar("reservation", default=None)
 
 
 def _current_task() -> asyncio.Task[Any] | None:

@@ -23,6 +23,9 @@ SCRIPTS = {
     "multiclass_core.py": "## multiclass core (bench/multiclass_core.py)",
     "auc_simulation.py": "## AUC intervals and drift test, simulation (bench/auc_simulation.py)",
     "stream_cost.py": "## streams against one-shot (bench/stream_cost.py)",
+    "memory_cost.py": "## memory cost per request (bench/memory_cost.py)",
+    "load.py": "## the service under load (bench/load.py)",
+    "offline_scale.py": "## offline evaluation at scale (bench/offline_scale.py)",
 }
 
 
@@ -32,7 +35,8 @@ def test_the_benchmark_runs_and_writes_its_section(script: str, tmp_path: Path) 
     results = tmp_path / "RESULTS.md"
     done = subprocess.run(
         [sys.executable, str(REPO / "bench" / script), "--quick", "--no-fail",
-         "--results", str(results)],
+         "--results", str(results),
+         *(["--figures", str(tmp_path / "figures.json")] if script == "memory_cost.py" else [])],
         cwd=REPO, capture_output=True, text=True, timeout=600, check=False,
     )  # fmt: skip
     assert done.returncode == 0, done.stderr[-3000:]

@@ -19,7 +19,7 @@ from typing import Any
 
 import grpc
 import pytest
-from evalserve_client import AsyncClient, Client, InvalidArgument, Unavailable, _retry
+from evalserve_client import AsyncClient, Client, InvalidArgument, TooLarge, Unavailable, _retry
 from google.protobuf import any_pb2, duration_pb2
 from google.rpc import error_details_pb2, status_pb2
 from hypothesis import given
@@ -390,6 +390,73 @@ def test_a_stream_is_retried_by_the_loop_after_the_retry_info_delay() -> None:
     assert [method for method, _ in recording.seen] == ["EvaluateStream"] * 2
     assert recording.received[0] == recording.received[1]  # the same stream again, whole
     assert sleeps == [1.25] and calls == [1, 1]
+
+
+def test_a_large_unary_call_is_retried_by_the_channel_too() -> None:
+    """gRPC keeps a call's messages for its retries only up to 256 KiB by default, and does not
+    retry a larger call at all: the client raises that buffer, so a 200,000-row call (3 MB)
+    is retried as a small one is."""
+    rows = 200_000
+    with (
+        grpc_recording(refusals=[busy(), busy()]) as (target, recording),
+        Client(target, retries=3, backoff=0.01, stream_threshold=10 * rows) as client,
+    ):
+        calls = _counting(client)
+        client.evaluate("binary", [0, 1] * (rows // 2), [0.25, 0.75] * (rows // 2))
+    assert calls == [1]
+    assert [method for method, _ in recording.seen] == ["Evaluate"] * 3
+
+
+def memory_busy(hint: float | None) -> Refusal:
+    details = () if hint is None else (retry_info(hint),)
+    bad = error_details_pb2.BadRequest(
+        field_violations=[
+            error_details_pb2.BadRequest.FieldViolation(field="body", description="busy")
+        ]
+    )
+    pushback = ("grpc-retry-pushback-ms", "-1" if hint is None else str(round(1000 * hint)))
+    return refusal(
+        grpc.StatusCode.RESOURCE_EXHAUSTED, "body: busy", bad, *details, trailers=(pushback,)
+    )
+
+
+def test_resource_exhausted_with_a_hint_is_retried_by_the_loop_after_it() -> None:
+    """The server's memory is busy now (RESOURCE_EXHAUSTED with a RetryInfo): not the channel's
+    to retry (gRPC answers the same code for a message over its size limit), so the loop
+    retries, once an attempt, after the hint."""
+    with (
+        grpc_recording(refusals=[memory_busy(1.0), memory_busy(2.0)]) as (target, recording),
+        Client(target, retries=3, backoff=0.01) as client,
+    ):
+        client._random = lambda: 0.0
+        sleeps = with_fake_sleep(client)
+        calls = _counting(client)
+        assert client.evaluate("binary", Y_TRUE, Y_SCORE).metrics["roc_auc"] == 0.75
+    assert sleeps == [1.0, 2.0] and calls == [1, 1, 1]
+    assert len(recording.seen) == 3
+
+
+def test_resource_exhausted_without_a_hint_is_final() -> None:
+    with (
+        grpc_recording(refusals=[memory_busy(None)]) as (target, recording),
+        Client(target, retries=3, backoff=0.01) as client,
+        pytest.raises(TooLarge) as raised,
+    ):
+        client.evaluate("binary", Y_TRUE, Y_SCORE)
+    assert raised.value.field == "body"
+    assert len(recording.seen) == 1
+
+
+def test_memory_busy_retries_stop_after_the_retries() -> None:
+    with (
+        grpc_recording(refusals=[memory_busy(0.5)] * 10) as (target, recording),
+        Client(target, retries=2, backoff=0.01) as client,
+        pytest.raises(Unavailable) as raised,
+    ):
+        with_fake_sleep(client)
+        client.evaluate("binary", Y_TRUE, Y_SCORE)
+    assert raised.value.code == "resource_exhausted" and raised.value.retry_after == 0.5
+    assert len(recording.seen) == 3
 
 
 def test_the_pushback_trailer_is_a_retry_hint() -> None:

@@ -20,7 +20,7 @@ import pytest
 from google.rpc import error_details_pb2
 
 from tests.clients.recording import Header, grpc_recording, http_recording
-from tests.clients.test_python_retries import busy, refusal
+from tests.clients.test_python_retries import busy, memory_busy, refusal
 from tests.clients.test_typescript import BIN, PACKAGE, _node_modules, error, ok, run_cases, ts_case
 
 Y_TRUE, Y_SCORE = [0, 0, 1, 1], [0.1, 0.4, 0.35, 0.8]
@@ -119,6 +119,39 @@ def test_grpcs_retry_policy_honours_the_pushback_trailer(tmp_path: Path) -> None
     assert ok({"call": answer}, "call")["metrics"]["roc_auc"] == 0.75
     assert len(recording.seen) == 2
     assert 1000 <= answer["ms"] < 10_000
+
+
+def test_a_large_unary_call_is_retried_by_the_channel_too(tmp_path: Path) -> None:
+    """grpc-js keeps a call's messages for retries only up to 256 KiB by default and does not
+    retry a larger call: the client raises that buffer (a 200,000-row call is 3 MB)."""
+    rows = 200_000
+    settings = {"retries": 3, "backoffMs": 10, "streamThreshold": 10 * rows}
+    case = ts_case("call", "", "binary", [0, 1] * (rows // 2), [0.25, 0.75] * (rows // 2),
+                   settings=settings)  # fmt: skip
+    with grpc_recording(refusals=[busy(), busy()]) as (target, recording):
+        answer = run_cases([{**case, "target": target}], tmp_path)
+    assert ok(answer, "call")["metrics"]["roc_auc"] == 1.0
+    assert [method for method, _ in recording.seen] == ["Evaluate"] * 3
+
+
+def test_resource_exhausted_with_a_hint_is_retried_by_the_loop_after_it(tmp_path: Path) -> None:
+    """The server's memory is busy now (RESOURCE_EXHAUSTED with a RetryInfo): the channel's
+    policy leaves it (gRPC answers the same code for an oversize message), the loop retries it
+    after the hint, one attempt each; without a hint it is final (TooLarge, not retried)."""
+    with grpc_recording(refusals=[memory_busy(1.0)]) as (target, recording):
+        answer = one_call(tmp_path, target, {"retries": 2, "backoffMs": 1})
+    assert ok({"call": answer}, "call")["metrics"]["roc_auc"] == 0.75
+    assert len(recording.seen) == 2
+    assert 1000 <= answer["ms"] < 10_000
+    with grpc_recording(refusals=[memory_busy(0.05)] * 10) as (target, recording):
+        answer = one_call(tmp_path, target, {"retries": 2, "backoffMs": 1})
+    refused = error({"call": answer}, "call")
+    assert refused["type"] == "Unavailable" and refused["retryAfterMs"] == 50
+    assert len(recording.seen) == 3
+    with grpc_recording(refusals=[memory_busy(None)]) as (target, recording):
+        answer = one_call(tmp_path, target, {"retries": 3, "backoffMs": 1})
+    assert error({"call": answer}, "call")["type"] == "TooLarge"
+    assert len(recording.seen) == 1
 
 
 @pytest.mark.parametrize("form", ["seconds", "http-date"])

@@ -5,6 +5,8 @@ ends, and the Python client's retries turn "busy" into waiting."""
 
 from __future__ import annotations
 
+import contextlib
+import socket
 import threading
 import time
 from collections.abc import Iterator
@@ -18,7 +20,9 @@ from evalserve.service.config import Settings
 from evalserve.service.errors import BusyError
 from evalserve.service.usecase import Evaluator
 from evalserve.v1 import evaluation_pb2 as pb
+from evalserve.v1 import evaluation_pb2_grpc as pb_grpc
 from tests.contract.servers import Service, running
+from tests.service.test_grpc import retry_hint
 
 HEADER = b'{"task": "binary"}\n'
 ROWS = b'{"labels": [0, 0, 1, 1], "scores": [0.1, 0.4, 0.35, 0.8]}\n'
@@ -113,6 +117,7 @@ def test_a_request_over_the_limit_is_refused_on_both_doors(one_place: Service) -
             )
         assert busy.value.code() is grpc.StatusCode.UNAVAILABLE
         assert "max_inflight_requests" in (busy.value.details() or "")
+        assert retry_hint(busy.value) == (1.0, "1000")
         # what is not an evaluation still answers
         for path in ("/healthz", "/readyz", "/v1/metrics", "/metrics"):
             assert one_place.rest.get(path).status_code == 200, path
@@ -138,3 +143,87 @@ def test_the_python_client_waits_out_a_busy_server(one_place: Service, transport
             result = client.evaluate("binary", [0, 0, 1, 1], [0.1, 0.4, 0.35, 0.8])
         assert time.monotonic() - started >= 0.25  # it was refused, then retried
     assert result.metrics["roc_auc"] == 0.75
+
+
+class _CountingProxy:
+    """A TCP proxy in front of the gRPC port that counts the bytes it forwards to the server:
+    what the server has read off the wire, give or take the socket buffers."""
+
+    def __init__(self, target_port: int) -> None:
+        self.listener = socket.create_server(("127.0.0.1", 0))
+        self.port = int(self.listener.getsockname()[1])
+        self.target_port = target_port
+        self.to_server = 0
+        self._threads: list[threading.Thread] = []
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def _accept(self) -> None:
+        while True:
+            try:
+                client, _ = self.listener.accept()
+            except OSError:
+                return
+            server = socket.create_connection(("127.0.0.1", self.target_port))
+            for source, sink, counted in ((client, server, True), (server, client, False)):
+                thread = threading.Thread(
+                    target=self._pipe, args=(source, sink, counted), daemon=True
+                )
+                thread.start()
+                self._threads.append(thread)
+
+    def _pipe(self, source: socket.socket, sink: socket.socket, counted: bool) -> None:
+        try:
+            while data := source.recv(1 << 16):
+                sink.sendall(data)
+                if counted:
+                    self.to_server += len(data)
+        except OSError:
+            pass
+        finally:
+            with contextlib.suppress(OSError):
+                sink.shutdown(socket.SHUT_WR)
+
+    def close(self) -> None:
+        self.listener.close()
+
+
+def _big_request(rows: int) -> pb.EvaluateRequest:
+    return pb.EvaluateRequest(task=pb.TASK_BINARY, labels=[0, 1] * (rows // 2), scores=[0.5] * rows)
+
+
+def _forwarded(grpc_port: int, request: pb.EvaluateRequest) -> tuple[grpc.StatusCode, int]:
+    proxy = _CountingProxy(grpc_port)
+    try:
+        with grpc.insecure_channel(f"127.0.0.1:{proxy.port}") as channel:
+            stub = pb_grpc.EvaluationServiceStub(channel)
+            with pytest.raises(grpc.RpcError) as refused:
+                stub.Evaluate(request, timeout=60)
+        return refused.value.code(), proxy.to_server
+    finally:
+        proxy.close()
+
+
+@pytest.mark.slow
+def test_a_grpc_call_over_the_limit_is_refused_before_its_message_is_read(
+    one_place: Service,
+) -> None:
+    request = _big_request(10_000_000)  # 90 MB
+    size = request.ByteSize()
+    with _HeldStream(one_place) as held:
+        _wait_for(one_place, 1)
+        code, read = _forwarded(_port(one_place), request)
+        held.release.set()
+    assert code is grpc.StatusCode.UNAVAILABLE
+    assert read < size / 10, (read, size)
+    # The proxy does count a message the server reads: over max_rows, refused once decoded
+    # (a message gRPC takes: at most GRPC_MESSAGE_CAP).
+    request = _big_request(2_000_000)  # 18 MB
+    size = request.ByteSize()
+    with running(Settings(host="127.0.0.1", rest_port=0, grpc_port=0, max_rows=10)) as small:
+        code, read = _forwarded(_port(small), request)
+    assert code is grpc.StatusCode.RESOURCE_EXHAUSTED
+    assert read >= size
+
+
+def _port(service: Service) -> int:
+    return int(service.grpc_target.rsplit(":", 1)[1])

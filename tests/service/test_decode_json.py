@@ -113,3 +113,63 @@ def test_bodies_over_the_reuse_size_get_a_parser_of_their_own(
     assert kept is None
     assert isinstance(column, np.ndarray)
     np.testing.assert_array_equal(column, np.asarray(body["scores"]))
+
+
+@pytest.fixture
+def small_slices(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Slices of 4 KiB: a column of a 3 MB body is read in hundreds of them."""
+    monkeypatch.setattr(decode, "JSON_SLICE_BYTES", 4096)
+
+
+def _same(raw: bytes) -> None:
+    """``parse_json`` reads ``raw`` as orjson does, arrays as float64."""
+    expected = orjson.loads(raw)
+    document = parse_json(raw)
+    assert set(document) == set(expected)
+    for key, value in expected.items():
+        if isinstance(document[key], np.ndarray):
+            np.testing.assert_array_equal(document[key], np.asarray(value, dtype=np.float64))
+        else:
+            assert document[key] == value, key
+
+
+def test_columns_are_read_in_slices_with_the_same_values(small_slices: None) -> None:
+    body = _body(predictions=list(range(ROWS)), challenger={"scores": [0.5, 0.25]})
+    raw = orjson.dumps(body)
+    spans = [m.group(1) for m in decode._COLUMN_START.finditer(raw)]
+    assert b"labels" in spans and b"scores" in spans
+    document = decode._parse_columns_sliced(raw)
+    assert document is not None  # the sliced path took it ...
+    _same(raw)  # ... and read every value, and the nested challenger, as orjson does
+    assert document["challenger"] == {"scores": [0.5, 0.25]}
+    # white space and exponents around the cuts
+    spaced = raw.replace(b",", b" ,\n ").replace(b"0.5", b"5e-1")
+    _same(spaced)
+
+
+@pytest.mark.parametrize(
+    "raw",
+    [
+        # a string holding commas and brackets inside a column: not this path's shape
+        b'{"task": "binary", "scores": [0.1, "a,[b]", 0.3], "labels": [0, 1, 1]}',
+        # the same key twice: orjson keeps the last
+        b'{"task": "binary", "scores": [0.1, 0.2], "scores": [0.3, 0.4]}',
+        # a key that names a column inside another object
+        b'{"task": "binary", "baseline": {"scores": [0.1, 0.2]}, "labels": [0, 1]}',
+        # an escaped quote before a column's name, inside a string
+        b'{"task": "x\\"labels\\": [1, 2]", "labels": [0, 1]}',
+        # empty columns
+        b'{"task": "binary", "labels": [], "scores": [ ]}',
+    ],
+    ids=["string-in-column", "duplicate-key", "nested", "escaped", "empty"],
+)
+def test_odd_bodies_read_as_orjson_reads_them(raw: bytes, small_slices: None) -> None:
+    padded = raw[:-1] + b', "pad": "' + b" " * FAST_JSON_BYTES + b'"}'
+    try:
+        expected = orjson.loads(padded)
+    except orjson.JSONDecodeError:
+        with pytest.raises(MalformedRequestError):
+            parse_json(padded)
+        return
+    _same(padded)
+    assert parse_json(padded).keys() == expected.keys()

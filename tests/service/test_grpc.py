@@ -127,14 +127,31 @@ def f64(values: ArrayLike) -> bytes:
 
 
 def bad_request(error: grpc.RpcError) -> error_details_pb2.BadRequest:
-    """The google.rpc.BadRequest detail of a failed call (there must be exactly one)."""
+    """The google.rpc.BadRequest detail of a failed call (there must be exactly one, and
+    besides it at most a RetryInfo)."""
     assert isinstance(error, grpc.Call)
     status = rpc_status.from_call(error)  # also checks code and message match the status
     assert status is not None, "no google.rpc.Status in the trailers"
-    assert len(status.details) == 1
+    bad = [d for d in status.details if d.Is(error_details_pb2.BadRequest.DESCRIPTOR)]
+    others = [d for d in status.details if d not in bad]
+    assert len(bad) == 1
+    assert all(d.Is(error_details_pb2.RetryInfo.DESCRIPTOR) for d in others), others
     detail = error_details_pb2.BadRequest()
-    assert status.details[0].Unpack(detail)
+    assert bad[0].Unpack(detail)
     return detail
+
+
+def retry_hint(error: grpc.RpcError) -> tuple[float | None, str | None]:
+    """A failed call's RetryInfo delay (s) and its grpc-retry-pushback-ms trailer, or None."""
+    assert isinstance(error, grpc.Call)
+    status = rpc_status.from_call(error)
+    delay = None
+    for detail in status.details if status is not None else ():
+        info = error_details_pb2.RetryInfo()
+        if detail.Unpack(info):
+            delay = info.retry_delay.ToMilliseconds() / 1000
+    pushback = dict(error.trailing_metadata() or ()).get("grpc-retry-pushback-ms")
+    return delay, pushback
 
 
 def assert_refused(error: grpc.RpcError, code: grpc.StatusCode, field: str) -> str:
@@ -581,6 +598,8 @@ def test_too_many_rows_is_resource_exhausted(limited: Served) -> None:
     with pytest.raises(grpc.RpcError) as refused:
         limited.stub.Evaluate(request)
     assert_refused(refused.value, TOO_LARGE, "labels_f64")
+    # final: no retry hint, and a pushback that keeps any retry policy from sending it again
+    assert retry_hint(refused.value) == (None, "-1")
 
 
 def test_too_many_classes_is_resource_exhausted(limited: Served) -> None:

@@ -83,6 +83,7 @@ def _big_request(rows: int) -> bytes:
     return message.SerializeToString()
 
 
+@pytest.mark.alone  # it times the probes
 def test_health_stays_fast_while_a_big_request_runs(service: Running) -> None:
     body = _big_request(4_000_000)
     outcome: dict[str, int] = {}

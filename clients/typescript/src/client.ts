@@ -12,7 +12,7 @@ import { GrpcDoor } from "./grpc.js";
 import type { UnaryRetry } from "./grpc-unary.js";
 import { detectionRequest, rowsRequest, streamSize, type Request } from "./request.js";
 import { RestDoor } from "./rest.js";
-import { checkedPolicy, Schedule, type RetryPolicy } from "./retry.js";
+import { CHANNEL_RETRIED, checkedPolicy, Schedule, type RetryPolicy } from "./retry.js";
 import type {
   ClientOptions,
   DetectionPrediction,
@@ -199,7 +199,9 @@ export class EvalserveClient {
       try {
         return await attempt();
       } catch (error) {
-        pause = error instanceof Unavailable ? schedule.pause(error.retryAfterMs) : null;
+        // the channel's policy retried it: an UNAVAILABLE, not a RESOURCE_EXHAUSTED with a hint
+        const retried = error instanceof Unavailable && CHANNEL_RETRIED.includes(error.code);
+        pause = error instanceof Unavailable ? schedule.pause(error.retryAfterMs, retried) : null;
         if (pause === null) {
           throw error;
         }

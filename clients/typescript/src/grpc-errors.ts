@@ -107,8 +107,13 @@ export function grpcError(thrown: unknown): EvalserveError {
   switch (error.code) {
     case Code.InvalidArgument:
       return new InvalidArgument(description, details);
-    case Code.ResourceExhausted:
-      return new TooLarge(description, details);
+    case Code.ResourceExhausted: {
+      // with a retry hint the server's memory is busy now, not a limit: retried as REST's 503
+      const retryAfterMs = retryHintMs(error);
+      return retryAfterMs === null
+        ? new TooLarge(description, details)
+        : new Unavailable(error.rawMessage, { code, cause: thrown, retryAfterMs });
+    }
     default:
       return new EvalserveError(description, details);
   }

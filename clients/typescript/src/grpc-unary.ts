@@ -19,6 +19,7 @@ import {
 } from "@grpc/grpc-js";
 
 import { StatusSchema } from "./gen/google/rpc/status_pb.js";
+import { CHANNEL_RETRIED } from "./retry.js";
 
 const SERVICE = "evalserve.v1.EvaluationService";
 const MAX_MESSAGE = 256 * 1024 * 1024;
@@ -51,7 +52,7 @@ export function serviceConfig(retry: UnaryRetry): string {
     initialBackoff: seconds(retry.backoffMs),
     maxBackoff: seconds(Math.max(retry.maxBackoffMs, retry.backoffMs)),
     backoffMultiplier: 2,
-    retryableStatusCodes: ["UNAVAILABLE"],
+    retryableStatusCodes: CHANNEL_RETRIED.map((code) => code.toUpperCase()),
   };
   const name = ["Evaluate", "ListMetrics"].map((method) => ({ service: SERVICE, method }));
   return JSON.stringify({ methodConfig: [{ name, retryPolicy }] });
@@ -63,6 +64,10 @@ export function channelOptions(retry: UnaryRetry): ChannelOptions {
   return {
     "grpc.max_send_message_length": MAX_MESSAGE,
     "grpc.max_receive_message_length": MAX_MESSAGE,
+    // grpc-js keeps a call's messages for its retries only up to 256 KiB by default, and does
+    // not retry a larger call: keep any message this client sends (four at once)
+    "grpc.per_rpc_retry_buffer_size": MAX_MESSAGE,
+    "grpc.retry_buffer_size": 4 * MAX_MESSAGE,
     "grpc.enable_retries": 1,
     "grpc.service_config": serviceConfig(retry),
     "grpc.initial_reconnect_backoff_ms": Math.max(1, Math.round(retry.backoffMs)),

@@ -50,10 +50,17 @@ export function retryAfterMs(value: string | null, now: number = Date.now()): nu
   return Number.isNaN(when) ? null : Math.max(0, when - now);
 }
 
+/** The status codes (as the errors' `code`) the channel's retry policy retries. Not
+ * RESOURCE_EXHAUSTED: gRPC itself answers it for a message over the server's size limit,
+ * without a pushback trailer, and a policy would send that message again; the client's loop
+ * retries a RESOURCE_EXHAUSTED only when the server gave a retry hint. */
+export const CHANNEL_RETRIED: readonly string[] = ["unavailable"];
+
 /** The retries of one call: `pause(hintMs)` after each failed attempt says how long to wait
  * before the next one, or null when none is left (attempts or time). */
 export class Schedule {
-  private retry = 0;
+  /** Attempts made so far, the channel's retries included. */
+  private attempts = 0;
   private readonly started: number;
 
   /** `perCall`: the attempts each of the loop's attempts stands for (gRPC's retry policy's
@@ -68,11 +75,14 @@ export class Schedule {
     this.started = clock();
   }
 
-  pause(hintMs: number | null = null): number | null {
-    if ((this.retry + 1) * this.perCall >= this.policy.retries + 1) {
+  /** `retried`: whether the channel's retry policy already retried the failed attempt (a gRPC
+   * unary call refused with a status its policy retries); if not, it counts once. */
+  pause(hintMs: number | null = null, retried = true): number | null {
+    this.attempts += retried ? this.perCall : 1;
+    if (this.attempts >= this.policy.retries + 1) {
       return null;
     }
-    const exponent = (this.retry + 1) * this.perCall - 1;
+    const exponent = this.attempts - 1;
     let wait = fullJitter(exponent, this.policy.backoffMs, this.policy.maxBackoffMs, this.random);
     if (hintMs !== null) {
       wait = Math.max(wait, hintMs);
@@ -80,7 +90,6 @@ export class Schedule {
     if (this.clock() - this.started + wait > this.policy.retryDeadlineMs) {
       return null;
     }
-    this.retry += 1;
     return wait;
   }
 }

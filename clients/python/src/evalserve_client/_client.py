@@ -48,6 +48,10 @@ MAX_MESSAGE = 256 * 1024 * 1024
 CHANNEL_OPTIONS = [
     ("grpc.max_send_message_length", MAX_MESSAGE),
     ("grpc.max_receive_message_length", MAX_MESSAGE),
+    # gRPC keeps a call's messages for its retries only up to 256 KiB by default, and does not
+    # retry a larger call at all: keep any message this client sends (four at once)
+    ("grpc.per_rpc_retry_buffer_size", MAX_MESSAGE),
+    ("grpc.retry_buffer_size", 4 * MAX_MESSAGE),
 ]
 JSON = {"content-type": "application/json"}
 NDJSON = {"content-type": "application/x-ndjson"}
@@ -77,6 +81,9 @@ def _grpc_error(error: grpc.RpcError) -> EvalserveError:
     trailers = cast(Sequence[tuple[str, str | bytes]], error.trailing_metadata() or ())
     decoded = _status.details(trailers)
     if code is grpc.StatusCode.UNAVAILABLE:
+        return Unavailable(details, code=name, retry_after=decoded.retry_after)
+    if code is grpc.StatusCode.RESOURCE_EXHAUSTED and decoded.retry_after is not None:
+        # the server's memory is busy now, not a limit: retried as REST's 503 is
         return Unavailable(details, code=name, retry_after=decoded.retry_after)
     if code is grpc.StatusCode.DEADLINE_EXCEEDED:
         return DeadlineExceeded(details, code=name)
@@ -285,7 +292,8 @@ class Client(_Base):
 
     Settings (keywords): ``timeout`` (s, each attempt's deadline; over gRPC a unary call's
     deadline, which its transparent retries share), ``retries`` (retries after the first attempt
-    of a call the server could not take: UNAVAILABLE, HTTP 502/503/504 or no connection),
+    of a call the server could not take: UNAVAILABLE, RESOURCE_EXHAUSTED with a retry hint,
+    HTTP 502/503/504 or no connection),
     ``backoff`` and ``max_backoff`` (s: retry n waits a random time up to
     ``min(max_backoff, backoff * 2**n)``, and at least the server's ``Retry-After`` or
     ``RetryInfo``), ``retry_deadline`` (s: no retry starts later than this after the first
@@ -374,7 +382,8 @@ class Client(_Base):
             try:
                 return attempt()
             except Unavailable as error:
-                pause = schedule.pause(error.retry_after)
+                retried = error.code.upper() in _retry.CHANNEL_RETRIED  # by the channel
+                pause = schedule.pause(error.retry_after, retried)
                 if pause is None:
                     raise
             self._sleep(pause)
@@ -506,7 +515,8 @@ class AsyncClient(_Base):
             try:
                 return await attempt()
             except Unavailable as error:
-                pause = schedule.pause(error.retry_after)
+                retried = error.code.upper() in _retry.CHANNEL_RETRIED  # by the channel
+                pause = schedule.pause(error.retry_after, retried)
                 if pause is None:
                     raise
             await self._sleep(pause)

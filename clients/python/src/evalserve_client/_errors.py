@@ -35,7 +35,8 @@ class TooLarge(EvalserveError):  # noqa: N818
 
 
 class Unavailable(EvalserveError):  # noqa: N818
-    """The server could not be reached or is not serving, after every retry."""
+    """The server could not be reached, is not serving or is busy (HTTP 502/503/504, gRPC
+    UNAVAILABLE, or RESOURCE_EXHAUSTED with a retry hint), after every retry."""
 
 
 class DeadlineExceeded(EvalserveError):  # noqa: N818

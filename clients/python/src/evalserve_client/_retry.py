@@ -7,12 +7,14 @@ retry (n from 0) waits ``random(0, min(cap, base * 2**n))``. A server's hint (HT
 ``grpc-retry-pushback-ms`` trailer of gRFC A6) is a floor: the wait is never shorter. A retry
 that would start later than ``retry_deadline`` seconds after the first attempt is not made.
 
-gRPC unary calls are retried by the channel itself (gRFC A6: the ``retryPolicy`` of the service
-config, whose backoff is the same full jitter), within the call's deadline, up to
-``min(retries + 1, 5)`` attempts (gRPC's limit). The explicit loop counts each of its gRPC unary
-calls as that many attempts: it calls again only when ``retries`` asks for more than gRPC allows,
-so a call makes at most ``retries + 1`` attempts rounded up to a multiple of 5, never
-``(retries + 1) ** 2``.
+gRPC unary calls refused UNAVAILABLE are retried by the channel itself (gRFC A6: the
+``retryPolicy`` of the service config, whose backoff is the same full jitter, and which honours
+the server's pushback), within the call's deadline, up to ``min(retries + 1, 5)`` attempts
+(gRPC's limit). The explicit loop counts each such call as that many attempts: it calls again
+only when ``retries`` asks for more than gRPC allows, so a call makes at most ``retries + 1``
+attempts rounded up to a multiple of 5, never ``(retries + 1) ** 2``. A RESOURCE_EXHAUSTED with
+a retry hint (the server's memory is busy now) is not the channel's to retry: the loop retries
+it, as one attempt.
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ from datetime import UTC, datetime
 from email.utils import parsedate_to_datetime
 
 __all__ = [
+    "CHANNEL_RETRIED",
     "GRPC_MAX_ATTEMPTS",
     "Policy",
     "Schedule",
@@ -93,19 +96,23 @@ class Schedule:
     policy: Policy
     clock: Callable[[], float] = time.monotonic
     rand: Callable[[], float] = random.random
-    # attempts each of the loop's attempts stands for: gRPC's retry policy's (see loop_retries)
+    # attempts each of the loop's attempts stands for: gRPC's retry policy's (grpc_attempts)
     per_call: int = 1
     started: float = field(init=False)
     retry: int = field(init=False, default=0)
+    attempts: int = field(init=False, default=0)  # made so far, the channel's retries included
 
     def __post_init__(self) -> None:
         self.started = self.clock()
 
-    def pause(self, hint: float | None = None) -> float | None:
-        if (self.retry + 1) * self.per_call >= self.policy.retries + 1:
+    def pause(self, hint: float | None = None, retried: bool = True) -> float | None:
+        """``retried``: whether the channel's retry policy already retried the failed attempt
+        (a gRPC unary call refused with a status its policy retries); if not, it counts once."""
+        self.attempts += self.per_call if retried else 1
+        if self.attempts >= self.policy.retries + 1:
             return None
         # the backoff goes on from where the attempts already made left it
-        exponent = (self.retry + 1) * self.per_call - 1
+        exponent = self.attempts - 1
         wait = full_jitter(exponent, self.policy.backoff, self.policy.max_backoff, self.rand)
         if hint is not None:
             wait = max(wait, hint)
@@ -124,9 +131,16 @@ def _seconds(value: float) -> str:
     return f"{max(value, 0.001):.3f}s"
 
 
+# The status codes the channel's retry policy retries. Not RESOURCE_EXHAUSTED: gRPC itself
+# answers it for a message over the server's size limit, without a pushback trailer, and a
+# policy would send that message again; the client's loop retries a RESOURCE_EXHAUSTED only
+# when the server gave a retry hint (its memory is busy now).
+CHANNEL_RETRIED = ("UNAVAILABLE",)
+
+
 def service_config(policy: Policy) -> str:
     """The channel's service config (JSON): gRPC's retry policy for the unary methods, on
-    UNAVAILABLE only, with the client's backoff. No policy when ``retries`` is 0."""
+    ``CHANNEL_RETRIED``, with the client's backoff. No policy when ``retries`` is 0."""
     if policy.retries == 0:
         return json.dumps({})
     retry_policy = {
@@ -134,7 +148,7 @@ def service_config(policy: Policy) -> str:
         "initialBackoff": _seconds(policy.backoff),
         "maxBackoff": _seconds(max(policy.max_backoff, policy.backoff)),
         "backoffMultiplier": 2,
-        "retryableStatusCodes": ["UNAVAILABLE"],
+        "retryableStatusCodes": list(CHANNEL_RETRIED),
     }
     names = [{"service": SERVICE, "method": method} for method in UNARY_METHODS]
     return json.dumps({"methodConfig": [{"name": names, "retryPolicy": retry_policy}]})
