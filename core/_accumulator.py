@@ -27,6 +27,7 @@ from evalserve.core._state import StateKind, TaskState
 from evalserve.core._state_format import StateDocument, decode, encode
 from evalserve.core._tasks import check_task
 from evalserve.core._validation import WEIGHTLESS_BATCHES
+from evalserve.core.binary._classes import ClassScores, class_scores
 from evalserve.core.binary._state import BINARY_STATE, BinaryState
 from evalserve.core.detection._state import DETECTION_STATE
 from evalserve.core.multiclass._state import MULTICLASS_STATE
@@ -192,6 +193,22 @@ class Accumulator:
             check_coverage(coverage)
             result.coverage = coverage_report(coverage, result.n_samples)
         return result
+
+    def score_classes(self) -> tuple[ClassScores, ClassScores, int, bool]:
+        """Task binary: the positives' and the negatives' distinct scores with their masses,
+        the rows and whether any batch was weighted (the ranges path reads a range this way).
+        Raises ``InvalidInputError`` for other tasks and for hard predictions."""
+        if self.task != "binary":
+            raise InvalidInputError("task", f"score classes are task binary's, not {self.task!r}")
+        state = self._state()
+        if state is None:
+            empty = class_scores(np.empty(0), None)
+            return empty, empty, 0, False
+        assert isinstance(state, BinaryState)
+        if state.predictions is not None:
+            raise InvalidInputError("predictions", "the ranges path takes scores only")
+        positives, negatives = state.scores.canonical()
+        return positives, negatives, state.n_rows, state.weighted
 
     # --- bytes --------------------------------------------------------------------------------
 

@@ -17,6 +17,10 @@ class InvalidInputError(ValueError):
         self.field = field
         self.message = message
 
+    def __reduce__(self) -> tuple[type[InvalidInputError], tuple[str, str]]:
+        # Pickled with its two fields (a Dask worker's error reaches the client this way).
+        return (type(self), (self.field, self.message))
+
 
 class StateTooLargeError(InvalidInputError):
     """An accumulated state grew past its cap (``Accumulator(max_state_bytes=...)``): the

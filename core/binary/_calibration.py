@@ -18,7 +18,7 @@ from evalserve.core._result import MetricSink
 from evalserve.core.binary._classes import ClassScores
 from evalserve.core.binary._sweep import Sweep
 
-__all__ = ["calibration_metrics"]
+__all__ = ["NOT_PROBABILITIES", "bin_cuts", "calibration_metrics", "class_sums"]
 
 Floats = NDArray[np.float64]
 Indices = NDArray[np.intp]
@@ -36,14 +36,14 @@ def calibration_metrics(sink: MetricSink, sweep: Sweep, *, bins: int) -> None:
             sink.undefine(name, NOT_PROBABILITIES)
         return
     total = sweep.n_positive + sweep.n_negative
-    pos_log, pos_square = _sums(sweep.positives, positive=True)
-    neg_log, neg_square = _sums(sweep.negatives, positive=False)
+    pos_log, pos_square = class_sums(sweep.positives, positive=True)
+    neg_log, neg_square = class_sums(sweep.negatives, positive=False)
     sink.set("log_loss", -(pos_log + neg_log) / total)
     sink.set("brier_score", (pos_square + neg_square) / total)
     sink.set("expected_calibration_error", _ece(sweep, bins) / total)
 
 
-def _sums(side: ClassScores, *, positive: bool) -> tuple[float, float]:
+def class_sums(side: ClassScores, *, positive: bool) -> tuple[float, float]:
     """Sum of mass * log(p) (positives) or mass * log(1 - p) (negatives), p clipped to
     [eps, 1 - eps], and sum of mass * (1 - p)^2 or mass * p^2."""
     log_sum = square_sum = 0.0
@@ -101,7 +101,7 @@ def _ece(sweep: Sweep, bins: int) -> float:
     last bin also 1.0. Each class's scores are sorted, so each bin is a run of each."""
     edges = np.arange(bins + 1) / bins
     sides = (sweep.positives, sweep.negatives)
-    cuts = [_bin_cuts(side, edges) for side in sides]
+    cuts = [bin_cuts(side, edges) for side in sides]
     pos_mass = sweep.positives.mass_at_or_above(cuts[0])
     gap = 0.0
     for i in range(bins):
@@ -113,7 +113,7 @@ def _ece(sweep: Sweep, bins: int) -> float:
     return gap
 
 
-def _bin_cuts(side: ClassScores, edges: Floats) -> Indices:
+def bin_cuts(side: ClassScores, edges: Floats) -> Indices:
     """Where each bin starts in the class's scores (every score is >= 0; 1.0 belongs to the
     last bin)."""
     cuts = np.searchsorted(side.scores, edges, side="left")

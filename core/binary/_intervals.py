@@ -14,7 +14,13 @@ from evalserve.core._distributions import normal_quantile
 from evalserve.core._result import MetricSink
 from evalserve.core.binary._delong import Placements
 
-__all__ = ["WILSON_PROPORTIONS", "auc_interval", "wilson_interval", "wilson_intervals"]
+__all__ = [
+    "WILSON_PROPORTIONS",
+    "auc_interval",
+    "auc_interval_of",
+    "wilson_interval",
+    "wilson_intervals",
+]
 
 Interval = dict[str, Any]
 
@@ -33,14 +39,23 @@ def auc_interval(placed: Placements, level: float, method: str) -> Interval | st
     mapped back: it stays inside (0, 1) and is asymmetric near the bounds, where the Wald
     interval's coverage falls short.
     """
-    if placed.positives <= 1 or placed.negatives <= 1:
+    positives, negatives = placed.positives, placed.negatives
+    variance = placed.variance if positives > 1 and negatives > 1 else 0.0  # else: a reason
+    return auc_interval_of(placed.auc, variance, positives, negatives, level, method)
+
+
+def auc_interval_of(
+    auc: float, variance: float, positives: float, negatives: float, level: float, method: str
+) -> Interval | str:
+    """``auc_interval`` from the AUC, DeLong's variance and the class masses."""
+    if positives <= 1 or negatives <= 1:
         return (
             "DeLong's variance needs more than 1 positive and more than 1 negative (in units of"
             " sample weight)"
         )
-    variance = max(placed.variance, 0.0)
+    variance = max(variance, 0.0)
     std_error = math.sqrt(variance)
-    auc, z = placed.auc, _z(level)
+    z = _z(level)
     if method == "wald":
         lower, upper = max(0.0, auc - z * std_error), min(1.0, auc + z * std_error)
         name = "delong"

@@ -16,7 +16,7 @@ from numpy.typing import NDArray
 
 from evalserve.core.binary._sweep import Sweep
 
-__all__ = ["curve_points"]
+__all__ = ["curve_points", "every_point"]
 
 Floats = NDArray[np.float64]
 Indices = NDArray[np.intp]
@@ -28,7 +28,7 @@ def curve_points(sweep: Sweep, max_points: int) -> Points:
     along the arc, the first and the last included (only the last when there is room for one).
     """
     if sweep.n_distinct <= max_points:
-        return _every_point(sweep)
+        return every_point(sweep)
     if max_points == 1:
         return (
             np.array([sweep.lowest()]),
@@ -57,7 +57,7 @@ def _negative_fp(sweep: Sweep, position: Indices) -> Floats:
     return sweep.negatives.mass_at_or_above(position)
 
 
-def _every_point(sweep: Sweep) -> Points:
+def every_point(sweep: Sweep) -> Points:
     """The point of every distinct score, from the top down."""
     start, stop, tp = _segments(sweep)
     count = np.maximum(stop - start, 0)

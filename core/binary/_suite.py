@@ -27,7 +27,15 @@ from evalserve.core.binary._stats import BinaryStats
 from evalserve.core.binary._sweep import Sweep
 from evalserve.core.binary._threshold import NO_NEGATIVES, NO_POSITIVES, confusion_metrics
 
-__all__ = ["RANKING_METRICS", "compute", "head_metric_names"]
+__all__ = [
+    "RANKING_METRICS",
+    "compute",
+    "curves_of_points",
+    "head_cut",
+    "head_metric_names",
+    "threshold_metrics",
+    "undefine_ranking",
+]
 
 Floats = NDArray[np.float64]
 Curves = dict[str, dict[str, Floats]]
@@ -72,16 +80,10 @@ def compute(
     # weights added in another order, and a rounding apart (fn or tn could come out -1e-16).
     tn, fn = counted.n_negative - fp, counted.n_positive - tp
     positives, negatives = sweep.n_positive, sweep.n_negative
-    confusion_metrics(sink, tp, fp, tn, fn, beta=options.beta)
-    wilson_intervals(sink.intervals, sink, (tp, fp, tn, fn), options.confidence_level)
+    threshold_metrics(sink, (tp, fp, tn, fn), options)
     curves: Curves = {}
     if positives == 0 or negatives == 0:
-        reason = NO_POSITIVES if positives == 0 else NO_NEGATIVES
-        reason = f"only one class is present: {reason}"
-        for name in RANKING_METRICS:
-            if name != "roc_auc_partial" or options.max_fpr is not None:
-                sink.undefine(name, reason)
-        sink.warn(f"ranking metrics are undefined: {reason}")
+        undefine_ranking(sink, positives, options)
     else:
         curves = _ranking_metrics(sink, sweep, options)
         _ranking_intervals(sink, sweep, options, (tp, fp), n_rows)
@@ -89,6 +91,25 @@ def compute(
     if positives + negatives > 0:
         calibration_metrics(sink, sweep, bins=options.calibration_bins)
     return sink, curves
+
+
+def threshold_metrics(
+    sink: MetricSink, counts: tuple[float, float, float, float], options: Options
+) -> None:
+    """The confusion metrics at the threshold and their Wilson intervals."""
+    tp, fp, tn, fn = counts
+    confusion_metrics(sink, tp, fp, tn, fn, beta=options.beta)
+    wilson_intervals(sink.intervals, sink, counts, options.confidence_level)
+
+
+def undefine_ranking(sink: MetricSink, positives: float, options: Options) -> None:
+    """Only one class is present: every ranking metric is undefined, with the reason."""
+    reason = NO_POSITIVES if positives == 0 else NO_NEGATIVES
+    reason = f"only one class is present: {reason}"
+    for name in RANKING_METRICS:
+        if name != "roc_auc_partial" or options.max_fpr is not None:
+            sink.undefine(name, reason)
+    sink.warn(f"ranking metrics are undefined: {reason}")
 
 
 def _ranking_metrics(sink: MetricSink, sweep: Sweep, options: Options) -> Curves:
@@ -149,14 +170,20 @@ def _ranking_intervals(
 
 
 def _curves(sweep: Sweep, max_points: int) -> Curves:
+    kept_thresholds, tps, fps = curve_points(sweep, max_points - 1)
+    return curves_of_points(kept_thresholds, tps, fps, sweep.n_positive, sweep.n_negative)
+
+
+def curves_of_points(
+    kept_thresholds: Floats, tps: Floats, fps: Floats, positives: float, negatives: float
+) -> Curves:
     """ROC and PR points at the same thresholds, sampled along the curve, each curve led by its
     start point (threshold +inf): ROC (0, 0), PR (recall 0, precision 1)."""
-    kept_thresholds, tps, fps = curve_points(sweep, max_points - 1)
     thresholds = np.concatenate(([np.inf], kept_thresholds))
-    recall = np.concatenate(([0.0], tps / sweep.n_positive))
+    recall = np.concatenate(([0.0], tps / positives))
     return {
         "roc": {
-            "fpr": np.concatenate(([0.0], fps / sweep.n_negative)),
+            "fpr": np.concatenate(([0.0], fps / negatives)),
             "tpr": recall,
             "thresholds": thresholds,
         },
@@ -168,14 +195,18 @@ def _curves(sweep: Sweep, max_points: int) -> Curves:
     }
 
 
+def head_cut(k: float, total: float) -> float:
+    """The head cut of ``head_k`` value ``k``: capped at the total mass."""
+    return min(k, total)
+
+
 def _head_metrics(sink: MetricSink, sweep: Sweep, options: Options) -> None:
     total = sweep.n_positive + sweep.n_negative
     for k in options.head_k:
         precision_name, recall_name = head_metric_names(k)
-        cut = k
+        cut = head_cut(k, total)
         if k > total:
             sink.warn(f"head_k {k:g} exceeds the total sample weight {total:g}; capped at it")
-            cut = total
         found = head_counts(sweep, cut)
         sink.set(precision_name, found / cut)
         sink.ratio(recall_name, found, sweep.n_positive, NO_POSITIVES)

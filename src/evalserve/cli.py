@@ -9,10 +9,11 @@ import sys
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
-from evalserve import offline
+from evalserve.core import OPTIONS, TASKS
 from evalserve.service.memory import retain_freed_memory
 
 if TYPE_CHECKING:
+    from evalserve.offline import ColumnSpec
     from evalserve.service.config import Settings
 
 __all__ = ["main"]
@@ -44,18 +45,119 @@ def _settings_class() -> type[Settings] | None:
     return Settings
 
 
+def add_input_arguments(command: argparse.ArgumentParser) -> None:
+    """The inputs, columns, task, options and engine: shared by the commands that read files."""
+    command.add_argument(
+        "paths",
+        nargs="+",
+        metavar="PATH",
+        help="CSV or Parquet file, directory or glob; - for CSV on stdin",
+    )
+    command.add_argument("--task", default="binary", choices=list(TASKS))
+    columns = command.add_argument_group("columns")
+    columns.add_argument(
+        "--label-column",
+        action="append",
+        default=[],
+        metavar="C",
+        help="labels (default label; multilabel: repeat, or a prefix such as label_)",
+    )
+    columns.add_argument(
+        "--score-column",
+        action="append",
+        default=[],
+        metavar="C",
+        help="scores (default score; multiclass and multilabel: a list column, "
+        "the columns one by one, or a prefix such as score_ or score_*)",
+    )
+    columns.add_argument(
+        "--weight-column",
+        metavar="C",
+        help="sample weights (default: weight, when there is such a column)",
+    )
+    columns.add_argument(
+        "--prediction-column",
+        metavar="C",
+        help="hard predictions (regression: default prediction when present, "
+        "else the score column)",
+    )
+    columns.add_argument(
+        "--classes",
+        type=lambda text: tuple(text.split(",")),
+        metavar="A,B,..",
+        help="class names in score-column order (default: from a prefix)",
+    )
+    options = command.add_argument_group("options (see the options table in the docs)")
+    options.add_argument(
+        "--options", type=_options, default=None, help="JSON object, e.g. '{\"threshold\": 0.3}'"
+    )
+    for spec in OPTIONS.values():
+        kind: Callable[[str], Any] = {"number": float, "integer": int}.get(spec.kind, str)
+        options.add_argument(
+            "--" + spec.name.replace("_", "-"),
+            dest="option_" + spec.name,
+            type=kind,
+            nargs="+" if spec.repeated else None,
+            choices=list(spec.choices) if spec.choices else None,
+            help=f"{spec.doc.split('. ')[0].rstrip('.')} (default {spec.default_text})".replace(
+                "%", "%%"
+            ),
+        )
+    engine = command.add_argument_group("engine")
+    engine.add_argument(
+        "--engine",
+        choices=["local", "dask"],
+        default="local",
+        help="local (default): this process; dask: a Dask cluster",
+    )
+    engine.add_argument(
+        "--scheduler",
+        metavar="ADDRESS",
+        help="the Dask scheduler (default: a local cluster of processes)",
+    )
+
+
+def column_spec(args: argparse.Namespace) -> ColumnSpec:
+    from evalserve.offline import ColumnSpec  # pyarrow: not for the server's process
+
+    return ColumnSpec(
+        task=args.task,
+        label=tuple(args.label_column),
+        score=tuple(args.score_column),
+        weight=args.weight_column,
+        prediction=args.prediction_column,
+        classes=args.classes,
+    )
+
+
+def option_values(args: argparse.Namespace) -> dict[str, Any] | None:
+    """--options with the option flags on top."""
+    values = dict(args.options or {})
+    for name in OPTIONS:
+        value = getattr(args, "option_" + name)
+        if value is not None:
+            values[name] = value
+    return values or None
+
+
 def build_parser(settings: type[Settings] | None) -> argparse.ArgumentParser:
     """The command line; ``serve`` takes a flag per field of ``settings`` (none without the
     service extra)."""
     parser = argparse.ArgumentParser(prog="evalserve", description=__doc__)
     commands = parser.add_subparsers(dest="command", required=True)
     offline_cmd = commands.add_parser(
-        "evaluate", help="evaluate a CSV file (label,score[,weight]) and print the JSON result"
+        "evaluate",
+        help="evaluate CSV or Parquet files and print the result (JSON, or a table)",
+        description="Evaluate CSV or Parquet files (files, directories or globs; - is CSV on "
+        "stdin) in batches, for every task, and print what POST /v1/evaluate answers.",
     )
-    offline_cmd.add_argument("file", help="CSV file with a header line, or - for stdin")
-    offline_cmd.add_argument("--task", default="binary", choices=["binary"])
+    add_input_arguments(offline_cmd)
     offline_cmd.add_argument(
-        "--options", type=_options, default=None, help="JSON object, e.g. '{\"threshold\": 0.3}'"
+        "--format",
+        dest="output_format",
+        choices=["json", "table"],
+        default="json",
+        help="json (default): the REST response; table: aligned text",
     )
     serve_cmd = commands.add_parser(
         "serve", help="run the REST and gRPC servers (defaults from EVALSERVE_* variables)"
@@ -63,7 +165,8 @@ def build_parser(settings: type[Settings] | None) -> argparse.ArgumentParser:
     for name, field in settings.model_fields.items() if settings else ():
         flag = "--" + name.replace("_", "-")
         kind: Callable[[str], Any] = _PARSERS.get(str(field.annotation), str)
-        serve_cmd.add_argument(flag, type=kind, default=None, help=field.description)
+        help_text = (field.description or "").replace("%", "%%")  # argparse formats help
+        serve_cmd.add_argument(flag, type=kind, default=None, help=help_text)
     return parser
 
 
@@ -108,7 +211,21 @@ def main(argv: Sequence[str] | None = None) -> int:
         assert settings is not None
         return _serve(settings, args)
     retain_freed_memory()  # as the server does: big arrays reuse freed pages
-    return offline.run(args.file, task=args.task, options=args.options, out=sys.stdout)
+    if args.engine == "dask":
+        from evalserve.dask import run_files
+
+        return run_files(
+            args.paths,
+            column_spec(args),
+            option_values(args),
+            scheduler=args.scheduler,
+            output_format=args.output_format,
+        )
+    from evalserve import offline
+
+    return offline.run(
+        args.paths, column_spec(args), option_values(args), output_format=args.output_format
+    )
 
 
 if __name__ == "__main__":

@@ -250,6 +250,14 @@ def check_offline_options(out: str) -> None:
     assert body["metrics"]["precision_at_5"] == sum(labels[i] for i in top) / 5
 
 
+def check_offline_table(out: str) -> None:
+    lines = out.splitlines()
+    assert lines[0] == "task binary, 20 samples"
+    assert lines[1] == ""
+    assert lines[2].split()[:2] == ["metric", "value"]
+    assert lines[3].split()[:2] == ["n_samples", "20"]
+
+
 def check_printed_as_commented(out: str, code: str) -> None:
     assert out.splitlines() == _commented(code)
 
@@ -281,6 +289,7 @@ CHECKS: dict[str, Callable[[str], None]] = {
     "python-accumulator": check_python_accumulator,
     "offline-file": check_offline_file,
     "offline-options": check_offline_options,
+    "offline-table": check_offline_table,
     "k8s-generated": check_k8s_generated,
 }
 CHECKS_WITH_CODE: dict[str, Callable[[str, str], None]] = {

@@ -6,6 +6,7 @@ coverage)."""
 from __future__ import annotations
 
 import itertools
+import pickle
 from collections.abc import Callable
 from typing import Any
 
@@ -312,3 +313,11 @@ def test_a_batch_is_neither_changed_nor_needed_writable() -> None:
     assert not rows.flags.writeable and np.signbit(rows[1, 0])
     assert accumulator.result().to_dict() == evaluate("multiclass", [2, 1], rows).to_dict()
     assert one_row.n_rows == 1
+
+
+def test_errors_cross_process_boundaries_whole() -> None:
+    # A Dask worker's error reaches the client pickled: field and message must survive.
+    for error in (InvalidInputError("scores", "row 3 is nan"), StateTooLargeError("state", "big")):
+        copy = pickle.loads(pickle.dumps(error))
+        assert type(copy) is type(error)
+        assert (copy.field, copy.message, str(copy)) == (error.field, error.message, str(error))

@@ -47,11 +47,11 @@ def test_reads_stdin_with_weights_and_options() -> None:
     ("csv_text", "fragment"),
     [
         pytest.param("", "empty", id="empty"),
-        pytest.param("label,prob\n1,0.5\n", "lacks column", id="header"),
+        pytest.param("label,prob\n1,0.5\n", "no score column 'score'", id="header"),
         pytest.param("label,score\n1,0.5\n0,abc\n", "line 3, column score", id="number"),
-        pytest.param("label,score\n1,0.5,7\n", "line 2: expected 2 fields", id="fields"),
-        pytest.param("label,score\n3,0.5\n", "labels: expected labels 0 or 1", id="label"),
-        pytest.param("label,score\n1,nan\n", "scores: expected finite", id="nan"),
+        pytest.param("label,score\n1,0.5,7\n", "expected 2 fields, got 3", id="fields"),
+        pytest.param("label,score\n3,0.5\n", "line 2, column label: expected labels 0", id="label"),
+        pytest.param("label,score\n1,nan\n", "line 2, column score: is missing", id="nan"),
     ],
 )
 def test_bad_files_fail_with_a_message(csv_text: str, fragment: str) -> None:
@@ -66,3 +66,18 @@ def test_missing_file_is_an_error_not_a_crash(tmp_path: Path) -> None:
     done = _evalserve("evaluate", str(tmp_path / "nope.csv"))
     assert done.returncode == 2
     assert "No such file" in done.stderr
+
+
+def test_serve_help_lists_every_setting() -> None:
+    from evalserve.service.config import Settings
+
+    done = subprocess.run(
+        [sys.executable, "-m", "evalserve", "serve", "--help"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert done.returncode == 0, done.stderr
+    for name in Settings.model_fields:
+        assert "--" + name.replace("_", "-") in done.stdout, name
+    assert "70% of the container" in " ".join(done.stdout.split())

@@ -3,7 +3,8 @@ environments, and use it there.
 
 - the wheel holds the ``evalserve`` package and its dist-info, nothing else (no top-level
   ``core`` or ``service``), with the license, the type marker and the stubs' ``.pyi`` files;
-- ``pip install evalserve`` brings numpy and nothing of the server (no grpcio, no fastapi);
+- ``pip install evalserve`` brings numpy and pyarrow and nothing of the server (no grpcio, no
+  fastapi);
   ``from evalserve import evaluate`` and the offline command work there, and ``evalserve serve``
   says in one line which extra to install, exit code 2;
 - ``pip install 'evalserve[service]'`` starts a service that answers ``/healthz`` and an

@@ -1,0 +1,679 @@
+"""Task binary over ranges of the score axis: the exact result without any one place holding
+every distinct score.
+
+The rows are split by score into ranges (disjoint, each a stretch of the axis); each range's
+state (its classes' distinct scores and masses) is held apart, on a machine of its own. Every
+quantity of the binary suite is a sum, a maximum or a first-from-the-top over the sweep's
+points in descending score order, and each point only needs, besides its own range, the class
+totals of the ranges above it. So the result comes from three small passes over each range:
+
+1. ``range_totals``: the range's class masses, its lowest and highest scores, the counts at the
+   threshold, the calibration sums (per probability bin) and its first ROC point.
+2. ``range_pass`` with the ``RangeContext`` from all totals (the mass above the range, the
+   class totals, the curve marks it answers): the areas (AUC's pairs, the step-wise and the
+   trapezoidal AP, the partial AUC), the maxima (precision, KS, Youden's J, F1), the head
+   counts that fall in it, DeLong's sum of placements, its curve points.
+3. ``range_finish`` with the global maxima and the AUC from all passes: the envelope areas
+   (11-point and all-point AP), the first thresholds at the maxima, DeLong's variance sums.
+
+``combine_ranges`` adds up the summaries into the ``EvaluationResult`` that ``evaluate`` gives
+on all rows: the same metrics, curves, intervals, undefined values and warnings (with integer
+weights the sums run over the same numbers in another grouping: equal to the last bits for
+counts, within rounding for fractional weights). Bootstrap intervals need every row at once
+and are not computed here (a warning says so); hard predictions are not taken.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+from numpy.typing import NDArray
+
+from evalserve.core._inner import inner
+from evalserve.core._options import Options
+from evalserve.core._result import EvaluationResult, MetricSink
+from evalserve.core.binary._calibration import NOT_PROBABILITIES, bin_cuts, class_sums
+from evalserve.core.binary._catalog import CONVENTIONS
+from evalserve.core.binary._classes import ClassScores
+from evalserve.core.binary._intervals import auc_interval_of
+from evalserve.core.binary._points import every_point
+from evalserve.core.binary._ranking import TIE_TOLERANCE
+from evalserve.core.binary._suite import (
+    curves_of_points,
+    head_cut,
+    head_metric_names,
+    threshold_metrics,
+    undefine_ranking,
+)
+from evalserve.core.binary._sweep import Sweep, sweep
+from evalserve.core.binary._threshold import NO_POSITIVES
+
+__all__ = [
+    "RangeContext",
+    "RangeFinish",
+    "RangePass",
+    "RangeTotals",
+    "bests_of",
+    "combine_ranges",
+    "range_context",
+    "range_finish",
+    "range_pass",
+    "range_totals",
+    "ranges_result",
+]
+
+Floats = NDArray[np.float64]
+Cuts = tuple[float, ...]
+
+
+def _floor(best: float) -> float:
+    return best - TIE_TOLERANCE * abs(best)
+
+
+# --- 1: totals ------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class RangeTotals:
+    positives: float
+    negatives: float
+    n_rows: int
+    weighted: bool
+    n_distinct: int
+    pos_range: tuple[float, float]  # (lowest, highest) positive score; (inf, -inf) if none
+    neg_range: tuple[float, float]
+    tp_at: float  # positive and negative mass at or above the threshold
+    fp_at: float
+    log_sum: float  # calibration sums: mass * log(p of the own class), mass * squared miss
+    square_sum: float
+    bin_positives: Floats  # per calibration bin: positive mass, mass * score
+    bin_expected: Floats
+    bin_used: NDArray[np.bool_]
+    first_point: tuple[float, float]  # (TP, FP) of the range's highest distinct score
+    neg_below_hits: float  # negative mass below the range's lowest positive (all without one)
+
+    @property
+    def lowest(self) -> float:
+        return min(self.pos_range[0], self.neg_range[0])
+
+    @property
+    def highest(self) -> float:
+        return max(self.pos_range[1], self.neg_range[1])
+
+    @property
+    def empty(self) -> bool:
+        return self.n_distinct == 0
+
+
+def range_totals(
+    positives: ClassScores, negatives: ClassScores, n_rows: int, weighted: bool, options: Options
+) -> RangeTotals:
+    """Pass 1 over one range's classes (canonical: distinct ascending scores)."""
+    s = sweep(positives, negatives)
+    tp_at, fp_at = s.counts_at(options.threshold) if s.n_distinct else (0.0, 0.0)
+    bins = options.calibration_bins
+    edges = np.arange(bins + 1) / bins
+    bin_pos, bin_exp, used = np.zeros(bins), np.zeros(bins), np.zeros(bins, dtype=np.bool_)
+    log_sum = square_sum = 0.0
+    probabilities = s.n_distinct == 0 or (s.lowest() >= 0 and s.highest() <= 1)
+    if probabilities:
+        for side, positive in ((positives, True), (negatives, False)):
+            logs, squares = class_sums(side, positive=positive)
+            log_sum += logs
+            square_sum += squares
+            cuts = bin_cuts(side, edges)
+            mass = side.mass_at_or_above(cuts)
+            starts, stops = cuts[:-1], cuts[1:]
+            used |= stops > starts
+            for i in np.flatnonzero(stops > starts):
+                scores = side.scores[starts[i] : stops[i]]
+                bin_exp[i] += (
+                    float(scores.sum())
+                    if side.mass is None
+                    else inner(side.mass[starts[i] : stops[i]], scores)
+                )
+                if positive:
+                    bin_pos[i] += float(mass[i] - mass[i + 1])
+    if not s.n_distinct:
+        first = (0.0, 0.0)
+    elif negatives.size and (not positives.size or negatives.scores[-1] > positives.scores[-1]):
+        first = (0.0, float(negatives.mass_at_or_above(np.array([negatives.size - 1]))[0]))
+    else:
+        first = (float(s.tps[0]), float(s.fps[0]))
+    below = negatives.total - (float(s.fps[-1]) if s.size else 0.0)
+    return RangeTotals(
+        positives=s.n_positive,
+        negatives=s.n_negative,
+        n_rows=n_rows,
+        weighted=weighted,
+        n_distinct=s.n_distinct,
+        pos_range=_span(positives),
+        neg_range=_span(negatives),
+        tp_at=tp_at,
+        fp_at=fp_at,
+        log_sum=log_sum,
+        square_sum=square_sum,
+        bin_positives=bin_pos,
+        bin_expected=bin_exp,
+        bin_used=used,
+        first_point=first,
+        neg_below_hits=below,
+    )
+
+
+def _span(side: ClassScores) -> tuple[float, float]:
+    if not side.size:
+        return (math.inf, -math.inf)
+    return (float(side.scores[0]), float(side.scores[-1]))
+
+
+# --- the context of one range ------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class RangeContext:
+    positives: float  # P and N of all ranges
+    negatives: float
+    pos_above: float  # the class masses of the ranges above this one
+    neg_above: float
+    last_hit_fps: float  # FP at the lowest positive above this range (0 when none)
+    lowest_above: float  # the lowest score of the ranges above (inf when none)
+    marks: Floats | None  # the curve marks this range answers; None: every point
+    head: Cuts  # head cuts (head_k capped, then P for the break-even point)
+
+
+def range_context(totals: Sequence[RangeTotals], position: int, options: Options) -> RangeContext:
+    """The context of range ``position``; ``totals`` are every range's, from the highest scores
+    down."""
+    above = totals[:position]
+    positives = sum(t.positives for t in totals)
+    negatives = sum(t.negatives for t in totals)
+    pos_above = sum(t.positives for t in above)
+    neg_above = sum(t.negatives for t in above)
+    last_hit_fps = 0.0
+    tail = 0.0
+    for t in reversed(above):
+        if t.positives > 0:
+            last_hit_fps = neg_above - tail - t.neg_below_hits
+            break
+        tail += t.negatives
+    lowest_above = min((t.lowest for t in above if not t.empty), default=math.inf)
+    head = (*(head_cut(k, positives + negatives) for k in options.head_k), positives)
+    return RangeContext(
+        positives,
+        negatives,
+        pos_above,
+        neg_above,
+        last_hit_fps,
+        lowest_above,
+        _marks(totals, position, options, positives, negatives),
+        head,
+    )
+
+
+def _marks(
+    totals: Sequence[RangeTotals], position: int, options: Options, p: float, n: float
+) -> Floats | None:
+    """The marks along the curve's arc (TP N + FP P) whose first point at or past them lies in
+    this range: as ``curve_points`` samples the whole curve."""
+    wanted = options.max_curve_points - 1
+    if options.max_curve_points == 0 or sum(t.n_distinct for t in totals) <= wanted:
+        return None
+    if wanted == 1:
+        is_last = all(t.empty for t in totals[position + 1 :])
+        return np.array([2 * p * n]) if is_last and not totals[position].empty else np.empty(0)
+    top = next(t for t in totals if not t.empty)
+    first_arc = top.first_point[0] * n + top.first_point[1] * p
+    marks = np.linspace(first_arc, p * n + n * p, wanted)
+    pos_above = sum(t.positives for t in totals[:position])
+    neg_above = sum(t.negatives for t in totals[:position])
+    start = pos_above * n + neg_above * p if position else -math.inf
+    current = totals[position]
+    if all(t.empty for t in totals[position + 1 :]):
+        stop = math.inf
+    else:
+        stop = (pos_above + current.positives) * n + (neg_above + current.negatives) * p
+    return marks[(marks > start) & (marks <= stop)]
+
+
+# --- 2: the pass ----------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class RangePass:
+    auc_pairs: float = 0.0
+    ap_sum: float = 0.0
+    trapezoid: float = 0.0
+    partial_area: float = 0.0
+    v10_sum: float = 0.0
+    max_precision: float = -math.inf
+    ks_max: float = -math.inf
+    youden_max: float = -math.inf
+    f1_max: float = -math.inf
+    last_hit_fps: float | None = None  # FP at the range's lowest positive
+    head: tuple[float | None, ...] = ()  # per cut: the positives at it, when it falls here
+    points: tuple[Floats, Floats, Floats] = field(
+        default_factory=lambda: (np.empty(0), np.empty(0), np.empty(0))
+    )
+
+
+@dataclass(frozen=True)
+class _Global:
+    """The range's sweep with the mass of the ranges above added: the whole sweep's arrays
+    at this range's hits."""
+
+    s: Sweep
+    tps: Floats
+    fps: Floats
+    tps_above: Floats
+    fps_above: Floats
+
+    @classmethod
+    def of(cls, s: Sweep, context: RangeContext) -> _Global:
+        return cls(
+            s,
+            s.tps + context.pos_above,
+            s.fps + context.neg_above,
+            s.tps_above + context.pos_above,
+            s.fps_above + context.neg_above,
+        )
+
+    def before_valid(self, context: RangeContext) -> bool:
+        """Whether the point just above the range's top hit exists (any mass above it)."""
+        return bool(context.pos_above > 0 or self.fps_above[0] > 0)
+
+
+def range_pass(
+    positives: ClassScores, negatives: ClassScores, context: RangeContext, options: Options
+) -> RangePass:
+    """Pass 2 over one range."""
+    s = sweep(positives, negatives)
+    p, n = context.positives, context.negatives
+    g = _Global.of(s, context)
+    head = tuple(_head_here(g, k) for k in context.head)
+    if not s.size or p == 0 or n == 0:  # no hits here, or no ranking at all: heads only
+        one_class = p == 0 or n == 0
+        return RangePass(head=head, points=_NO_POINTS if one_class else _points(s, g, context))
+    points = _points(s, g, context)
+    precision = g.tps / (g.tps + g.fps)
+    above = g.tps_above + g.fps_above
+    before = np.divide(g.tps_above, above, out=np.ones_like(above), where=above > 0)
+    at_hit = g.tps * n - g.fps * p
+    before_j = g.tps_above * n - g.fps_above * p
+    distance_before = np.abs(before_j)
+    if not g.before_valid(context):  # nothing above the top hit: no point before it
+        before_j[0] = distance_before[0] = -np.inf
+    f1 = g.tps / (g.tps + g.fps + p)
+    return RangePass(
+        auc_pairs=inner(s.pos, n - g.fps) + 0.5 * inner(s.pos, s.neg),
+        ap_sum=inner(s.pos, precision),
+        trapezoid=inner((g.tps - g.tps_above) / p, (before + precision) / 2),
+        partial_area=(
+            0.0 if options.max_fpr is None else _partial_area(g, context, options.max_fpr)
+        ),
+        v10_sum=inner(s.pos, (n - g.fps + 0.5 * s.neg) / n),
+        max_precision=float(precision.max()),
+        ks_max=max(float(np.abs(at_hit).max()), float(distance_before.max())),
+        youden_max=max(float(at_hit.max()), float(before_j.max())),
+        f1_max=float(f1.max()),
+        last_hit_fps=float(g.fps[-1]),
+        head=head,
+        points=points,
+    )
+
+
+_NO_POINTS = (np.empty(0), np.empty(0), np.empty(0))
+
+
+def _head_here(g: _Global, k: float) -> float | None:
+    """``head_counts`` of the whole sweep when its first hit reaching ``k`` is in this range."""
+    first = int(np.searchsorted(g.tps + g.fps, k, side="left"))
+    if first >= g.s.size:
+        return None
+    above_pos = float(g.tps_above[first])
+    above_mass = above_pos + float(g.fps_above[first])
+    if above_mass >= k:
+        return above_pos
+    group = float(g.s.pos[first] + g.s.neg[first])
+    return above_pos + (k - above_mass) / group * float(g.s.pos[first])
+
+
+def _partial_area(g: _Global, context: RangeContext, max_fpr: float) -> float:
+    """The range's hits' share of ``partial_roc_auc``'s area (before its scaling); the flat
+    run after the lowest hit is added by ``combine_ranges``."""
+    limit = max_fpr * context.negatives
+    flat_start = np.empty(g.s.size)
+    flat_start[0] = context.last_hit_fps
+    flat_start[1:] = g.fps[:-1]
+    area = inner(np.maximum(np.minimum(g.fps_above, limit) - flat_start, 0.0), g.tps_above)
+    width = np.maximum(np.minimum(g.fps, limit) - g.fps_above, 0.0)
+    rise = np.divide(
+        (g.tps - g.tps_above) * width,
+        g.fps - g.fps_above,
+        out=g.tps - g.tps_above,
+        where=g.fps > g.fps_above,
+    )
+    return area + inner(width, g.tps_above + 0.5 * rise)
+
+
+def _points(s: Sweep, g: _Global, context: RangeContext) -> tuple[Floats, Floats, Floats]:
+    """The range's curve points: all of them, or the first at or past each of its marks."""
+    if context.marks is not None and not context.marks.size:
+        return (np.empty(0), np.empty(0), np.empty(0))
+    thresholds, tps, fps = every_point(s)
+    tps = tps + context.pos_above
+    fps = fps + context.neg_above
+    if context.marks is None:
+        return thresholds, tps, fps
+    arcs = tps * context.negatives + fps * context.positives
+    chosen = np.minimum(np.searchsorted(arcs, context.marks, side="left"), arcs.size - 1)
+    chosen = np.unique(chosen)
+    return thresholds[chosen], tps[chosen], fps[chosen]
+
+
+# --- 3: the finish --------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Bests:
+    """What pass 3 needs from every pass 2: the maxima, DeLong's AUC, and per range the
+    highest precision of the ranges below it."""
+
+    ks: float
+    youden: float
+    f1: float
+    auc: float
+    precision_below: tuple[float, ...]
+
+
+@dataclass(frozen=True)
+class RangeFinish:
+    ap_all_sum: float = 0.0
+    ap_11: tuple[float | None, ...] = (None,) * 11  # envelope at the first hit of each level
+    ks_threshold: float | None = None
+    youden_threshold: float | None = None
+    f1_threshold: float | None = None
+    s10_sum: float = 0.0
+    s01_sum: float = 0.0
+
+
+def bests_of(passes: Sequence[RangePass], positives: float) -> Bests:
+    below = []
+    running = -math.inf
+    for done in reversed(passes):
+        below.append(running)
+        running = max(running, done.max_precision)
+    auc = min(1.0, max(0.0, sum(done.v10_sum for done in passes) / positives))
+    return Bests(
+        ks=max(max(done.ks_max for done in passes), 0.0),
+        youden=max(done.youden_max for done in passes),
+        f1=max(done.f1_max for done in passes),
+        auc=auc,
+        precision_below=tuple(reversed(below)),
+    )
+
+
+def range_finish(
+    positives: ClassScores,
+    negatives: ClassScores,
+    context: RangeContext,
+    bests: Bests,
+    position: int,
+) -> RangeFinish:
+    """Pass 3 over one range."""
+    s = sweep(positives, negatives)
+    p, n, auc = context.positives, context.negatives, bests.auc
+    if not s.size:
+        at = context.pos_above / p - auc
+        return RangeFinish(s01_sum=s.n_negative * at * at)
+    g = _Global.of(s, context)
+    precision = g.tps / (g.tps + g.fps)
+    envelope = np.maximum(
+        np.maximum.accumulate(precision[::-1])[::-1], bests.precision_below[position]
+    )
+    levels: list[float | None] = []
+    for level in range(11):
+        wanted = level * p
+        if context.pos_above > 0 and 10 * context.pos_above >= wanted:
+            levels.append(None)  # its first hit lies above this range
+            continue
+        first = int(np.searchsorted(10 * g.tps, wanted, side="left"))
+        levels.append(float(envelope[first]) if first < s.size else None)
+    at_hit = g.tps * n - g.fps * p
+    before = g.tps_above * n - g.fps_above * p
+    distance_before = np.abs(before)
+    if not g.before_valid(context):
+        before[0] = distance_before[0] = -np.inf
+    v10 = (n - g.fps + 0.5 * s.neg) / n - auc
+    between = np.empty(s.size + 1)
+    between[0] = s.fps_above[0]
+    np.subtract(s.fps_above[1:], s.fps[:-1], out=between[1:-1])
+    between[-1] = s.n_negative - s.fps[-1]
+    at_between = np.append(g.tps_above, g.tps[-1]) / p - auc
+    at_tie = (g.tps_above + 0.5 * s.pos) / p - auc
+    return RangeFinish(
+        ap_all_sum=inner(s.pos, envelope),
+        ap_11=tuple(levels),
+        ks_threshold=_first_at(s, context, distance_before, np.abs(at_hit), bests.ks),
+        youden_threshold=_first_at(s, context, before, at_hit, bests.youden),
+        f1_threshold=_first_f1(s, g, p, bests.f1),
+        s10_sum=inner(s.pos, v10 * v10),
+        s01_sum=inner(between, at_between * at_between) + inner(s.neg, at_tie * at_tie),
+    )
+
+
+def _first_at(
+    s: Sweep, context: RangeContext, before: Floats, at_hit: Floats, best: float
+) -> float | None:
+    """The threshold of the range's first candidate (before its hit 0, hit 0, before hit 1,
+    ...) that ties with ``best``; None when none does."""
+    floor = _floor(best)
+    hits_before = np.flatnonzero(before >= floor)
+    hits_at = np.flatnonzero(at_hit >= floor)
+    first_before = int(hits_before[0]) if hits_before.size else s.size
+    first_hit = int(hits_at[0]) if hits_at.size else s.size
+    if first_before <= first_hit and first_before < s.size:
+        above = s.above_threshold(first_before)
+        return min(above, context.lowest_above) if first_before == 0 else above
+    if first_hit < s.size:
+        return float(s.thresholds[first_hit])
+    return None
+
+
+def _first_f1(s: Sweep, g: _Global, p: float, best: float) -> float | None:
+    f1 = g.tps / (g.tps + g.fps + p)
+    found = np.flatnonzero(f1 >= _floor(best))
+    return float(s.thresholds[found[0]]) if found.size else None
+
+
+# --- the result -----------------------------------------------------------------------------
+
+
+def combine_ranges(
+    totals: Sequence[RangeTotals],
+    contexts: Sequence[RangeContext],
+    passes: Sequence[RangePass],
+    finishes: Sequence[RangeFinish],
+    bests: Bests | None,
+    options: Options,
+) -> EvaluationResult:
+    """The result of all rows from every range's summaries (ranges from the highest scores
+    down), as ``evaluate("binary", ...)`` gives it."""
+    n_rows = sum(t.n_rows for t in totals)
+    positives = sum(t.positives for t in totals)
+    negatives = sum(t.negatives for t in totals)
+    sink = MetricSink()
+    sink.set("n_samples", n_rows)
+    tp = sum(t.tp_at for t in totals)
+    fp = sum(t.fp_at for t in totals)
+    tn, fn = negatives - fp, positives - tp
+    threshold_metrics(sink, (tp, fp, tn, fn), options)
+    curves = {}
+    lowest = min(t.lowest for t in totals)
+    if positives == 0 or negatives == 0:
+        undefine_ranking(sink, positives, options)
+    else:
+        assert bests is not None
+        curves = _ranking(sink, totals, passes, finishes, bests, options, lowest)
+    _head(sink, contexts, passes, positives, negatives, options)
+    if positives + negatives > 0:
+        _calibration(sink, totals, positives + negatives, lowest)
+    return EvaluationResult(
+        task="binary",
+        n_samples=n_rows,
+        metrics=sink.metrics,
+        undefined=sink.undefined,
+        curves=curves,
+        intervals=sink.intervals,
+        conventions=dict(CONVENTIONS),
+        warnings=sink.warnings,
+    )
+
+
+def _ranking(
+    sink: MetricSink,
+    totals: Sequence[RangeTotals],
+    passes: Sequence[RangePass],
+    finishes: Sequence[RangeFinish],
+    bests: Bests,
+    options: Options,
+    lowest: float,
+) -> dict[str, dict[str, Floats]]:
+    p = sum(t.positives for t in totals)
+    n = sum(t.negatives for t in totals)
+    sink.set("roc_auc", sum(done.auc_pairs for done in passes) / (p * n))
+    if options.max_fpr is not None:
+        area = sum(done.partial_area for done in passes)
+        last = [done.last_hit_fps for done in passes if done.last_hit_fps is not None][-1]
+        limit = options.max_fpr * n
+        area += max(limit - last, 0.0) * p
+        area /= p * n
+        min_area = 0.5 * options.max_fpr**2
+        sink.set("roc_auc_partial", 0.5 * (1 + (area - min_area) / (options.max_fpr - min_area)))
+    levels = [_first([f.ap_11[i] for f in finishes]) for i in range(11)]
+    sink.set("average_precision", sum(done.ap_sum for done in passes) / p)
+    sink.set("pr_auc_trapezoid", sum(done.trapezoid for done in passes))
+    sink.set("ap_11_point", sum(level for level in levels if level is not None) / 11)
+    sink.set("ap_all_point", sum(f.ap_all_sum for f in finishes) / p)
+    break_even = _first([done.head[-1] for done in passes])
+    sink.set("break_even_point", (p if break_even is None else break_even) / p)
+    sink.set("ks_statistic", bests.ks / (p * n))
+    sink.set("ks_threshold", _first_or([f.ks_threshold for f in finishes], lowest))
+    sink.set("optimal_threshold_youden", _first_or([f.youden_threshold for f in finishes], lowest))
+    sink.set("optimal_threshold_f1", _first_or([f.f1_threshold for f in finishes], lowest))
+    _delong(sink, totals, finishes, bests, options, p, n)
+    if options.bootstrap_replicates:
+        sink.warn(
+            "no bootstrap intervals: the bootstrap draws from every row at once, which the "
+            "ranges path never holds"
+        )
+    if options.max_curve_points == 0:
+        return {}
+    thresholds = np.concatenate([done.points[0] for done in passes])
+    tps = np.concatenate([done.points[1] for done in passes])
+    fps = np.concatenate([done.points[2] for done in passes])
+    return curves_of_points(thresholds, tps, fps, p, n)
+
+
+def _delong(
+    sink: MetricSink,
+    totals: Sequence[RangeTotals],
+    finishes: Sequence[RangeFinish],
+    bests: Bests,
+    options: Options,
+    p: float,
+    n: float,
+) -> None:
+    pos_low = min(t.pos_range[0] for t in totals)
+    pos_high = max(t.pos_range[1] for t in totals)
+    neg_low = min(t.neg_range[0] for t in totals)
+    neg_high = max(t.neg_range[1] for t in totals)
+    if neg_high < pos_low or pos_high < neg_low:  # separated: every placement 1 (or 0)
+        auc, s10, s01 = (1.0 if neg_high < pos_low else 0.0), 0.0, 0.0
+    else:
+        auc = bests.auc
+        s10 = sum(f.s10_sum for f in finishes)
+        s01 = sum(f.s01_sum for f in finishes)
+    variance = max(0.0, s10 / (p - 1.0) / p + s01 / (n - 1.0) / n) if p > 1 and n > 1 else 0.0
+    interval = auc_interval_of(auc, variance, p, n, options.confidence_level, options.auc_interval)
+    if isinstance(interval, str):
+        sink.warn(f"no interval for roc_auc: {interval}")
+    else:
+        sink.intervals["roc_auc"] = interval
+
+
+def _head(
+    sink: MetricSink,
+    contexts: Sequence[RangeContext],
+    passes: Sequence[RangePass],
+    positives: float,
+    negatives: float,
+    options: Options,
+) -> None:
+    total = positives + negatives
+    for index, k in enumerate(options.head_k):
+        precision_name, recall_name = head_metric_names(k)
+        cut = contexts[0].head[index]
+        if k > total:
+            sink.warn(f"head_k {k:g} exceeds the total sample weight {total:g}; capped at it")
+        found = _first([done.head[index] for done in passes])
+        found = positives if found is None else found
+        sink.set(precision_name, found / cut)
+        sink.ratio(recall_name, found, positives, NO_POSITIVES)
+
+
+def _calibration(
+    sink: MetricSink, totals: Sequence[RangeTotals], total: float, lowest: float
+) -> None:
+    highest = max(t.highest for t in totals)
+    if lowest < 0 or highest > 1:
+        for name in ("log_loss", "brier_score", "expected_calibration_error"):
+            sink.undefine(name, NOT_PROBABILITIES)
+        return
+    sink.set("log_loss", -sum(t.log_sum for t in totals) / total)
+    sink.set("brier_score", sum(t.square_sum for t in totals) / total)
+    used = np.logical_or.reduce([t.bin_used for t in totals])
+    observed = np.sum([t.bin_positives for t in totals], axis=0)
+    expected = np.sum([t.bin_expected for t in totals], axis=0)
+    gap = float(np.abs(observed[used] - expected[used]).sum())
+    sink.set("expected_calibration_error", gap / total)
+
+
+def _first(values: Sequence[float | None]) -> float | None:
+    return next((value for value in values if value is not None), None)
+
+
+def _first_or(values: Sequence[float | None], default: float) -> float:
+    found = _first(values)
+    return default if found is None else found
+
+
+def ranges_result(
+    ranges: Sequence[tuple[ClassScores, ClassScores, int, bool]], options: Options
+) -> EvaluationResult:
+    """The three passes and the sum, in this process: each range's (positives, negatives,
+    rows, weighted), from the highest scores down. A distributed engine runs the same passes
+    where the ranges live."""
+    totals = [
+        range_totals(pos, neg, rows, weighted, options) for pos, neg, rows, weighted in ranges
+    ]
+    contexts = [range_context(totals, i, options) for i in range(len(ranges))]
+    passes = [
+        range_pass(pos, neg, context, options)
+        for (pos, neg, _, _), context in zip(ranges, contexts, strict=True)
+    ]
+    positives = sum(t.positives for t in totals)
+    negatives = sum(t.negatives for t in totals)
+    bests = bests_of(passes, positives) if positives > 0 and negatives > 0 else None
+    finishes = (
+        [
+            range_finish(pos, neg, context, bests, i)
+            for i, ((pos, neg, _, _), context) in enumerate(zip(ranges, contexts, strict=True))
+        ]
+        if bests is not None
+        else []
+    )
+    return combine_ranges(totals, contexts, passes, finishes, bests, options)

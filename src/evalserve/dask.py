@@ -1,0 +1,322 @@
+"""Evaluate a Dask DataFrame: states built on the workers, merged on the workers, one result.
+
+    from evalserve.dask import evaluate
+    result = evaluate(dataframe, task="binary", label="label", score="score")
+
+Each partition becomes the ``Accumulator`` state of its rows on the worker that holds it; the
+states are merged by a tree reduction on the workers (``split_every`` states per merge), and
+only the final state, a few bytes per distinct score, reaches the client, which computes the
+result from it. The answer is the in-process one (``evalserve.evaluate`` on all rows): states
+merge exactly, and with integer weights bit for bit.
+
+``method="ranges"`` (task binary) is the exact path for data whose distinct scores do not fit
+one machine: the score axis is cut into ranges at a sample's quantiles, each range's state is
+built and kept on a worker, and each range is summarised there with the class totals of the
+ranges above it (:mod:`evalserve.core.binary._ranges`); the client adds up one small summary
+per range. No worker and not the client ever holds all distinct scores.
+
+Needs the ``dask`` extra: ``pip install 'evalserve[dask]'``.
+"""
+
+from __future__ import annotations
+
+import math
+import sys
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import dask.dataframe as dd
+import numpy as np
+from dask.base import compute
+from dask.delayed import Delayed, delayed
+
+from evalserve.core import Accumulator, EvaluationResult, InvalidInputError, Options, parse_options
+from evalserve.core.binary._ranges import (
+    Bests,
+    RangeContext,
+    RangeFinish,
+    RangePass,
+    RangeTotals,
+    bests_of,
+    combine_ranges,
+    range_context,
+    range_finish,
+    range_pass,
+    range_totals,
+)
+from evalserve.offline import ColumnError, ColumnSpec, OfflineError, Plan, plan, render
+from evalserve.offline._files import FileError, sources
+
+__all__ = ["evaluate", "run_files"]
+
+SPLIT_EVERY = 8
+RETRIES = 3  # a task whose worker died runs again elsewhere (Dask reschedules it)
+
+
+def evaluate(
+    dataframe: dd.DataFrame,
+    *,
+    task: str = "binary",
+    label: str | Sequence[str] | None = None,
+    score: str | Sequence[str] | None = None,
+    weight: str | None = None,
+    prediction: str | None = None,
+    classes: Sequence[str] | None = None,
+    options: Mapping[str, Any] | None = None,
+    method: str = "tree",
+    ranges: int | None = None,
+    split_every: int = SPLIT_EVERY,
+    max_state_bytes: int | None = None,
+    retries: int = RETRIES,
+) -> EvaluationResult:
+    """The result of ``evaluate(task, ...)`` on every row of ``dataframe``.
+
+    Columns as in ``evalserve evaluate`` (``label``, ``score``, ``weight`` when present; a
+    list of names or a prefix for the score columns of multiclass and multilabel).
+    ``method``: ``"tree"`` (every task) or ``"ranges"`` (task binary: ``ranges`` score
+    ranges, default two per partition up to 64). ``max_state_bytes`` caps each state a worker
+    builds (``StateTooLargeError`` past it). Computes on the current Dask scheduler (a
+    ``distributed.Client`` when one is open)."""
+    spec = ColumnSpec(
+        task=task,
+        label=_names(label),
+        score=_names(score),
+        weight=weight,
+        prediction=prediction,
+        classes=None if classes is None else tuple(classes),
+    )
+    if split_every < 2:
+        raise InvalidInputError("split_every", f"expected at least 2, got {split_every}")
+    if ranges is not None and ranges < 1:
+        raise InvalidInputError("ranges", f"expected at least 1, got {ranges}")
+    table_plan = plan(spec, [str(name) for name in dataframe.columns])
+    Accumulator(task, options, table_plan.classes)  # options and classes checked here, once
+    frame = dataframe[table_plan.columns]
+    if method == "tree":
+        final = _tree(frame, table_plan, options, split_every, max_state_bytes)
+        (state,) = compute(final, retries=retries)
+        return Accumulator.from_bytes(state).result()
+    if method != "ranges":
+        raise InvalidInputError("method", f"expected 'tree' or 'ranges', got {method!r}")
+    if task != "binary":
+        raise InvalidInputError("method", f"the ranges path takes task 'binary', not {task!r}")
+    return _ranges(frame, table_plan, options, ranges, split_every, max_state_bytes, retries)
+
+
+def _names(value: str | Sequence[str] | None) -> tuple[str, ...]:
+    if value is None:
+        return ()
+    return (value,) if isinstance(value, str) else tuple(value)
+
+
+# --- the tree: one state per partition, merged on the workers -----------------------------------
+
+
+def _tree(
+    frame: dd.DataFrame,
+    table_plan: Plan,
+    options: Mapping[str, Any] | None,
+    split_every: int,
+    cap: int | None,
+) -> Delayed:
+    parts = frame.to_delayed()
+    states = [
+        delayed(_partition_state, pure=True)(part, index, table_plan, options, cap)
+        for index, part in enumerate(parts)
+    ]
+    return _reduced(states, split_every, cap)
+
+
+def _reduced(states: list[Delayed], split_every: int, cap: int | None) -> Delayed:
+    if not states:
+        raise InvalidInputError("dataframe", "has no partitions")
+    while len(states) > 1:
+        states = [
+            delayed(_merged, pure=True)(cap, *states[i : i + split_every])
+            for i in range(0, len(states), split_every)
+        ]
+    return states[0]
+
+
+def _accumulator(
+    table_plan: Plan, options: Mapping[str, Any] | None, cap: int | None
+) -> Accumulator:
+    return Accumulator(table_plan.task, options, table_plan.classes, max_state_bytes=cap)
+
+
+def _partition_state(
+    part: Any,
+    index: int,
+    table_plan: Plan,
+    options: Mapping[str, Any] | None,
+    cap: int | None,
+    score_range: tuple[float, float] | None = None,
+) -> bytes:
+    """The state of one partition's rows (those in ``score_range``, when given) as bytes;
+    bad rows raise ``InvalidInputError`` naming the partition and the row in it."""
+    try:
+        accumulator = _accumulator(table_plan, options, cap)
+        if score_range is not None:
+            part = _in_range(part, table_plan.score[0], score_range)
+        accumulator.update(**table_plan.arguments(lambda name: _column(part, name)))
+    except InvalidInputError as error:
+        raise InvalidInputError(
+            error.field,
+            f"partition {index}: {error.message} (rows count from the partition's first row)",
+        ) from None
+    return accumulator.to_bytes()
+
+
+def _in_range(part: Any, score: str, score_range: tuple[float, float]) -> Any:
+    """The rows whose score lies in (low, high]. Every row is checked in the range it falls
+    in, but its score is checked here: a NaN or an infinite score would fall in none."""
+    scores = np.asarray(_column(part, score), dtype=np.float64)
+    bad = np.flatnonzero(~np.isfinite(scores))
+    if bad.size:
+        row = int(bad[0])
+        raise InvalidInputError(
+            score, f"expected finite numbers, but row {row} is {float(scores[row])}"
+        )
+    low, high = score_range
+    return part[(scores > low) & (scores <= high)] if len(part) else part
+
+
+def _column(part: Any, name: str) -> Any:
+    values = part[name]
+    if values.isna().any():
+        row = int(np.flatnonzero(values.isna().to_numpy())[0])
+        raise InvalidInputError(name, f"row {row} is missing (NaN or null)")
+    return values.to_numpy()
+
+
+def _merged(cap: int | None, *states: bytes) -> bytes:
+    accumulator = Accumulator.from_bytes(states[0], max_state_bytes=cap)
+    for state in states[1:]:
+        accumulator = accumulator.merge(Accumulator.from_bytes(state, max_state_bytes=cap))
+    return accumulator.to_bytes()
+
+
+# --- the ranges: each worker one stretch of the score axis --------------------------------------
+
+
+def _ranges(
+    frame: dd.DataFrame,
+    table_plan: Plan,
+    options: Mapping[str, Any] | None,
+    ranges: int | None,
+    split_every: int,
+    cap: int | None,
+    retries: int,
+) -> EvaluationResult:
+    parts = frame.to_delayed()
+    count = ranges or min(64, max(2, 2 * len(parts)))
+    cuts = _cuts(frame[table_plan.score[0]], count, retries)
+    # Ranges (low, high], from the highest scores down: the order the passes take them in.
+    bounds = list(zip([-math.inf, *cuts], [*cuts, math.inf], strict=True))[::-1]
+    states = [
+        _reduced(
+            [
+                delayed(_partition_state, pure=True)(part, i, table_plan, options, cap, bound)
+                for i, part in enumerate(parts)
+            ],
+            split_every,
+            cap,
+        )
+        for bound in bounds
+    ]
+    parsed = parse_options(options)
+    totals = [delayed(_totals, pure=True)(state, parsed) for state in states]
+    contexts = [delayed(range_context, pure=True)(totals, i, parsed) for i in range(len(states))]
+    passes = [
+        delayed(_pass, pure=True)(state, context, parsed)
+        for state, context in zip(states, contexts, strict=True)
+    ]
+    bests = delayed(_bests, pure=True)(totals, passes)
+    finishes = [
+        delayed(_finish, pure=True)(state, context, bests, i)
+        for i, (state, context) in enumerate(zip(states, contexts, strict=True))
+    ]
+    got_totals, got_contexts, got_passes, got_finishes, got_bests = compute(
+        totals, contexts, passes, finishes, bests, retries=retries
+    )
+    return combine_ranges(got_totals, got_contexts, got_passes, got_finishes, got_bests, parsed)
+
+
+def _cuts(scores: dd.Series, count: int, retries: int) -> list[float]:
+    """Cut points at the scores' quantiles (from Dask's approximate quantiles: the ranges need
+    not be even to be exact), distinct and in ascending order."""
+    quantiles = np.linspace(0, 1, count + 1)[1:-1]
+    if not quantiles.size:
+        return []
+    (values,) = compute(scores.quantile(list(quantiles)), retries=retries)
+    return sorted({float(value) for value in np.asarray(values) if np.isfinite(value)})
+
+
+def _totals(state: bytes, options: Options) -> RangeTotals:
+    return range_totals(*Accumulator.from_bytes(state).score_classes(), options)
+
+
+def _pass(state: bytes, context: RangeContext, options: Options) -> RangePass:
+    positives, negatives, _, _ = Accumulator.from_bytes(state).score_classes()
+    return range_pass(positives, negatives, context, options)
+
+
+def _bests(totals: list[RangeTotals], passes: list[RangePass]) -> Bests | None:
+    positives = sum(t.positives for t in totals)
+    negatives = sum(t.negatives for t in totals)
+    return bests_of(passes, positives) if positives > 0 and negatives > 0 else None
+
+
+def _finish(state: bytes, context: RangeContext, bests: Bests | None, position: int) -> RangeFinish:
+    if bests is None:
+        return RangeFinish()
+    positives, negatives, _, _ = Accumulator.from_bytes(state).score_classes()
+    return range_finish(positives, negatives, context, bests, position)
+
+
+# --- the command line: files through Dask -------------------------------------------------------
+
+
+def run_files(
+    paths: Sequence[str],
+    spec: ColumnSpec,
+    options: Mapping[str, Any] | None,
+    *,
+    scheduler: str | None = None,
+    output_format: str = "json",
+    method: str = "tree",
+) -> int:
+    """``evalserve evaluate --engine dask``: the files read by Dask, on the cluster at
+    ``scheduler`` (or a local cluster of processes); the exit status."""
+    from distributed import Client, LocalCluster
+
+    try:
+        found = sources(paths)
+        kinds = {source.kind for source in found}
+        if "-" in paths or len(kinds) > 1:
+            raise OfflineError(
+                "the dask engine reads files of one kind (all CSV or all Parquet), not stdin"
+            )
+        names = [source.path for source in found]
+        frame = dd.read_parquet(names) if kinds == {"parquet"} else dd.read_csv(names)
+        if scheduler:
+            client = Client(scheduler)
+        else:
+            client = Client(LocalCluster(processes=True, threads_per_worker=1))
+        with client:
+            result = evaluate(
+                frame,
+                task=spec.task,
+                label=spec.label or None,
+                score=spec.score or None,
+                weight=spec.weight,
+                prediction=spec.prediction,
+                classes=spec.classes,
+                options=options,
+                method=method,
+            )
+    except (OfflineError, FileError, ColumnError, InvalidInputError, OSError) as error:
+        print(f"evalserve: error: {error}", file=sys.stderr)
+        return 2
+    print(render(result, output_format))
+    return 0

@@ -1,0 +1,288 @@
+"""Input files: paths, directories and globs to a list of CSV and Parquet files, each read in
+record batches with pyarrow, so that memory follows the batch and not the file.
+
+A batch is a ``Batch``: its file, its first row's number in the file and a column getter that
+the column plan reads from. Parquet is read one row group at a time (``iter_batches``), CSV
+with pyarrow's streaming reader (blocks of a few MiB, types inferred from the first block unless
+the plan fixes them); ``-`` is CSV on stdin. Compressed CSV (``.csv.gz``, ``.csv.bz2``,
+``.csv.zst``) is decompressed on the fly.
+"""
+
+from __future__ import annotations
+
+import csv
+import glob
+import io
+import os
+import re
+import sys
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.csv as pa_csv
+import pyarrow.parquet as pq
+
+__all__ = [
+    "Batch",
+    "FileError",
+    "NullValueError",
+    "Source",
+    "TextValueError",
+    "batches",
+    "column_names",
+    "csv_header",
+    "sources",
+]
+
+PARQUET_SUFFIXES = (".parquet", ".pq", ".parq")
+CSV_SUFFIXES = (".csv", ".csv.gz", ".csv.bz2", ".csv.zst", ".tsv")
+STDIN = "-"
+BATCH_ROWS = 1 << 20  # rows per Parquet batch: ~8 MiB per float column
+CSV_BLOCK_BYTES = 16 << 20
+
+
+class FileError(ValueError):
+    """A file that cannot be found or read; the message names it."""
+
+
+@dataclass(frozen=True)
+class Source:
+    path: str  # "-" for stdin
+    kind: str  # "csv" or "parquet"
+
+    @property
+    def name(self) -> str:
+        return "<stdin>" if self.path == STDIN else self.path
+
+    @property
+    def rows_are_lines(self) -> bool:
+        return self.kind == "csv"
+
+
+@dataclass(frozen=True)
+class Batch:
+    source: Source
+    first_row: int  # the row number (0-based, header not counted) of the batch's first row
+    table: pa.RecordBatch
+
+    @property
+    def n_rows(self) -> int:
+        return int(self.table.num_rows)
+
+    def check_numbers(self, name: str) -> None:
+        """Raise ``TextValueError`` at the first cell of a text column that is not a number."""
+        array = self.table.column(name)
+        if not (pa.types.is_string(array.type) or pa.types.is_large_string(array.type)):
+            return
+        for row, value in enumerate(array.to_pylist()):
+            if value is None:
+                raise NullValueError(name, row)
+            try:
+                float(value)
+            except ValueError:
+                raise TextValueError(name, row, value) from None
+
+    def column(self, name: str) -> Any:
+        """A column as numpy (numbers, strings) or, for list columns, a list of rows; nulls
+        raise ``NullValueError`` naming the first one."""
+        array = self.table.column(name)
+        if array.null_count:
+            first = int(np.flatnonzero(np.asarray(array.is_null()))[0])
+            raise NullValueError(name, first)
+        if pa.types.is_string(array.type) or pa.types.is_large_string(array.type):
+            return _strings(name, array)
+        if pa.types.is_list(array.type) or pa.types.is_large_list(array.type):
+            return _list_column(array)
+        if pa.types.is_fixed_size_list(array.type):
+            width = array.type.list_size
+            return array.flatten().to_numpy(zero_copy_only=False).reshape(-1, width)
+        if pa.types.is_dictionary(array.type):
+            array = array.dictionary_decode()
+        return array.to_numpy(zero_copy_only=False)
+
+
+class NullValueError(ValueError):
+    """A missing value (an empty cell, NaN or null in CSV, a null in Parquet)."""
+
+    def __init__(self, column: str, row: int) -> None:
+        super().__init__("is missing (an empty cell, NaN or null)")
+        self.column = column
+        self.row = row
+
+
+class TextValueError(ValueError):
+    """Text in a column where the task expects numbers."""
+
+    def __init__(self, column: str, row: int, value: str) -> None:
+        super().__init__(f"expected a number, got {value[:40]!r}")
+        self.column = column
+        self.row = row
+
+
+def _strings(name: str, array: Any) -> Any:
+    """A text column: numbers written as text become numbers (mixed files: pyarrow typed the
+    column from its first block); otherwise the strings, for class names."""
+    values = array.to_numpy(zero_copy_only=False)
+    try:
+        return values.astype(np.float64)
+    except ValueError:
+        pass
+    return values
+
+
+def _list_column(array: Any) -> Any:
+    """Rows of a list column: an n x k array when every row has k numbers, else a list."""
+    offsets = np.asarray(array.offsets)
+    lengths = np.diff(offsets)
+    values = array.flatten()
+    if lengths.size and (lengths == lengths[0]).all() and not pa.types.is_nested(values.type):
+        flat = values.to_numpy(zero_copy_only=False)
+        return flat.reshape(lengths.size, int(lengths[0]))
+    return array.to_pylist()
+
+
+def sources(paths: Sequence[str]) -> list[Source]:
+    """Files named by ``paths``: files, directories (their CSV and Parquet files, recursively,
+    in name order) and globs; raises ``FileError`` for a path that names nothing."""
+    found: list[Source] = []
+    for path in paths:
+        if path == STDIN:
+            found.append(Source(STDIN, "csv"))
+            continue
+        if os.path.isdir(path):
+            inside = sorted(str(p) for p in Path(path).rglob("*") if p.is_file() and _kind(str(p)))
+            if not inside:
+                raise FileError(f"{path}: no CSV or Parquet files in this directory")
+            found.extend(Source(p, _kind(p) or "csv") for p in inside)
+            continue
+        if os.path.exists(path):
+            found.append(Source(path, _kind(path) or "csv"))
+            continue
+        if glob.has_magic(path):
+            matched = sorted(p for p in glob.glob(path, recursive=True) if os.path.isfile(p))
+            if not matched:
+                raise FileError(f"{path}: no file matches this pattern")
+            found.extend(Source(p, _kind(p) or "csv") for p in matched)
+            continue
+        raise FileError(f"{path}: No such file or directory")
+    return found
+
+
+def _kind(path: str) -> str | None:
+    lowered = path.lower()
+    if lowered.endswith(PARQUET_SUFFIXES):
+        return "parquet"
+    if lowered.endswith(CSV_SUFFIXES):
+        return "csv"
+    return None
+
+
+def column_names(source: Source) -> list[str] | None:
+    """The columns of a Parquet file (from its footer); None for CSV (known at the first
+    batch)."""
+    if source.kind != "parquet":
+        return None
+    try:
+        return list(pq.read_schema(source.path).names)
+    except (OSError, pa.ArrowException) as error:
+        raise FileError(f"{source.name}: not a readable Parquet file ({error})") from None
+
+
+def batches(
+    source: Source, columns: Sequence[str] | None, *, batch_rows: int = BATCH_ROWS
+) -> Iterator[Batch]:
+    """The file's rows in batches, reading only ``columns`` (all when None)."""
+    try:
+        if source.kind == "parquet":
+            yield from _parquet(source, columns, batch_rows)
+        else:
+            yield from _csv(source, columns)
+    except (OSError, pa.ArrowException) as error:
+        message = _arrow_message(source, error)
+        joint = ", " if message.startswith("line ") else ": "
+        raise FileError(f"{source.name}{joint}{message}") from None
+
+
+def _parquet(source: Source, columns: Sequence[str] | None, batch_rows: int) -> Iterator[Batch]:
+    first = 0
+    with pq.ParquetFile(source.path) as file:
+        for table in file.iter_batches(batch_size=batch_rows, columns=columns):
+            yield Batch(source, first, table)
+            first += table.num_rows
+
+
+def _csv(source: Source, columns: Sequence[str] | None) -> Iterator[Batch]:
+    stream: Any
+    if source.path == STDIN:
+        stream = sys.stdin.buffer
+    else:
+        stream = pa.input_stream(source.path, compression="detect")
+    delimiter = "\t" if source.path.lower().endswith(".tsv") else ","
+    reader = pa_csv.open_csv(
+        stream,
+        read_options=pa_csv.ReadOptions(block_size=CSV_BLOCK_BYTES),
+        parse_options=pa_csv.ParseOptions(delimiter=delimiter),
+        convert_options=pa_csv.ConvertOptions(
+            include_columns=list(columns) if columns is not None else None,
+            strings_can_be_null=False,
+        ),
+    )
+    first = 0
+    try:
+        for table in reader:
+            yield Batch(source, first, table)
+            first += table.num_rows
+    finally:
+        if source.path != STDIN:
+            stream.close()
+
+
+def csv_header(source: Source) -> list[str]:
+    """A CSV file's column names (its first line), read without its rows."""
+    try:
+        if source.path == STDIN:
+            raise FileError("internal: stdin's header is read with its first batch")
+        with pa.input_stream(source.path, compression="detect") as stream:
+            reader = pa_csv.open_csv(stream, read_options=pa_csv.ReadOptions(block_size=1 << 16))
+            return list(reader.schema.names)
+    except (OSError, pa.ArrowException) as error:
+        raise FileError(f"{source.name}: {_arrow_message(source, error)}") from None
+
+
+_ROW = re.compile(r"Row #(\d+)")
+_FIELDS = re.compile(r"Expected (\d+) columns, got (\d+): (.*)", re.DOTALL)
+
+
+def _arrow_message(source: Source, error: BaseException) -> str:
+    """pyarrow's message, with the CSV line it is about."""
+    text = str(error).strip()
+    if isinstance(error, pa.ArrowInvalid) and "Empty CSV file" in text:
+        return "the file is empty; expected a header line with the column names"
+    fields = _FIELDS.search(text)
+    if fields and source.kind == "csv":
+        expected, got = int(fields.group(1)), int(fields.group(2))
+        line = _line_with_fields(source, expected)
+        where = f"line {line}" if line else f"the row {fields.group(3)[:60]!r}"
+        return f"{where}: expected {expected} fields, got {got}"
+    match = _ROW.search(text)
+    if match and source.kind == "csv":
+        text = f"line {int(match.group(1))}: " + _ROW.sub("", text).replace("  ", " ")
+    return text
+
+
+def _line_with_fields(source: Source, expected: int) -> int | None:
+    """The first line of a CSV file whose field count is not ``expected`` (stdin: None, it
+    was read)."""
+    if source.path == STDIN:
+        return None
+    with pa.input_stream(source.path, compression="detect") as stream:
+        text = io.TextIOWrapper(stream, encoding="utf-8", errors="replace", newline="")
+        delimiter = "\t" if source.path.lower().endswith(".tsv") else ","
+        for number, row in enumerate(csv.reader(text, delimiter=delimiter), start=1):
+            if row and len(row) != expected:
+                return number
+    return None

@@ -1,0 +1,133 @@
+"""The ranges path of task binary (core/binary/_ranges.py) against the one-shot evaluation: the
+rows split by score into ranges, each range passed over on its own, the summaries added up,
+must give ``evaluate("binary", ...)``'s answer: every metric, undefined value, interval, curve
+point and warning. Integer weights and counts give the same numbers to the last bits except
+for sums regrouped (AUC pairs, areas), which are compared to 1e-12."""
+
+from __future__ import annotations
+
+import itertools
+from typing import Any
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from evalserve.core import Accumulator, EvaluationResult, evaluate, parse_options
+from evalserve.core.binary._ranges import ranges_result
+
+OPTION_CASES: list[dict[str, Any]] = [
+    {},
+    {"max_fpr": 0.3, "head_k": [1, 5, 1000], "threshold": 0.4},
+    {"max_curve_points": 6},
+    {"max_curve_points": 2, "auc_interval": "wald"},
+    {"max_curve_points": 0, "calibration_bins": 3},
+]
+
+
+def _split(
+    labels: np.ndarray,
+    scores: np.ndarray,
+    weights: np.ndarray | None,
+    cuts: list[float],
+    options: dict[str, Any],
+) -> EvaluationResult:
+    """The ranges (low, high] between ``cuts``, from the top down, each its own accumulator."""
+    edges = [-np.inf, *sorted(set(cuts)), np.inf]
+    ranges = []
+    for low, high in reversed(list(itertools.pairwise(edges))):
+        inside = (scores > low) & (scores <= high)
+        accumulator = Accumulator("binary", options)
+        if inside.any():
+            accumulator.update(
+                labels[inside],
+                scores[inside],
+                sample_weight=None if weights is None else weights[inside],
+            )
+        ranges.append(accumulator.score_classes())
+    return ranges_result(ranges, parse_options(options))
+
+
+def _same(ranged: EvaluationResult, whole: EvaluationResult) -> None:
+    assert ranged.n_samples == whole.n_samples
+    assert ranged.undefined == whole.undefined
+    assert set(ranged.metrics) == set(whole.metrics)
+    for name, value in whole.metrics.items():
+        if value is None:
+            assert ranged.metrics[name] is None, name
+        else:
+            assert ranged.metrics[name] == pytest.approx(value, rel=1e-12, abs=1e-12), name
+    assert set(ranged.intervals) == set(whole.intervals)
+    for name, interval in whole.intervals.items():
+        for key, value in interval.items():
+            got = ranged.intervals[name][key]
+            if isinstance(value, str):
+                assert got == value
+            else:
+                assert got == pytest.approx(value, rel=1e-9, abs=1e-12), (name, key)
+    assert set(ranged.curves) == set(whole.curves)
+    for name, curve in whole.curves.items():
+        for key, values in curve.items():
+            np.testing.assert_allclose(ranged.curves[name][key], values, rtol=1e-12, atol=1e-12)
+    bootstrap = [w for w in ranged.warnings if "bootstrap" in w]
+    assert [w for w in ranged.warnings if w not in bootstrap] == whole.warnings
+
+
+@st.composite
+def _rows(draw: st.DrawFn) -> tuple[np.ndarray, np.ndarray, np.ndarray | None, list[float]]:
+    n = draw(st.integers(1, 60))
+    levels = draw(st.sampled_from([3, 8, 1000]))  # few levels: many ties
+    scores = np.array(draw(st.lists(st.integers(0, levels), min_size=n, max_size=n))) / levels
+    labels = np.array(draw(st.lists(st.booleans(), min_size=n, max_size=n)))
+    weighted = draw(st.booleans())
+    weights = (
+        np.array(draw(st.lists(st.integers(0, 4), min_size=n, max_size=n)), dtype=float)
+        if weighted
+        else None
+    )
+    if weights is not None and not weights.any():
+        weights[0] = 1.0
+    cuts = draw(
+        st.lists(st.sampled_from([*sorted(set(scores.tolist())), 0.5, -1.0, 2.0]), max_size=5)
+    )
+    return labels, scores, weights, cuts
+
+
+@settings(max_examples=300, deadline=None)
+@given(_rows(), st.sampled_from(OPTION_CASES))
+def test_ranges_give_the_whole_answer(
+    rows: tuple[np.ndarray, np.ndarray, np.ndarray | None, list[float]], options: dict[str, Any]
+) -> None:
+    labels, scores, weights, cuts = rows
+    whole = evaluate("binary", labels, scores, sample_weight=weights, options=options)
+    _same(_split(labels, scores, weights, cuts, options), whole)
+
+
+@pytest.mark.parametrize("options", OPTION_CASES)
+def test_continuous_scores_many_ranges(options: dict[str, Any]) -> None:
+    rng = np.random.default_rng(7)
+    n = 20_000
+    labels = rng.random(n) < 0.3
+    scores = np.clip(rng.normal(labels * 0.8, 1.0) / 4 + 0.5, 0, 1)
+    cuts = np.quantile(scores, np.linspace(0, 1, 17)[1:-1]).tolist()
+    whole = evaluate("binary", labels, scores, options=options)
+    _same(_split(labels, scores, None, cuts, options), whole)
+
+
+def test_bootstrap_is_named_not_computed() -> None:
+    labels = np.array([0, 1, 0, 1, 1, 0])
+    scores = np.array([0.1, 0.9, 0.4, 0.6, 0.3, 0.2])
+    result = _split(labels, scores, None, [0.35], {"bootstrap_replicates": 200})
+    assert any("bootstrap" in warning for warning in result.warnings)
+    assert "f1" not in result.intervals  # the bootstrap's; the Wilson and DeLong ones remain
+    assert "roc_auc" in result.intervals
+
+
+def test_a_single_class_is_undefined_not_zero() -> None:
+    labels = np.ones(5)
+    scores = np.linspace(0.1, 0.9, 5)
+    ranged = _split(labels, scores, None, [0.5], {})
+    assert ranged.metrics["roc_auc"] is None
+    assert "only one class" in ranged.undefined["roc_auc"]
+    _same(ranged, evaluate("binary", labels, scores))

@@ -1,0 +1,236 @@
+"""``evalserve.dask`` on a real cluster: ``distributed.LocalCluster`` with two worker processes,
+Parquet files written here, every task against ``evaluate`` on the same rows in memory; a
+worker killed during a run; the exact ranges path with every state capped below the size of
+the whole state."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import dask.dataframe as dd
+import numpy as np
+import pandas as pd
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+from dask.delayed import delayed
+from distributed import Client, LocalCluster
+
+from evalserve import dask as evalserve_dask
+from evalserve.core import Accumulator, InvalidInputError, StateTooLargeError, evaluate
+
+pytestmark = pytest.mark.slow
+
+RNG = np.random.default_rng(3)
+
+
+@pytest.fixture(scope="module")
+def client() -> Iterator[Client]:
+    with (
+        LocalCluster(
+            n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None
+        ) as cluster,
+        Client(cluster) as client,
+    ):
+        yield client
+
+
+def _json(result: Any) -> str:
+    return json.dumps(result.to_dict(), sort_keys=True)
+
+
+def _binary_frame(n: int, tmp_path: Path, partitions: int = 6) -> tuple[dd.DataFrame, pd.DataFrame]:
+    frame = pd.DataFrame(
+        {
+            "label": RNG.integers(0, 2, n),
+            "score": np.round(RNG.random(n), 4),
+            "weight": RNG.integers(0, 3, n).astype(float),
+        }
+    )
+    folder = tmp_path / "binary"
+    dd.from_pandas(frame, npartitions=partitions).to_parquet(folder)
+    return dd.read_parquet(folder), frame
+
+
+def test_binary_tree_equals_in_process(client: Client, tmp_path: Path) -> None:
+    data, frame = _binary_frame(20_000, tmp_path)
+    got = evalserve_dask.evaluate(data, task="binary", options={"head_k": [100]}, split_every=2)
+    want = evaluate(
+        "binary",
+        frame.label.to_numpy(),
+        frame.score.to_numpy(),
+        sample_weight=frame.weight.to_numpy(),
+        options={"head_k": [100]},
+    )
+    assert _json(got) == _json(want)
+
+
+def test_every_other_task_equals_in_process(client: Client, tmp_path: Path) -> None:
+    n = 3000
+    names = ["a", "b", "c"]
+    mc_scores = RNG.dirichlet(np.ones(3), n)
+    mc_labels = RNG.integers(0, 3, n)
+    ml_labels = RNG.integers(0, 2, (n, 3))
+    truth = RNG.normal(size=n)
+    frame = pd.DataFrame(
+        {
+            "label": [names[i] for i in mc_labels],
+            **{f"score_{k}": mc_scores[:, i] for i, k in enumerate(names)},
+            **{f"tag_{k}": ml_labels[:, i] for i, k in enumerate(names)},
+            "truth": truth,
+            "guess": truth + RNG.normal(scale=0.2, size=n),
+        }
+    )
+    dd.from_pandas(frame, npartitions=5).to_parquet(tmp_path / "tasks")
+    data = dd.read_parquet(tmp_path / "tasks")
+    got = evalserve_dask.evaluate(data, task="multiclass")
+    assert _json(got) == _json(evaluate("multiclass", mc_labels, mc_scores, classes=names))
+    got = evalserve_dask.evaluate(data, task="multilabel", label="tag_", score="score_")
+    assert _json(got) == _json(evaluate("multilabel", ml_labels, mc_scores, classes=names))
+    got = evalserve_dask.evaluate(data, task="regression", label="truth", prediction="guess")
+    want = evaluate("regression", truth, y_pred=frame.guess.to_numpy())
+    # The regression state merges its sums exactly except MAPE's, which may move by an ulp.
+    assert got.undefined == want.undefined
+    for name, value in want.metrics.items():
+        assert got.metrics[name] == (None if value is None else pytest.approx(value, rel=1e-14))
+
+
+@pytest.mark.parametrize("cells", ["lists", "json"])
+def test_detection_images_as_rows(client: Client, tmp_path: Path, cells: str) -> None:
+    targets, predictions = [], []
+    for _ in range(60):
+        k, m = int(RNG.integers(0, 4)), int(RNG.integers(0, 5))
+        gt = RNG.random((k, 2)) * 40
+        pr = RNG.random((m, 2)) * 40
+        targets.append(
+            {"boxes": np.hstack([gt, gt + 8]).tolist(), "classes": RNG.integers(0, 2, k).tolist()}
+        )
+        predictions.append(
+            {
+                "boxes": np.hstack([pr, pr + 8]).tolist(),
+                "classes": RNG.integers(0, 2, m).tolist(),
+                "scores": RNG.random(m).tolist(),
+            }
+        )
+    columns = {
+        "gt_boxes": [t["boxes"] for t in targets],
+        "gt_classes": [t["classes"] for t in targets],
+        "pred_boxes": [p["boxes"] for p in predictions],
+        "pred_classes": [p["classes"] for p in predictions],
+        "pred_scores": [p["scores"] for p in predictions],
+    }
+    if cells == "json":  # as a CSV file would hold them
+        columns = {name: [json.dumps(cell) for cell in values] for name, values in columns.items()}
+    # Parquet list columns (pyarrow infers list<list<double>> for the boxes).
+    pq.write_table(pa.table(columns), tmp_path / "images.parquet", row_group_size=15)
+    data = dd.read_parquet(tmp_path / "images.parquet", split_row_groups=True)
+    got = evalserve_dask.evaluate(data, task="detection")
+    assert _json(got) == _json(evaluate("detection", targets, predictions))
+
+
+def test_ranges_never_build_the_whole_state(client: Client, tmp_path: Path) -> None:
+    n = 60_000
+    data, frame = _binary_frame(n, tmp_path, partitions=8)
+    frame = frame.assign(score=RNG.random(n))  # continuous: a state entry per row
+    data = dd.from_pandas(frame, npartitions=8)
+    whole = Accumulator("binary").update(frame.label, frame.score, sample_weight=frame.weight)
+    cap = whole.nbytes // 3  # no worker may hold a third of the whole state
+    with pytest.raises(StateTooLargeError):
+        evalserve_dask.evaluate(data, task="binary", max_state_bytes=cap)
+    got = evalserve_dask.evaluate(
+        data,
+        task="binary",
+        method="ranges",
+        ranges=8,
+        max_state_bytes=cap,
+        options={"max_fpr": 0.2},
+    )
+    want = evaluate(
+        "binary",
+        frame.label.to_numpy(),
+        frame.score.to_numpy(),
+        sample_weight=frame.weight.to_numpy(),
+        options={"max_fpr": 0.2},
+    )
+    assert got.undefined == want.undefined
+    for name, value in want.metrics.items():
+        assert got.metrics[name] == pytest.approx(value, rel=1e-12, abs=1e-12), name
+    assert got.intervals["roc_auc"]["std_error"] == pytest.approx(
+        want.intervals["roc_auc"]["std_error"], rel=1e-9
+    )
+    np.testing.assert_allclose(got.curves["roc"]["tpr"], want.curves["roc"]["tpr"], rtol=1e-12)
+    np.testing.assert_allclose(got.curves["roc"]["fpr"], want.curves["roc"]["fpr"], rtol=1e-12)
+
+
+@pytest.mark.parametrize("method", ["tree", "ranges"])
+def test_a_bad_row_names_its_partition(client: Client, method: str) -> None:
+    frame = pd.DataFrame({"label": [0, 1] * 10, "score": np.linspace(0, 1, 20)})
+    frame.loc[13, "score"] = np.nan
+    data = dd.from_pandas(frame, npartitions=2)
+    with pytest.raises(InvalidInputError, match=r"^score: partition 1: row 3 is missing"):
+        evalserve_dask.evaluate(data, task="binary", method=method)
+
+
+def _slow_part(seed: int) -> pd.DataFrame:
+    time.sleep(1.0)
+    rng = np.random.default_rng(seed)
+    return pd.DataFrame({"label": rng.integers(0, 2, 500), "score": rng.random(500)})
+
+
+def test_a_killed_worker_is_recovered(client: Client) -> None:
+    parts = [delayed(_slow_part)(seed) for seed in range(8)]
+    meta = pd.DataFrame({"label": pd.Series(dtype="int64"), "score": pd.Series(dtype="float64")})
+    data = dd.from_delayed(parts, meta=meta)
+    whole = pd.concat([_slow_part(seed) for seed in range(8)])
+    pids = client.run(os.getpid)
+    victim = sorted(pids.values())[0]
+
+    def kill_soon() -> None:
+        time.sleep(1.5)
+        os.kill(victim, signal.SIGKILL)
+
+    import threading
+
+    killer = threading.Thread(target=kill_soon)
+    killer.start()
+    got = evalserve_dask.evaluate(data, task="binary")
+    killer.join()
+    assert victim not in client.run(os.getpid).values()  # the nanny started a new worker
+    assert _json(got) == _json(evaluate("binary", whole.label.to_numpy(), whole.score.to_numpy()))
+
+
+def test_the_command_line_on_a_scheduler(client: Client, tmp_path: Path) -> None:
+    _, frame = _binary_frame(5000, tmp_path)
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "evalserve",
+            "evaluate",
+            str(tmp_path / "binary"),
+            "--engine",
+            "dask",
+            "--scheduler",
+            str(client.scheduler_info()["address"]),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    want = evaluate(
+        "binary",
+        frame.label.to_numpy(),
+        frame.score.to_numpy(),
+        sample_weight=frame.weight.to_numpy(),
+    )
+    assert json.loads(done.stdout) == json.loads(_json(want))

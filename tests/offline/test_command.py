@@ -1,0 +1,120 @@
+"""``evalserve evaluate`` as a person runs it: option flags, the table, the progress line on a
+terminal (and nothing when piped)."""
+
+from __future__ import annotations
+
+import json
+import os
+import pty
+import select
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+
+from evalserve.core import evaluate
+
+COMMAND = [sys.executable, "-m", "evalserve"]
+
+
+def _rows(tmp_path: Path, n: int = 1000) -> tuple[Path, np.ndarray, np.ndarray]:
+    rng = np.random.default_rng(5)
+    labels = rng.integers(0, 2, n)
+    scores = rng.random(n)
+    path = tmp_path / "rows.parquet"
+    pq.write_table(pa.table({"y": labels, "p": scores}), path)
+    return path, labels, scores
+
+
+def _evaluate(path: Path, *flags: str) -> subprocess.CompletedProcess[str]:
+    """``evalserve evaluate PATH`` on the columns y and p, with ``flags``."""
+    command = [*COMMAND, "evaluate", str(path), "--label-column", "y", "--score-column", "p"]
+    return subprocess.run(
+        [*command, *flags], capture_output=True, text=True, timeout=120, check=False
+    )
+
+
+def test_columns_and_options_as_flags(tmp_path: Path) -> None:
+    path, labels, scores = _rows(tmp_path)
+    done = _evaluate(
+        path,
+        "--threshold",
+        "0.3",
+        "--head-k",
+        "10",
+        "50",
+        "--options",
+        '{"beta": 2}',
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stderr == ""  # no progress line when stderr is not a terminal
+    want = evaluate(
+        "binary", labels, scores, options={"threshold": 0.3, "head_k": [10, 50], "beta": 2}
+    ).to_dict()
+    assert json.loads(done.stdout) == json.loads(json.dumps(want))
+
+
+def test_the_table_format(tmp_path: Path) -> None:
+    path, labels, scores = _rows(tmp_path)
+    done = _evaluate(
+        path,
+        "--format",
+        "table",
+    )
+    assert done.returncode == 0, done.stderr
+    auc = evaluate("binary", labels, scores).metrics["roc_auc"]
+    lines = done.stdout.splitlines()
+    assert lines[0] == "task binary, 1,000 samples"
+    row = next(line for line in lines if line.startswith("roc_auc "))
+    assert f"{auc:.6g}" in row and "95% delong" in row
+
+
+def test_a_bad_option_flag_is_a_clear_error(tmp_path: Path) -> None:
+    path, _, _ = _rows(tmp_path)
+    done = _evaluate(
+        path,
+        "--max-fpr",
+        "2",
+    )
+    assert done.returncode == 2
+    assert "options.max_fpr" in done.stderr and "Traceback" not in done.stderr
+
+
+@pytest.mark.skipif(not hasattr(pty, "openpty"), reason="needs a pseudo-terminal")
+def test_a_progress_line_on_a_terminal(tmp_path: Path) -> None:
+    path, _, _ = _rows(tmp_path, n=200_000)
+    leader, follower = pty.openpty()
+    output = tmp_path / "out.json"
+    with output.open("w") as stdout:
+        process = subprocess.Popen(
+            [*COMMAND, "evaluate", str(path), "--label-column", "y", "--score-column", "p"],
+            stdout=stdout,
+            stderr=follower,
+        )
+    os.close(follower)
+    seen = b""
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline:
+        ready, _, _ = select.select([leader], [], [], 1.0)
+        if ready:
+            try:
+                chunk = os.read(leader, 4096)
+            except OSError:  # the process closed its end
+                break
+            if not chunk:
+                break
+            seen += chunk
+        elif process.poll() is not None:
+            break
+    process.wait(timeout=60)
+    os.close(leader)
+    assert process.returncode == 0
+    assert json.loads(output.read_text())["n_samples"] == 200_000
+    text = seen.decode()
+    assert "200,000 rows" in text and "rows/s" in text and "1/1 file" in text
+    assert text.endswith("\n")  # the cursor back on a fresh line
