@@ -11,7 +11,7 @@ BIN := $(VENV)/bin
 FILE ?= examples/fawcett.csv
 
 .PHONY: install install-test run evaluate proto test check quick lint typecheck unit bench clean
-.PHONY: prometheus-tools docs docs-build
+.PHONY: prometheus-tools browser-tools report-vendor docs docs-build
 .PHONY: proto-check proto-release
 
 $(BIN)/python:
@@ -74,7 +74,7 @@ check: lint typecheck
 # Every test, in parallel, with the coverage gate on evalserve.core and evalserve.service
 # (pyproject.toml [tool.coverage.report] fail_under). Coverage takes their folders: given as
 # package names, it imports them (and numpy) before the tests and then unloads them again.
-unit: install-test prometheus-tools client-envs ts-install
+unit: install-test prometheus-tools browser-tools client-envs ts-install
 	$(BIN)/pytest -n auto -m "not alone" --cov=core --cov=service --cov-report=term:skip-covered
 	$(BIN)/pytest -m alone
 
@@ -109,6 +109,27 @@ prometheus-tools:
 		$$SUDO env DEBIAN_FRONTEND=noninteractive \
 			apt-get install -y --no-install-recommends $$missing; \
 	fi
+
+# Headless Chromium (Debian packages `chromium`, only when missing, as above) and axe-core
+# (npm, pinned, into .browser-tools/) for the report's browser tests (tests/report/).
+AXE_CORE_VERSION := 4.14.1
+browser-tools:
+	@if ! command -v chromium >/dev/null 2>&1; then \
+		if [ "$$(id -u)" = 0 ]; then SUDO=; \
+		elif command -v sudo >/dev/null 2>&1; then SUDO=sudo; \
+		else echo "missing Debian package: chromium (install it as root)" >&2; exit 1; fi; \
+		$$SUDO apt-get update && \
+		$$SUDO env DEBIAN_FRONTEND=noninteractive \
+			apt-get install -y --no-install-recommends chromium fonts-dejavu-core; \
+	fi
+	@test -f .browser-tools/node_modules/axe-core/axe.min.js || \
+		npm install --silent --no-save --no-package-lock --prefix .browser-tools \
+			axe-core@$(AXE_CORE_VERSION)
+
+# The report's vendored charting scripts, again from the npm registry (versions pinned in
+# src/evalserve/report/_vendor.py).
+report-vendor: install-test
+	$(BIN)/python -m evalserve.report._vendor
 
 bench: install-test
 	$(BIN)/python bench/binary_core.py

@@ -192,7 +192,12 @@ def _one_payload(encoding: str, body: bytes, settings: Any) -> Callable[[Any], A
     def run(reservation: Any) -> Any:
         observer: Any = None  # no model series to record
         return rest._evaluate_body(
-            decode, body, settings, encoding == "protobuf", observer, reservation
+            decode,
+            body,
+            settings,
+            "protobuf" if encoding == "protobuf" else "json",
+            observer,
+            reservation,
         )
 
     return run

@@ -95,7 +95,7 @@ def run_way(way: str, folder: str) -> dict[str, Any]:
 
         with (
             LocalCluster(
-                n_workers=WORKERS, threads_per_worker=1, processes=True, dashboard_address=None
+                n_workers=WORKERS, threads_per_worker=1, processes=True, dashboard_address=":0"
             ) as cluster,
             Client(cluster) as client,
         ):

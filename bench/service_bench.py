@@ -740,10 +740,10 @@ def bench_stages(rows: Rows, repeats: int) -> dict[str, Usage]:
             result.to_dict(), option=orjson.OPT_SERIALIZE_NUMPY
         ),
         "server: REST off-loop work (rest._evaluate_body), protobuf": lambda: _evaluate_body(
-            _decode_protobuf, raw_body, settings, True, NO_OBSERVER, UNBUDGETED.reservation()
+            _decode_protobuf, raw_body, settings, "protobuf", NO_OBSERVER, UNBUDGETED.reservation()
         ),
         STAGE_REST_JSON: lambda: _evaluate_body(
-            _decode_json, body, settings, False, NO_OBSERVER, UNBUDGETED.reservation()
+            _decode_json, body, settings, "json", NO_OBSERVER, UNBUDGETED.reservation()
         ),
         "client: raw request encode (SerializeToString)": lambda: raw_request(
             rows

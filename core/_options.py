@@ -143,7 +143,7 @@ class Options:
     )
     calibration_bins: int = _option(
         10,
-        "Equal-width bins of expected_calibration_error.",
+        "Equal-width bins of expected_calibration_error and of the binary calibration curve.",
         tasks=("binary", "multiclass"),
         low=1,
         high=10_000,

@@ -19,7 +19,7 @@ import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
 from importlib import metadata
-from typing import Any, TypeVar
+from typing import Any, Literal, TypeVar
 
 import orjson
 import prometheus_client
@@ -36,6 +36,7 @@ from evalserve.core import TASKS, EvaluationResult, InvalidInputError
 from evalserve.service import encode, rest_models
 from evalserve.service.budget import Reservation
 from evalserve.service.config import Settings
+from evalserve.service.decode import Header as RequestHeader
 from evalserve.service.decode import Request as EvaluationRequest
 from evalserve.service.decode import (
     catalog_task_from_query,
@@ -76,6 +77,7 @@ __all__ = [
 logger = logging.getLogger(__name__)
 
 JSON = "application/json"
+HTML = "text/html"
 PROTOBUF = "application/x-protobuf"
 NDJSON = "application/x-ndjson"
 PROTOBUF_TYPES = frozenset({PROTOBUF, "application/protobuf", "application/vnd.google.protobuf"})
@@ -118,17 +120,29 @@ def _quality(parameters: str) -> float:
     return 1.0
 
 
-def _answer_protobuf(headers: Headers, default: bool) -> bool:
-    """Whether the Accept header prefers protobuf to JSON; ``default`` when it names neither
-    (then the answer is in the request's own format)."""
-    ranked: list[tuple[float, int, bool]] = []
+Answer = Literal["json", "protobuf", "html"]
+MEDIA_TYPES: dict[str, str] = {"json": JSON, "protobuf": PROTOBUF, "html": HTML}
+
+
+def _answer_format(headers: Headers, default: Answer) -> Answer:
+    """What the Accept header prefers among JSON, protobuf and the HTML report; ``default``
+    when it names none of them (then the answer is in the request's own format)."""
+    ranked: list[tuple[float, int, Answer]] = []
     for position, item in enumerate(headers.get("accept", "").split(",")):
         media_type, _, parameters = item.partition(";")
         media_type = media_type.strip().lower()
-        protobuf = media_type in PROTOBUF_TYPES
+        answer: Answer | None = (
+            "protobuf"
+            if media_type in PROTOBUF_TYPES
+            else "json"
+            if media_type == JSON
+            else "html"
+            if media_type == HTML
+            else None
+        )
         quality = _quality(parameters)
-        if quality > 0 and (protobuf or media_type == JSON):
-            ranked.append((-quality, position, protobuf))
+        if quality > 0 and answer is not None:
+            ranked.append((-quality, position, answer))
     return min(ranked)[2] if ranked else default
 
 
@@ -141,13 +155,28 @@ def _error_response(status_code: int, code: str, field: str, message: str) -> Re
     return _json_response(body, status_code)
 
 
-def _encode(result: EvaluationResult, protobuf: bool, settings: Settings) -> bytes:
-    if protobuf:
+def _encode(
+    result: EvaluationResult, answer: Answer, settings: Settings, header: RequestHeader
+) -> bytes:
+    if answer == "protobuf":
         content = encode.result_to_proto(result).SerializeToString()
+    elif answer == "html":
+        content = _report(result, header).encode("utf-8")
     else:
         content = orjson.dumps(result.to_dict(), option=orjson.OPT_SERIALIZE_NUMPY)
     encode.check_response_size(len(content), settings)
     return content
+
+
+def _report(result: EvaluationResult, header: RequestHeader) -> str:
+    from evalserve.report import render_report  # Altair: imported by the first page asked for
+
+    model = header.model
+    title = None
+    if model is not None:
+        named = " ".join(part for part in (model.name, model.version, model.segment) if part)
+        title = f"Evaluation report: {named}"
+    return render_report(result, options=header.options, title=title)
 
 
 def _decode_json(body: bytes, settings: Settings) -> EvaluationRequest:
@@ -168,7 +197,7 @@ def _evaluate_body(
     decode: Decoder,
     body: bytes,
     settings: Settings,
-    protobuf: bool,
+    answer: Answer,
     observer: EvaluationObserver,
     reservation: Reservation,
 ) -> bytes:
@@ -176,7 +205,7 @@ def _evaluate_body(
     reserve_decode(reservation, "protobuf" if decode is _decode_protobuf else "json", body)
     request = decode(body, settings)
     result = evaluate_request(request, observer, reservation, held_bytes=len(body))
-    return _encode(result, protobuf, settings)
+    return _encode(result, answer, settings, request.header)
 
 
 # --- NDJSON streams ----------------------------------------------------------------------------
@@ -361,12 +390,13 @@ class _NdjsonStream:
         except (ServiceError, InvalidInputError) as error:
             raise _at_line(error, number, batch_label) from None
 
-    def finish(self, protobuf: bool) -> bytes:
+    def finish(self, answer: Answer) -> bytes:
         if self.accumulator is None:
             raise StreamProtocolError(
                 "line 1", "the stream is empty; expected a header line with task"
             )
-        return _encode(self.accumulator.finish(), protobuf, self.settings)
+        result = self.accumulator.finish()
+        return _encode(result, answer, self.settings, self.accumulator.header)
 
 
 # --- the body size limit -----------------------------------------------------------------------
@@ -573,7 +603,9 @@ class _Routes:
             raise UnsupportedMediaTypeError(
                 "content-type", f"expected {JSON} or {PROTOBUF}, but got {media_type!r}"
             )
-        protobuf = _answer_protobuf(request.headers, default=decode is _decode_protobuf)
+        answer = _answer_format(
+            request.headers, default="protobuf" if decode is _decode_protobuf else "json"
+        )
         # Admitted, and its memory reserved, before the body is read.
         with self.evaluator.admitted(_client_of(request)) as reservation:
             timeout = self.settings.request_read_timeout_seconds
@@ -583,11 +615,11 @@ class _Routes:
             content = await _unless_gone(
                 request,
                 self.evaluator.run(
-                    _evaluate_body, decode, body, self.settings, protobuf,
+                    _evaluate_body, decode, body, self.settings, answer,
                     self.evaluate_observer, reservation,
                 ),
             )  # fmt: skip
-        return Response(content, media_type=PROTOBUF if protobuf else JSON)
+        return Response(content, media_type=MEDIA_TYPES[answer])
 
     async def evaluate_stream(self, request: Request) -> Response:
         media_type = _media_type(request.headers, "content-type")
@@ -595,7 +627,7 @@ class _Routes:
             raise UnsupportedMediaTypeError(
                 "content-type", f"expected {NDJSON}, but got {media_type!r}"
             )
-        protobuf = _answer_protobuf(request.headers, default=False)
+        answer = _answer_format(request.headers, default="json")
         idle = self.settings.stream_idle_timeout_seconds
         loop = asyncio.get_running_loop()
         # before the first line is read
@@ -611,8 +643,8 @@ class _Routes:
                         waiting.reschedule(loop.time() + idle)
             except TimeoutError:
                 raise _idle_error(idle, stream) from None
-            content = await self.evaluator.run(stream.finish, protobuf)
-        return Response(content, media_type=PROTOBUF if protobuf else JSON)
+            content = await self.evaluator.run(stream.finish, answer)
+        return Response(content, media_type=MEDIA_TYPES[answer])
 
     async def metric_catalog(self, request: Request) -> Response:
         task = catalog_task_from_query(request.query_params.multi_items())
@@ -688,8 +720,13 @@ def _evaluate_doc(message: str, request_content: dict[str, Any]) -> dict[str, An
             200: {
                 "model": rest_models.EvaluateResponse,
                 "description": "the result; protobuf (evalserve.v1.EvaluateResponse) when the "
-                "request was protobuf or Accept prefers application/x-protobuf",
-                "content": {PROTOBUF: _PROTOBUF_BODY},
+                "request was protobuf or Accept prefers application/x-protobuf; the HTML "
+                "report of the result (one self-contained page: metrics, intervals, charts) "
+                "when Accept prefers text/html",
+                "content": {
+                    PROTOBUF: _PROTOBUF_BODY,
+                    HTML: {"schema": {"type": "string", "description": "an HTML page"}},
+                },
             },
             **_ERRORS,
         },

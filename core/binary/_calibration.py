@@ -1,4 +1,5 @@
-"""Probability metrics: log loss, Brier score, expected calibration error (lower is better).
+"""Probability metrics: log loss, Brier score, expected calibration error (lower is better),
+and the reliability diagram's points (the ``calibration`` curve).
 
 They need scores that are probabilities. The core never guesses (no sigmoid on scores outside
 [0, 1], unlike torchmetrics): outside [0, 1] the three are undefined, with a reason.
@@ -10,6 +11,8 @@ unweighted case) the mass drops out of every sum.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 from numpy.typing import NDArray
 
@@ -18,7 +21,16 @@ from evalserve.core._result import MetricSink
 from evalserve.core.binary._classes import ClassScores
 from evalserve.core.binary._sweep import Sweep
 
-__all__ = ["NOT_PROBABILITIES", "bin_cuts", "calibration_metrics", "class_sums"]
+__all__ = [
+    "NOT_PROBABILITIES",
+    "BinSums",
+    "add_calibration_curve",
+    "bin_sums",
+    "calibration_curve",
+    "calibration_gap",
+    "calibration_metrics",
+    "class_sums",
+]
 
 Floats = NDArray[np.float64]
 Indices = NDArray[np.intp]
@@ -30,17 +42,86 @@ BLOCK = 1 << 15
 PRODUCT = 16  # values multiplied before one logarithm (with unit mass)
 
 
-def calibration_metrics(sink: MetricSink, sweep: Sweep, *, bins: int) -> None:
+@dataclass(frozen=True)
+class BinSums:
+    """Per equal-width probability bin ``[i/B, (i+1)/B)`` (the last one also holds 1.0): the
+    positive mass, the mass of both classes, the sum of mass * score, and whether any row fell
+    in it. Sums of disjoint rows add bin by bin (the ranges path adds its ranges' sums)."""
+
+    positives: Floats
+    mass: Floats
+    expected: Floats
+    used: NDArray[np.bool_]
+
+
+def calibration_metrics(sink: MetricSink, sweep: Sweep, *, bins: int) -> BinSums | None:
+    """Log loss, Brier score and ECE; the bin sums (None when the scores are not
+    probabilities: the three are then undefined)."""
     if sweep.lowest() < 0 or sweep.highest() > 1:
         for name in ("log_loss", "brier_score", "expected_calibration_error"):
             sink.undefine(name, NOT_PROBABILITIES)
-        return
+        return None
     total = sweep.n_positive + sweep.n_negative
     pos_log, pos_square = class_sums(sweep.positives, positive=True)
     neg_log, neg_square = class_sums(sweep.negatives, positive=False)
     sink.set("log_loss", -(pos_log + neg_log) / total)
     sink.set("brier_score", (pos_square + neg_square) / total)
-    sink.set("expected_calibration_error", _ece(sweep, bins) / total)
+    sums = bin_sums(sweep.positives, sweep.negatives, bins)
+    sink.set("expected_calibration_error", calibration_gap(sums) / total)
+    return sums
+
+
+def calibration_gap(sums: BinSums) -> float:
+    """sum over the bins of |observed positive mass - sum of mass * score|."""
+    return float(np.abs(sums.positives[sums.used] - sums.expected[sums.used]).sum())
+
+
+def add_calibration_curve(
+    curves: dict[str, dict[str, Floats]], sums: BinSums | None, max_points: int
+) -> None:
+    """``curves["calibration"]``, the reliability diagram (Niculescu-Mizil & Caruana 2005): a
+    point per bin that holds mass, when the scores are probabilities and there are at most
+    ``max_points`` such bins (``max_curve_points``: 0 means no curves)."""
+    if sums is None:
+        return
+    held = sums.used & (sums.mass > 0)
+    if 0 < int(np.count_nonzero(held)) <= max_points:
+        curves["calibration"] = calibration_curve(sums)
+
+
+def calibration_curve(sums: BinSums) -> dict[str, Floats]:
+    """Per bin that holds mass: its bounds, the mean score and the fraction of positives (both
+    weighted by the rows' mass), and the mass."""
+    held = sums.used & (sums.mass > 0)
+    edges = np.arange(sums.mass.size + 1) / sums.mass.size
+    mass = sums.mass[held]
+    return {
+        "lower": edges[:-1][held],
+        "upper": edges[1:][held],
+        "mean_score": sums.expected[held] / mass,
+        "fraction_positive": sums.positives[held] / mass,
+        "weight": mass,
+    }
+
+
+def bin_sums(positives: ClassScores, negatives: ClassScores, bins: int) -> BinSums:
+    """The bin sums of two classes whose scores all lie in [0, 1]. Each class's scores are
+    sorted, so each bin is a run of each."""
+    edges = np.arange(bins + 1) / bins
+    observed, mass, expected = np.zeros(bins), np.zeros(bins), np.zeros(bins)
+    used = np.zeros(bins, dtype=np.bool_)
+    for side, positive in ((positives, True), (negatives, False)):
+        cuts = bin_cuts(side, edges)
+        at_or_above = side.mass_at_or_above(cuts)
+        in_bin = at_or_above[:-1] - at_or_above[1:]
+        starts, stops = cuts[:-1], cuts[1:]
+        used |= stops > starts
+        mass += in_bin
+        if positive:
+            observed += in_bin
+        for i in np.flatnonzero(stops > starts):
+            expected[i] += _mass_times_score(side, int(starts[i]), int(stops[i]))
+    return BinSums(observed, mass, expected, used)
 
 
 def class_sums(side: ClassScores, *, positive: bool) -> tuple[float, float]:
@@ -94,23 +175,6 @@ def _log_of_product(scratch: Floats, size: int) -> float:
         rows //= 2
         np.multiply(table[:rows], table[rows : 2 * rows], out=table[:rows])
     return float(np.log(table[0]).sum())
-
-
-def _ece(sweep: Sweep, bins: int) -> float:
-    """sum over bins of |observed positives - sum of scores|; bin i holds [i/B, (i+1)/B), the
-    last bin also 1.0. Each class's scores are sorted, so each bin is a run of each."""
-    edges = np.arange(bins + 1) / bins
-    sides = (sweep.positives, sweep.negatives)
-    cuts = [bin_cuts(side, edges) for side in sides]
-    pos_mass = sweep.positives.mass_at_or_above(cuts[0])
-    gap = 0.0
-    for i in range(bins):
-        runs = [(side, int(cut[i]), int(cut[i + 1])) for side, cut in zip(sides, cuts, strict=True)]
-        if all(stop == start for _, start, stop in runs):
-            continue
-        expected = sum(_mass_times_score(side, start, stop) for side, start, stop in runs)
-        gap += abs(float(pos_mass[i] - pos_mass[i + 1]) - expected)
-    return gap
 
 
 def bin_cuts(side: ClassScores, edges: Floats) -> Indices:

@@ -35,7 +35,14 @@ from numpy.typing import NDArray
 from evalserve.core._inner import inner
 from evalserve.core._options import Options
 from evalserve.core._result import EvaluationResult, MetricSink
-from evalserve.core.binary._calibration import NOT_PROBABILITIES, bin_cuts, class_sums
+from evalserve.core.binary._calibration import (
+    NOT_PROBABILITIES,
+    BinSums,
+    add_calibration_curve,
+    bin_sums,
+    calibration_gap,
+    class_sums,
+)
 from evalserve.core.binary._catalog import CONVENTIONS
 from evalserve.core.binary._classes import ClassScores
 from evalserve.core.binary._intervals import auc_interval_of
@@ -89,9 +96,7 @@ class RangeTotals:
     fp_at: float
     log_sum: float  # calibration sums: mass * log(p of the own class), mass * squared miss
     square_sum: float
-    bin_positives: Floats  # per calibration bin: positive mass, mass * score
-    bin_expected: Floats
-    bin_used: NDArray[np.bool_]
+    bins: BinSums  # per calibration bin: positive mass, mass, mass * score, rows or not
     first_point: tuple[float, float]  # (TP, FP) of the range's highest distinct score
     neg_below_hits: float  # negative mass below the range's lowest positive (all without one)
 
@@ -115,8 +120,7 @@ def range_totals(
     s = sweep(positives, negatives)
     tp_at, fp_at = s.counts_at(options.threshold) if s.n_distinct else (0.0, 0.0)
     bins = options.calibration_bins
-    edges = np.arange(bins + 1) / bins
-    bin_pos, bin_exp, used = np.zeros(bins), np.zeros(bins), np.zeros(bins, dtype=np.bool_)
+    sums = BinSums(np.zeros(bins), np.zeros(bins), np.zeros(bins), np.zeros(bins, dtype=np.bool_))
     log_sum = square_sum = 0.0
     probabilities = s.n_distinct == 0 or (s.lowest() >= 0 and s.highest() <= 1)
     if probabilities:
@@ -124,19 +128,7 @@ def range_totals(
             logs, squares = class_sums(side, positive=positive)
             log_sum += logs
             square_sum += squares
-            cuts = bin_cuts(side, edges)
-            mass = side.mass_at_or_above(cuts)
-            starts, stops = cuts[:-1], cuts[1:]
-            used |= stops > starts
-            for i in np.flatnonzero(stops > starts):
-                scores = side.scores[starts[i] : stops[i]]
-                bin_exp[i] += (
-                    float(scores.sum())
-                    if side.mass is None
-                    else inner(side.mass[starts[i] : stops[i]], scores)
-                )
-                if positive:
-                    bin_pos[i] += float(mass[i] - mass[i + 1])
+        sums = bin_sums(positives, negatives, bins)
     if not s.n_distinct:
         first = (0.0, 0.0)
     elif negatives.size and (not positives.size or negatives.scores[-1] > positives.scores[-1]):
@@ -156,9 +148,7 @@ def range_totals(
         fp_at=fp_at,
         log_sum=log_sum,
         square_sum=square_sum,
-        bin_positives=bin_pos,
-        bin_expected=bin_exp,
-        bin_used=used,
+        bins=sums,
         first_point=first,
         neg_below_hits=below,
     )
@@ -520,7 +510,8 @@ def combine_ranges(
         curves = _ranking(sink, totals, passes, finishes, bests, options, lowest)
     _head(sink, contexts, passes, positives, negatives, options)
     if positives + negatives > 0:
-        _calibration(sink, totals, positives + negatives, lowest)
+        sums = _calibration(sink, totals, positives + negatives, lowest)
+        add_calibration_curve(curves, sums, options.max_curve_points)
     return EvaluationResult(
         task="binary",
         n_samples=n_rows,
@@ -627,19 +618,22 @@ def _head(
 
 def _calibration(
     sink: MetricSink, totals: Sequence[RangeTotals], total: float, lowest: float
-) -> None:
+) -> BinSums | None:
     highest = max(t.highest for t in totals)
     if lowest < 0 or highest > 1:
         for name in ("log_loss", "brier_score", "expected_calibration_error"):
             sink.undefine(name, NOT_PROBABILITIES)
-        return
+        return None
     sink.set("log_loss", -sum(t.log_sum for t in totals) / total)
     sink.set("brier_score", sum(t.square_sum for t in totals) / total)
-    used = np.logical_or.reduce([t.bin_used for t in totals])
-    observed = np.sum([t.bin_positives for t in totals], axis=0)
-    expected = np.sum([t.bin_expected for t in totals], axis=0)
-    gap = float(np.abs(observed[used] - expected[used]).sum())
-    sink.set("expected_calibration_error", gap / total)
+    sums = BinSums(
+        np.sum([t.bins.positives for t in totals], axis=0),
+        np.sum([t.bins.mass for t in totals], axis=0),
+        np.sum([t.bins.expected for t in totals], axis=0),
+        np.logical_or.reduce([t.bins.used for t in totals]),
+    )
+    sink.set("expected_calibration_error", calibration_gap(sums) / total)
+    return sums
 
 
 def _first(values: Sequence[float | None]) -> float | None:

@@ -12,7 +12,7 @@ from numpy.typing import NDArray
 from evalserve.core._options import Options
 from evalserve.core._result import MetricSink
 from evalserve.core.binary._bootstrap import bootstrap_intervals
-from evalserve.core.binary._calibration import calibration_metrics
+from evalserve.core.binary._calibration import add_calibration_curve, calibration_metrics
 from evalserve.core.binary._delong import placements
 from evalserve.core.binary._intervals import auc_interval, wilson_intervals
 from evalserve.core.binary._points import curve_points
@@ -89,7 +89,8 @@ def compute(
         _ranking_intervals(sink, sweep, options, (tp, fp), n_rows)
     _head_metrics(sink, sweep, options)
     if positives + negatives > 0:
-        calibration_metrics(sink, sweep, bins=options.calibration_bins)
+        sums = calibration_metrics(sink, sweep, bins=options.calibration_bins)
+        add_calibration_curve(curves, sums, options.max_curve_points)
     return sink, curves
 
 

@@ -1,5 +1,6 @@
-"""The ``evalserve`` command: ``evaluate`` (offline, the numpy core only) and ``serve`` (the
-REST and gRPC servers, from the ``service`` extra)."""
+"""The ``evalserve`` command: ``evaluate`` (offline, the numpy core only), ``report`` (the
+same evaluation as an HTML page, from the ``report`` extra) and ``serve`` (the REST and gRPC
+servers, from the ``service`` extra)."""
 
 from __future__ import annotations
 
@@ -20,6 +21,9 @@ __all__ = ["main"]
 
 SERVICE_EXTRA_MISSING = (
     "evalserve: 'evalserve serve' needs the service extra: pip install 'evalserve[service]'"
+)
+REPORT_EXTRA_MISSING = (
+    "evalserve: 'evalserve report' needs the report extra: pip install 'evalserve[report]'"
 )
 
 
@@ -103,6 +107,13 @@ def add_input_arguments(command: argparse.ArgumentParser) -> None:
                 "%", "%%"
             ),
         )
+    command.add_argument(
+        "--baseline",
+        type=_baseline,
+        metavar="FILE",
+        help="JSON file of the baseline, as the REST request's baseline object (task binary: "
+        "the drift test of roc_auc)",
+    )
     engine = command.add_argument_group("engine")
     engine.add_argument(
         "--engine",
@@ -115,6 +126,17 @@ def add_input_arguments(command: argparse.ArgumentParser) -> None:
         metavar="ADDRESS",
         help="the Dask scheduler (default: a local cluster of processes)",
     )
+
+
+def _baseline(path: str) -> dict[str, Any]:
+    try:
+        with open(path, encoding="utf-8") as file:
+            value = json.load(file)
+    except (OSError, ValueError) as error:
+        raise argparse.ArgumentTypeError(f"{path}: {error}") from None
+    if not isinstance(value, dict):
+        raise argparse.ArgumentTypeError(f"{path}: expected a JSON object")
+    return value
 
 
 def column_spec(args: argparse.Namespace) -> ColumnSpec:
@@ -159,6 +181,21 @@ def build_parser(settings: type[Settings] | None) -> argparse.ArgumentParser:
         default="json",
         help="json (default): the REST response; table: aligned text",
     )
+    report_cmd = commands.add_parser(
+        "report",
+        help="evaluate CSV or Parquet files and write the HTML report",
+        description="Evaluate as 'evalserve evaluate' does and write one self-contained HTML "
+        "page (metrics, intervals, charts; no network needed to open it).",
+    )
+    add_input_arguments(report_cmd)
+    report_cmd.add_argument(
+        "-o",
+        "--output",
+        default="report.html",
+        metavar="FILE",
+        help="the page to write (default report.html; - for standard output)",
+    )
+    report_cmd.set_defaults(output_format="html")
     serve_cmd = commands.add_parser(
         "serve", help="run the REST and gRPC servers (defaults from EVALSERVE_* variables)"
     )
@@ -210,7 +247,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.command == "serve":
         assert settings is not None
         return _serve(settings, args)
+    if args.command == "report" and not _report_available():
+        print(REPORT_EXTRA_MISSING, file=sys.stderr)
+        return 2
     retain_freed_memory()  # as the server does: big arrays reuse freed pages
+    output = getattr(args, "output", None)
     if args.engine == "dask":
         from evalserve.dask import run_files
 
@@ -220,12 +261,25 @@ def main(argv: Sequence[str] | None = None) -> int:
             option_values(args),
             scheduler=args.scheduler,
             output_format=args.output_format,
+            output=output,
+            baseline=args.baseline,
         )
     from evalserve import offline
 
     return offline.run(
-        args.paths, column_spec(args), option_values(args), output_format=args.output_format
+        args.paths,
+        column_spec(args),
+        option_values(args),
+        output_format=args.output_format,
+        output=output,
+        baseline=args.baseline,
     )
+
+
+def _report_available() -> bool:
+    from importlib.util import find_spec
+
+    return find_spec("altair") is not None
 
 
 if __name__ == "__main__":

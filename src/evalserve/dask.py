@@ -44,7 +44,7 @@ from evalserve.core.binary._ranges import (
     range_pass,
     range_totals,
 )
-from evalserve.offline import ColumnError, ColumnSpec, OfflineError, Plan, plan, render
+from evalserve.offline import ColumnError, ColumnSpec, OfflineError, Plan, emit, plan, render
 from evalserve.offline._files import FileError, sources
 
 __all__ = ["evaluate", "run_files"]
@@ -68,6 +68,7 @@ def evaluate(
     split_every: int = SPLIT_EVERY,
     max_state_bytes: int | None = None,
     retries: int = RETRIES,
+    baseline: Mapping[str, Any] | None = None,
 ) -> EvaluationResult:
     """The result of ``evaluate(task, ...)`` on every row of ``dataframe``.
 
@@ -75,7 +76,8 @@ def evaluate(
     list of names or a prefix for the score columns of multiclass and multilabel).
     ``method``: ``"tree"`` (every task) or ``"ranges"`` (task binary: ``ranges`` score
     ranges, default two per partition up to 64). ``max_state_bytes`` caps each state a worker
-    builds (``StateTooLargeError`` past it). Computes on the current Dask scheduler (a
+    builds (``StateTooLargeError`` past it). ``baseline`` (method tree, task binary): the
+    drift test, as in ``evaluate``. Computes on the current Dask scheduler (a
     ``distributed.Client`` when one is open)."""
     spec = ColumnSpec(
         task=task,
@@ -95,9 +97,11 @@ def evaluate(
     if method == "tree":
         final = _tree(frame, table_plan, options, split_every, max_state_bytes)
         (state,) = compute(final, retries=retries)
-        return Accumulator.from_bytes(state).result()
+        return Accumulator.from_bytes(state).result(baseline=baseline)
     if method != "ranges":
         raise InvalidInputError("method", f"expected 'tree' or 'ranges', got {method!r}")
+    if baseline is not None:
+        raise InvalidInputError("baseline", "is taken by method 'tree' only")
     if task != "binary":
         raise InvalidInputError("method", f"the ranges path takes task 'binary', not {task!r}")
     return _ranges(frame, table_plan, options, ranges, split_every, max_state_bytes, retries)
@@ -285,6 +289,8 @@ def run_files(
     scheduler: str | None = None,
     output_format: str = "json",
     method: str = "tree",
+    output: str | None = None,
+    baseline: Mapping[str, Any] | None = None,
 ) -> int:
     """``evalserve evaluate --engine dask``: the files read by Dask, on the cluster at
     ``scheduler`` (or a local cluster of processes); the exit status."""
@@ -314,9 +320,15 @@ def run_files(
                 classes=spec.classes,
                 options=options,
                 method=method,
+                baseline=baseline,
             )
     except (OfflineError, FileError, ColumnError, InvalidInputError, OSError) as error:
         print(f"evalserve: error: {error}", file=sys.stderr)
         return 2
-    print(render(result, output_format))
+    text = render(result, output_format, options=options, source=", ".join(paths))
+    try:
+        emit(text, output)
+    except OSError as error:
+        print(f"evalserve: error: {output}: {error.strerror}", file=sys.stderr)
+        return 2
     return 0

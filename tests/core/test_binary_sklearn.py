@@ -13,6 +13,7 @@ References work on the rows and the core on its per-distinct-score statistic, so
 
 from __future__ import annotations
 
+import bisect
 import math
 import warnings
 from collections.abc import Callable, Iterator
@@ -26,6 +27,7 @@ import pytest
 from numpy.typing import NDArray
 from scipy import stats as scipy_stats
 from sklearn import metrics as skm
+from sklearn.calibration import calibration_curve
 from sklearn.exceptions import UndefinedMetricWarning
 
 from evalserve import core
@@ -294,11 +296,11 @@ def predicted(case: Case) -> NDArray[np.int64]:
 def test_single_class_leaves_ranking_metrics_undefined(case: Case) -> None:
     result = case.result
     if case.both_classes:
-        assert set(result.curves) == {"roc", "pr"}
+        assert {"roc", "pr"} <= set(result.curves) <= {"roc", "pr", "calibration"}
         for name in RANKING_METRICS:
             assert type(result.metrics[name]) is float, name
     else:
-        assert result.curves == {}
+        assert set(result.curves) <= {"calibration"}
         for name in RANKING_METRICS:
             assert_undefined(result, name)
 
@@ -562,6 +564,45 @@ def test_expected_calibration_error_matches_brute_force(case: Case) -> None:
         total += weight
     ece = sum(abs(o - e) for o, e in zip(observed, expected, strict=True)) / total
     assert_value(case.result, "expected_calibration_error", ece)
+
+
+@pytest.mark.parametrize("case", params(lambda c: c.probabilities))
+def test_calibration_curve_matches_brute_force(case: Case) -> None:
+    bins = case.options["calibration_bins"]
+    edges = [i / bins for i in range(1, bins)]
+    mass, positive, score_sum = [0.0] * bins, [0.0] * bins, [0.0] * bins
+    for label, score, weight in zip(
+        case.y.tolist(), case.s.tolist(), case.weights.tolist(), strict=True
+    ):
+        b = bisect.bisect_right(edges, score)  # [b/B, (b+1)/B) with the edges as floats
+        mass[b] += weight
+        positive[b] += weight * label
+        score_sum[b] += weight * score
+    held = [b for b in range(bins) if mass[b] > 0]
+    curve = case.result.curves["calibration"]
+    np.testing.assert_allclose(curve["lower"], [b / bins for b in held], rtol=1e-15)
+    np.testing.assert_allclose(curve["upper"], [(b + 1) / bins for b in held], rtol=1e-15)
+    # A bin's mass is a difference of cumulative sums: relative to the bin, a few ulps of the
+    # whole mass.
+    np.testing.assert_allclose(curve["weight"], [mass[b] for b in held], rtol=REL)
+    fraction = [positive[b] / mass[b] for b in held]
+    np.testing.assert_allclose(curve["fraction_positive"], fraction, rtol=REL, atol=ABS)
+    mean = [score_sum[b] / mass[b] for b in held]
+    np.testing.assert_allclose(curve["mean_score"], mean, rtol=REL, atol=ABS)
+
+
+@pytest.mark.parametrize(
+    "case", params(lambda c: c.probabilities and c.w is None and c.both_classes)
+)
+def test_calibration_curve_matches_sklearn(case: Case) -> None:
+    bins = case.options["calibration_bins"]
+    inner_edges = np.arange(1, bins) / bins
+    if np.isin(case.s, inner_edges).any():
+        pytest.skip("a score on an inner edge: scikit-learn puts it in the lower bin")
+    prob_true, prob_pred = calibration_curve(case.labels, case.s, n_bins=bins)
+    curve = case.result.curves["calibration"]
+    np.testing.assert_allclose(curve["fraction_positive"], prob_true, rtol=1e-12)
+    np.testing.assert_allclose(curve["mean_score"], prob_pred, rtol=1e-12)
 
 
 # --------------------------------------------------------------------------------------------

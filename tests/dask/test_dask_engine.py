@@ -34,9 +34,10 @@ RNG = np.random.default_rng(3)
 
 @pytest.fixture(scope="module")
 def client() -> Iterator[Client]:
+    # The dashboard on any free port: two runs on one machine must not clash over 8787.
     with (
         LocalCluster(
-            n_workers=2, threads_per_worker=1, processes=True, dashboard_address=None
+            n_workers=2, threads_per_worker=1, processes=True, dashboard_address=":0"
         ) as cluster,
         Client(cluster) as client,
     ):

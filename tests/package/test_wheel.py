@@ -93,6 +93,12 @@ def test_the_wheel_holds_only_the_evalserve_package(wheel: Path) -> None:
         "evalserve/service/server.py",
         "evalserve/v1/evaluation_pb2.py",
         "evalserve/v1/evaluation_pb2.pyi",
+        "evalserve/report/__init__.py",
+        "evalserve/report/vendor/manifest.json",
+        "evalserve/report/vendor/vega.min.js",
+        "evalserve/report/vendor/vega-lite.min.js",
+        "evalserve/report/vendor/vega-embed.min.js",
+        "evalserve/report/vendor/LICENSE-vega.txt",
     ):
         assert expected in names, expected
     assert any(name.endswith(".dist-info/licenses/LICENSE") for name in names)
@@ -120,6 +126,15 @@ def test_the_plain_install_runs_the_offline_command(plain: Path) -> None:
     done = _run(plain.parent / "evalserve", "evaluate", EXAMPLE)
     assert done.returncode == 0, done.stderr
     assert json.loads(done.stdout)["n_samples"] == 20
+
+
+def test_report_without_the_extra_names_the_extra(plain: Path) -> None:
+    done = _run(plain.parent / "evalserve", "report", EXAMPLE, "-o", "-")
+    assert done.returncode == 2
+    assert done.stdout == ""
+    assert done.stderr.splitlines() == [
+        "evalserve: 'evalserve report' needs the report extra: pip install 'evalserve[report]'"
+    ]
 
 
 def test_serve_without_the_extra_names_the_extra(plain: Path) -> None:

@@ -7,6 +7,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import sys
 from collections.abc import Mapping, Sequence
@@ -26,6 +27,7 @@ __all__ = [
     "Plan",
     "Progress",
     "accumulate_files",
+    "emit",
     "evaluate_files",
     "plan",
     "render",
@@ -33,11 +35,32 @@ __all__ = [
 ]
 
 
-def render(result: EvaluationResult, output_format: str) -> str:
-    """The result as the REST response's JSON, or as a table."""
+def render(
+    result: EvaluationResult,
+    output_format: str,
+    *,
+    options: Mapping[str, Any] | None = None,
+    source: str | None = None,
+) -> str:
+    """The result as the REST response's JSON, as a table, or as the HTML report (``html``;
+    ``options`` and ``source`` are named in it)."""
     if output_format == "table":
         return table(result)
+    if output_format == "html":
+        from evalserve.report import render_report  # Altair: the report extra
+
+        return render_report(result, options=options, source=source)
     return json.dumps(result.to_dict(), indent=2, allow_nan=False)
+
+
+def emit(text: str, output: str | None, out: TextIO = sys.stdout) -> None:
+    """``text`` to the file ``output``, or to ``out`` when it is None or ``-``."""
+    if output is not None and output != "-":
+        with open(output, "w", encoding="utf-8") as file:
+            file.write(text)
+        return
+    with contextlib.suppress(BrokenPipeError):  # the reader left early (`| head`)
+        print(text, file=out)
 
 
 def run(
@@ -46,21 +69,26 @@ def run(
     options: Mapping[str, Any] | None,
     *,
     output_format: str = "json",
+    output: str | None = None,
+    baseline: Mapping[str, Any] | None = None,
     out: TextIO = sys.stdout,
     err: TextIO = sys.stderr,
 ) -> int:
-    """``evalserve evaluate``: evaluate ``paths`` and print the result; the exit status (2 for
-    input that cannot be evaluated, with one line on ``err`` naming file, row and column)."""
+    """``evalserve evaluate`` and ``evalserve report``: evaluate ``paths`` and print the
+    result (or write it to ``output``); the exit status (2 for input that cannot be
+    evaluated, with one line on ``err`` naming file, row and column)."""
     progress = Progress(err, files=0)
     try:
-        result = evaluate_files(paths, spec, options, progress=progress)
+        result = evaluate_files(paths, spec, options, progress=progress, baseline=baseline)
     except OfflineError as error:
         progress.close()
         print(f"evalserve: error: {error}", file=err)
         return 2
     progress.close()
+    text = render(result, output_format, options=options, source=", ".join(paths))
     try:
-        print(render(result, output_format), file=out)
-    except BrokenPipeError:  # the reader left early (`| head`): not our error
-        return 0
+        emit(text, output, out)
+    except OSError as error:
+        print(f"evalserve: error: {output}: {error.strerror}", file=err)
+        return 2
     return 0

@@ -43,11 +43,13 @@ def evaluate_files(
     *,
     progress: Progress | None = None,
     batch_rows: int = BATCH_ROWS,
+    baseline: Mapping[str, Any] | None = None,
 ) -> EvaluationResult:
-    """What ``evaluate`` gives on all rows of ``paths`` (files, directories, globs, ``-``)."""
+    """What ``evaluate`` gives on all rows of ``paths`` (files, directories, globs, ``-``);
+    ``baseline`` as in ``evaluate`` (task binary: the drift test)."""
     accumulator = accumulate_files(paths, spec, options, progress=progress, batch_rows=batch_rows)
     try:
-        return accumulator.result()
+        return accumulator.result(baseline=baseline)
     except InvalidInputError as error:
         raise OfflineError(f"{', '.join(paths)}: {error}") from None
 

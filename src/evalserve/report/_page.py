@@ -1,0 +1,364 @@
+"""The report's HTML: one page, everything inline (styles, the charting scripts, the charts'
+specifications), so that it opens from a file or an e-mail attachment without network access.
+
+The tables come first and carry every number (the charts repeat some of them for the eye):
+the headline metrics with their intervals and the catalog's definitions, the undefined metrics
+with their reasons, the drift and challenger tests, the label coverage, the per-class table,
+the warnings and the conventions.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+from collections.abc import Mapping, Sequence
+from html import escape
+from typing import Any
+
+from evalserve.core import EvaluationResult, Options, catalog_entry, parse_options
+from evalserve.report._charts import Chart, charts_of
+from evalserve.report._vendor import scripts
+
+__all__ = ["HEADLINES", "render_report"]
+
+# The few metrics a model owner reads first, per task (the full table follows the charts).
+HEADLINES: dict[str, tuple[str, ...]] = {
+    "binary": (
+        "roc_auc", "average_precision", "ks_statistic", "log_loss", "brier_score",
+        "accuracy", "precision", "recall", "f1",
+    ),
+    "multiclass": (
+        "accuracy", "balanced_accuracy", "f1_macro", "roc_auc_ovr_macro",
+        "average_precision_macro", "log_loss",
+    ),
+    "multilabel": (
+        "subset_accuracy", "hamming_loss", "f1_micro", "f1_macro", "roc_auc_macro",
+        "average_precision_macro",
+    ),
+    "regression": ("rmse", "mae", "r2", "mape", "median_absolute_error", "max_error"),
+    "detection": ("map", "map_50", "map_75", "recall_50"),
+}  # fmt: skip
+
+STYLE = """
+:root { color-scheme: light; }
+body { font: 15px/1.5 system-ui, -apple-system, "Segoe UI", Roboto, sans-serif; color: #1a1a1a;
+  background: #ffffff; margin: 0 auto; max-width: 1100px; padding: 1.5rem; }
+h1 { font-size: 1.6rem; margin: 0 0 .25rem; }
+h2 { font-size: 1.25rem; margin: 2rem 0 .5rem; border-bottom: 1px solid #cccccc; }
+table { border-collapse: collapse; width: 100%; margin: .5rem 0 1rem; font-size: 14px; }
+caption { text-align: left; font-weight: 600; padding: .25rem 0; }
+th, td { text-align: left; padding: .3rem .5rem; border-bottom: 1px solid #e0e0e0;
+  vertical-align: top; }
+th { background: #f2f2f2; }
+td.num { text-align: right; font-variant-numeric: tabular-nums; white-space: nowrap; }
+.muted { color: #4d4d4d; }
+.charts { display: flex; flex-wrap: wrap; gap: 1.5rem; }
+figure { margin: 0; border: 1px solid #e0e0e0; padding: .75rem; }
+figcaption { max-width: 440px; font-size: 13px; color: #4d4d4d; margin-top: .5rem; }
+.verdict-significant { color: #a3260b; font-weight: 600; }
+.headline { display: flex; flex-wrap: wrap; gap: .75rem; padding: 0; list-style: none; }
+.headline li { border: 1px solid #cccccc; padding: .5rem .75rem; min-width: 9rem; }
+.headline .name { display: block; font-size: 13px; color: #4d4d4d; }
+.headline .value { display: block; font-size: 1.3rem; font-weight: 600; }
+.headline .interval { display: block; font-size: 12px; color: #4d4d4d; }
+/* The tooltip's keys: vega-tooltip's grey (#808080) is under the 4.5:1 contrast of WCAG AA. */
+#vg-tooltip-element.vg-tooltip table tr td.key { color: #4d4d4d; }
+"""
+
+LOADER = """
+(function () {
+  var charts = JSON.parse(document.getElementById("evalserve-charts").textContent);
+  charts.forEach(function (chart) {
+    vegaEmbed("#chart-" + chart.key, chart.spec, {actions: false, renderer: "svg"})
+      .catch(function (error) { console.error("chart " + chart.key + ": " + error); });
+  });
+})();
+"""
+
+
+def render_report(
+    result: EvaluationResult,
+    *,
+    options: Mapping[str, Any] | Options | None = None,
+    title: str | None = None,
+    source: str | None = None,
+    now: dt.datetime | None = None,
+) -> str:
+    """The page of ``result``. ``options``: those of the evaluation (the threshold is named in
+    the page); ``title``: the page's heading (default: the task); ``source``: what was
+    evaluated (files, a model), shown under the heading."""
+    parsed = parse_options(options)
+    charts = charts_of(result, threshold=parsed.threshold)
+    heading = title or f"Evaluation report: {result.task}"
+    stamp = (now or dt.datetime.now(dt.UTC)).strftime("%Y-%m-%d %H:%M UTC")
+    facts = [f"task {result.task}", f"{result.n_samples:,} samples", f"made {stamp}"]
+    if source:
+        facts.append(source)
+    body = [
+        f"<header><h1>{escape(heading)}</h1>",
+        f'<p class="muted">{escape(" · ".join(facts))}</p></header>',
+        "<main>",
+        _headline_section(result),
+        _tests_section(result),
+        _charts_section(charts),
+        _metrics_section(result),
+        _undefined_section(result),
+        _per_class_section(result),
+        _coverage_section(result),
+        _notes_section(result),
+        "</main>",
+    ]
+    specs = [{"key": chart.key, "spec": chart.spec} for chart in charts]
+    inline = "".join(f"<script>{text}</script>\n" for text in scripts())
+    return "\n".join(
+        [
+            "<!doctype html>",
+            '<html lang="en">',
+            "<head>",
+            '<meta charset="utf-8">',
+            '<meta name="viewport" content="width=device-width, initial-scale=1">',
+            f"<title>{escape(heading)}</title>",
+            f"<style>{STYLE}</style>",
+            "</head>",
+            "<body>",
+            *[part for part in body if part],
+            inline,
+            '<script type="application/json" id="evalserve-charts">'
+            + _json_in_html(specs)
+            + "</script>",
+            f"<script>{LOADER}</script>",
+            "</body>",
+            "</html>",
+        ]
+    )
+
+
+def _headline_section(result: EvaluationResult) -> str:
+    items = []
+    for name in HEADLINES[result.task]:
+        if name not in result.metrics:
+            continue
+        value = result.metrics[name]
+        interval = result.intervals.get(name)
+        reason = result.undefined.get(name, "")
+        below = (
+            f'<span class="interval">{escape(_interval(interval))}</span>'
+            if interval
+            else f'<span class="interval">{escape(reason)}</span>'
+            if reason
+            else ""
+        )
+        items.append(
+            f'<li><span class="name">{escape(name)}</span>'
+            f'<span class="value">{escape(_number(value))}</span>{below}</li>'
+        )
+    if not items:
+        return ""
+    return _section("headline", "Headline", f'<ul class="headline">{"".join(items)}</ul>')
+
+
+def _metrics_section(result: EvaluationResult) -> str:
+    rows = []
+    for name, value in result.metrics.items():
+        entry = catalog_entry(name, result.task)
+        definition = entry.definition if entry is not None else ""
+        interval = result.intervals.get(name)
+        rows.append(
+            "<tr>"
+            f'<th scope="row">{escape(name)}</th>'
+            f'<td class="num" data-value="{escape(_exact(value))}">{escape(_number(value))}</td>'
+            f"<td>{escape(_interval(interval)) if interval else ''}</td>"
+            f"<td>{escape(definition)}</td>"
+            "</tr>"
+        )
+    return _section(
+        "metrics",
+        "Metrics",
+        _table(
+            "Every defined metric, its confidence interval where one is computed, and its "
+            "definition",
+            ("Metric", "Value", "Interval", "Definition"),
+            rows,
+        ),
+    )
+
+
+def _undefined_section(result: EvaluationResult) -> str:
+    cells = [(name, escape(reason), "") for name, reason in result.undefined.items()]
+    caption = "Metrics without a value (never reported as 0), and why"
+    return _pairs("undefined", "Undefined metrics", caption, ("Metric", "Reason"), cells)
+
+
+def _tests_section(result: EvaluationResult) -> str:
+    parts = []
+    for key, against, heading in (
+        ("drift", "baseline", "Drift against the baseline"),
+        ("comparison", "challenger", "The challenger against this model"),
+    ):
+        tests: Mapping[str, Mapping[str, Any]] = getattr(result, key)
+        if not tests:
+            continue
+        rows = []
+        for name, test in tests.items():
+            verdict = _verdict(test)
+            css = ' class="verdict-significant"' if test.get("significant") else ""
+            rows.append(
+                "<tr>"
+                f'<th scope="row">{escape(name)}</th>'
+                f'<td class="num">{escape(_number(test.get(against)))}</td>'
+                f'<td class="num">{escape(_number(test.get("delta")))}</td>'
+                f'<td class="num">{escape(_number(test.get("p_value")))}</td>'
+                f"<td>{escape(str(test.get('method') or ''))}</td>"
+                f"<td{css}>{escape(verdict)}</td>"
+                "</tr>"
+            )
+        parts.append(
+            _table(
+                heading,
+                ("Metric", against.capitalize(), "Difference", "p-value", "Test", "Verdict"),
+                rows,
+            )
+        )
+    return _section("tests", "Drift and challenger", "".join(parts)) if parts else ""
+
+
+def _verdict(test: Mapping[str, Any]) -> str:
+    if test.get("status") != "ok":
+        return f"no verdict: {test.get('reason') or test.get('status')}"
+    if test.get("significant"):
+        return "significant difference"
+    return "no significant difference"
+
+
+def _coverage_section(result: EvaluationResult) -> str:
+    cells = [(name, escape(_number(value)), "num") for name, value in result.coverage.items()]
+    caption = "Labelled rows against predictions"
+    return _pairs("coverage", "Label coverage", caption, ("", "Value"), cells)
+
+
+def _pairs(
+    key: str,
+    heading: str,
+    caption: str,
+    headers: tuple[str, str],
+    cells: Sequence[tuple[str, str, str]],
+) -> str:
+    """A section of one two-column table: (name, its escaped cell, the cell's class) per row;
+    nothing when there is no row."""
+    if not cells:
+        return ""
+    rows = [
+        f'<tr><th scope="row">{escape(name)}</th>'
+        f"<td{f' class={css!r}' if css else ''}>{cell}</td></tr>"
+        for name, cell, css in cells
+    ]
+    return _section(key, heading, _table(caption, headers, rows))
+
+
+def _charts_section(charts: Sequence[Chart]) -> str:
+    if not charts:
+        return ""
+    figures = [
+        f'<figure id="figure-{chart.key}">'
+        f'<div id="chart-{chart.key}" class="chart" role="img" '
+        f'aria-label="{escape(chart.title)}"></div>'
+        f"<figcaption><strong>{escape(chart.title)}.</strong> "
+        f"{escape(chart.description)}</figcaption></figure>"
+        for chart in charts
+    ]
+    return _section("charts", "Charts", f'<div class="charts">{"".join(figures)}</div>')
+
+
+def _per_class_section(result: EvaluationResult) -> str:
+    if not result.per_class:
+        return ""
+    names: list[str] = []
+    for entry in result.per_class:
+        for name, value in entry.items():
+            shown = value is None or isinstance(value, int | float)
+            if shown and name not in ("class", "undefined", "intervals") and name not in names:
+                names.append(name)
+    rows = []
+    for entry in result.per_class:
+        undefined = entry.get("undefined") or {}
+        cells = []
+        for name in names:
+            value = entry.get(name)
+            reason = undefined.get(name, "")
+            cells.append(
+                f'<td class="num" title="{escape(reason)}">'
+                f"{escape(_number(value) if value is not None else 'undefined')}</td>"
+            )
+        rows.append(
+            f'<tr><th scope="row">{escape(str(entry.get("class")))}</th>{"".join(cells)}</tr>'
+        )
+    noun = "label" if result.task == "multilabel" else "class"
+    return _section(
+        "per-class",
+        f"Per {noun}",
+        _table(f"Metrics of each {noun}", (noun.capitalize(), *names), rows),
+    )
+
+
+def _notes_section(result: EvaluationResult) -> str:
+    parts = []
+    if result.warnings:
+        items = "".join(f"<li>{escape(text)}</li>" for text in result.warnings)
+        parts.append(f"<h3>Warnings</h3><ul>{items}</ul>")
+    if result.conventions:
+        rows = [
+            f'<tr><th scope="row">{escape(key)}</th><td>{escape(text)}</td></tr>'
+            for key, text in result.conventions.items()
+        ]
+        parts.append(
+            _table(
+                "Where references disagree, the convention followed", ("Topic", "Convention"), rows
+            )
+        )
+    return _section("notes", "Warnings and conventions", "".join(parts)) if parts else ""
+
+
+def _section(key: str, heading: str, content: str) -> str:
+    return (
+        f'<section aria-labelledby="h-{key}"><h2 id="h-{key}">{escape(heading)}</h2>'
+        f"{content}</section>"
+    )
+
+
+def _table(caption: str, headers: Sequence[str], rows: Sequence[str]) -> str:
+    head = "".join(f'<th scope="col">{escape(text)}</th>' for text in headers)
+    return (
+        f"<table><caption>{escape(caption)}</caption><thead><tr>{head}</tr></thead>"
+        f"<tbody>{''.join(rows)}</tbody></table>"
+    )
+
+
+def _number(value: Any) -> str:
+    if value is None:
+        return "undefined"
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if isinstance(value, int) or (
+        isinstance(value, float) and value.is_integer() and abs(value) < 1e15
+    ):
+        return f"{int(value):,}"
+    if isinstance(value, float):
+        return f"{value:.6g}"
+    return str(value)
+
+
+def _exact(value: Any) -> str:
+    return "" if value is None else repr(value)
+
+
+def _interval(interval: Mapping[str, Any]) -> str:
+    return (
+        f"{interval['lower']:.6g} to {interval['upper']:.6g} "
+        f"({interval['level']:.0%}, {interval['method']})"
+    )
+
+
+def _json_in_html(value: Any) -> str:
+    """JSON inside a <script> element: '<' written as its escape, so that no '</script>' or
+    '<!--' in a class name ends the element."""
+    return json.dumps(value, allow_nan=False, separators=(",", ":")).replace("<", "\\u003c")

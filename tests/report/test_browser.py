@@ -1,0 +1,113 @@
+"""The report as a person sees it: each task's page opened from a file in headless Chromium
+(``make browser-tools`` installs it and axe-core). No console errors, no network requests, every
+chart drawn and not empty, the threshold shown on hover, WCAG 2 A/AA checks of axe-core passed,
+and a screenshot (``REPORT_SCREENSHOTS=folder`` keeps them: the docs show them)."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from evalserve.report import render_report
+from tests.report.browser import Browser, Page
+from tests.report.cases import TASKS, case
+
+pytestmark = pytest.mark.slow
+
+# Per chart: how many of its drawn marks hold something (a path with a shape, a text).
+DRAWN = """
+Array.from(document.querySelectorAll('.chart')).map(chart => {
+  const svg = chart.querySelector('svg');
+  if (!svg) return [chart.id, -1];
+  const drawn = Array.from(svg.querySelectorAll('.role-mark path, .role-mark text'))
+    .filter(el => (el.getAttribute('d') || el.textContent || '').length > 0);
+  return [chart.id, drawn.length];
+})
+"""
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Browser]:
+    with Browser() as opened:
+        yield opened
+
+
+@pytest.fixture(scope="module", params=TASKS)
+def page(
+    request: pytest.FixtureRequest, browser: Browser, tmp_path_factory: pytest.TempPathFactory
+) -> Iterator[tuple[str, Page, Path]]:
+    task = request.param
+    result, options = case(task)
+    folder = tmp_path_factory.mktemp(task)
+    path = folder / f"{task}.html"
+    path.write_text(render_report(result, options=options), encoding="utf-8")
+    opened = browser.open(path.as_uri())
+    expected = opened.evaluate("document.querySelectorAll('.chart').length")
+    opened.until(f"document.querySelectorAll('.chart svg').length === {expected}")
+    yield task, opened, path
+    opened.socket.close()
+
+
+def test_no_console_errors_and_no_exceptions(page: tuple[str, Page, Path]) -> None:
+    _, opened, _ = page
+    assert opened.exceptions == []
+    problems = [entry for entry in opened.console if entry["type"] in ("error", "warning")]
+    assert problems == []
+
+
+def test_no_network_requests(page: tuple[str, Page, Path]) -> None:
+    _, opened, path = page
+    assert set(opened.requests) <= {path.as_uri()}
+
+
+def test_every_chart_is_drawn_and_not_empty(page: tuple[str, Page, Path]) -> None:
+    task, opened, _ = page
+    drawn = dict(opened.evaluate(DRAWN))
+    if task != "regression":
+        assert drawn, "no chart"
+    for chart, count in drawn.items():
+        assert count > 0, f"{chart}: nothing drawn"
+
+
+def test_hovering_the_roc_curve_shows_the_threshold(page: tuple[str, Page, Path]) -> None:
+    task, opened, _ = page
+    if task != "binary":
+        pytest.skip("the ROC curve's thresholds: task binary")
+    point = opened.evaluate(
+        """(() => {
+          document.getElementById('chart-roc').scrollIntoView({block: 'center'});
+          const paths = Array.from(document.querySelectorAll('#chart-roc .mark-symbol path'));
+          const box = paths[Math.floor(paths.length / 2)].getBoundingClientRect();
+          return [box.x + box.width / 2, box.y + box.height / 2];
+        })()"""
+    )
+    opened.call("Input.dispatchMouseEvent", type="mouseMoved", x=point[0], y=point[1])
+    text = opened.until(
+        "(() => { const t = document.getElementById('vg-tooltip-element');"
+        " return t && t.classList.contains('visible') && t.textContent; })()"
+    )
+    assert "Threshold" in text
+    assert "True positive rate" in text
+
+
+def test_accessibility_basics(page: tuple[str, Page, Path]) -> None:
+    _, opened, _ = page
+    assert opened.axe() == []
+
+
+def test_screenshot(page: tuple[str, Page, Path], tmp_path: Path) -> None:
+    """The whole page, and its first part (to the end of the charts) as the docs show it."""
+    task, opened, _ = page
+    whole = opened.screenshot(tmp_path / f"report-{task}-whole.png")
+    keep = os.environ.get("REPORT_SCREENSHOTS")
+    folder = Path(keep) if keep else tmp_path
+    folder.mkdir(parents=True, exist_ok=True)
+    # The charts' section, or the metrics' when a task has no chart (the first in the page).
+    until = "section[aria-labelledby='h-charts'], section[aria-labelledby='h-metrics']"
+    first = opened.screenshot(folder / f"report-{task}.png", until=until)
+    for data in (whole, first):
+        assert data[:8] == b"\x89PNG\r\n\x1a\n"
+        assert len(data) > 20_000  # a page of tables and charts, not a blank one

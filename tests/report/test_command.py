@@ -1,0 +1,72 @@
+"""``evalserve report`` as a person runs it: the evaluator's inputs and flags, the page written
+where asked, a baseline file, clear errors."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from evalserve.core import evaluate
+from tests.report.cases import binary_rows
+
+COMMAND = [sys.executable, "-m", "evalserve", "report"]
+
+
+def _file(tmp_path: Path) -> tuple[Path, np.ndarray, np.ndarray]:
+    labels, scores = binary_rows(3000, seed=11)
+    path = tmp_path / "day.parquet"
+    pq.write_table(pa.table({"y": labels, "p": scores}), path)
+    return path, labels, scores
+
+
+def _run(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [*COMMAND, *args], capture_output=True, text=True, timeout=180, check=False
+    )
+
+
+def test_writes_the_page_of_the_files(tmp_path: Path) -> None:
+    path, labels, scores = _file(tmp_path)
+    out = tmp_path / "report.html"
+    done = _run(
+        str(path), "--label-column", "y", "--score-column", "p", "--threshold", "0.35",
+        "-o", str(out),
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert done.stdout == ""
+    page = out.read_text(encoding="utf-8")
+    expected = evaluate("binary", labels, scores, options={"threshold": 0.35})
+    assert f'data-value="{expected.metrics["roc_auc"]!r}"' in page
+    assert f'data-value="{expected.metrics["tp"]!r}"' in page
+    assert "threshold 0.35" in page
+    assert str(path) in page  # the source, under the heading
+
+
+def test_a_baseline_file_adds_the_drift_test(tmp_path: Path) -> None:
+    path, _, _ = _file(tmp_path)
+    baseline = tmp_path / "baseline.json"
+    baseline.write_text(json.dumps({"roc_auc": 0.97, "n_positive": 900, "n_negative": 2100}))
+    done = _run(
+        str(path), "--label-column", "y", "--score-column", "p", "--baseline", str(baseline),
+        "-o", "-",
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert "Drift against the baseline" in done.stdout
+    assert "significant difference" in done.stdout
+
+
+def test_bad_input_exits_2_with_one_line(tmp_path: Path) -> None:
+    path, _, _ = _file(tmp_path)
+    done = _run(str(path), "--label-column", "nope", "-o", str(tmp_path / "r.html"))
+    assert done.returncode == 2
+    assert "nope" in done.stderr and "Traceback" not in done.stderr
+    assert not (tmp_path / "r.html").exists()
+    missing = _run(str(path), "--baseline", str(tmp_path / "none.json"))
+    assert missing.returncode == 2
+    assert "none.json" in missing.stderr and "Traceback" not in missing.stderr
