@@ -119,7 +119,7 @@ class Options:
         1000,
         "Curves are thinned to at most this many points (every one on the exact curve); the "
         "metrics always use the exact curve.",
-        tasks=("binary", "multiclass"),
+        tasks=("binary", "multiclass", "regression"),
         low=0,
         high=MAX_CURVE_POINTS,
         zero_means="no curves",

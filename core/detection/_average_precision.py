@@ -21,7 +21,12 @@ from __future__ import annotations
 import numpy as np
 from numpy.typing import NDArray
 
-__all__ = ["COCO_RECALL_POINTS", "coco_average_precision", "voc_average_precision"]
+__all__ = [
+    "COCO_RECALL_POINTS",
+    "coco_average_precision",
+    "coco_precisions",
+    "voc_average_precision",
+]
 
 Floats = NDArray[np.float64]
 Bools = NDArray[np.bool_]
@@ -33,9 +38,18 @@ COCO_RECALL_POINTS = np.linspace(0.0, 1.0, 101)
 def coco_average_precision(hits: Bools, n_truth: int) -> tuple[Floats, Floats]:
     """(AP, recall) at each IoU threshold. ``hits``: (n_thresholds, n_predictions) true
     positives in ranking order; ``n_truth`` > 0. Recall is that of all the predictions."""
+    average, recall, _ = coco_precisions(hits, n_truth)
+    return average, recall
+
+
+def coco_precisions(hits: Bools, n_truth: int) -> tuple[Floats, Floats, Floats]:
+    """(AP, recall, precision) at each IoU threshold: ``precision`` (n_thresholds, 101) is the
+    interpolated precision at each of the 101 recall points, 0 where the recall is not
+    reached (pycocotools' ``precision[t, :, k, area all, maxDets]``); AP is its mean."""
     n_thresholds, n_predictions = hits.shape
+    precision = np.zeros((n_thresholds, COCO_RECALL_POINTS.size))
     if n_predictions == 0:
-        return np.zeros(n_thresholds), np.zeros(n_thresholds)
+        return np.zeros(n_thresholds), np.zeros(n_thresholds), precision
     tps = np.cumsum(hits, axis=1, dtype=np.float64)
     ranks = np.arange(1, n_predictions + 1, dtype=np.float64)
     recall = tps / n_truth
@@ -44,8 +58,10 @@ def coco_average_precision(hits: Bools, n_truth: int) -> tuple[Floats, Floats]:
     for row in range(n_thresholds):
         first = np.searchsorted(recall[row], COCO_RECALL_POINTS, side="left")
         reached = first < n_predictions
-        average[row] = envelope[row, first[reached]].sum() / COCO_RECALL_POINTS.size
-    return average, recall[:, -1].copy()
+        values = envelope[row, first[reached]]
+        precision[row, : values.size] = values  # the reached points are the lowest recalls
+        average[row] = values.sum() / COCO_RECALL_POINTS.size
+    return average, recall[:, -1].copy(), precision
 
 
 def voc_average_precision(hits: Bools, n_truth: int) -> tuple[float, float]:

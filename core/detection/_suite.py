@@ -13,7 +13,8 @@ from numpy.typing import NDArray
 from evalserve.core._options import Options
 from evalserve.core._result import MetricSink, TaskOutput
 from evalserve.core.detection._average_precision import (
-    coco_average_precision,
+    COCO_RECALL_POINTS,
+    coco_precisions,
     voc_average_precision,
 )
 from evalserve.core.detection._catalog import CLASS_METRICS, CONVENTIONS, MEAN_METRICS
@@ -29,6 +30,7 @@ from evalserve.core.detection._statistics import (
 __all__ = ["COCO_IOU_THRESHOLDS", "compute_detection", "detection_output"]
 
 Ints = NDArray[np.int64]
+Floats = NDArray[np.float64]
 
 NO_TRUTH = "no ground truth of this class (COCO leaves such classes out of the means)"
 NO_TRUTH_ANYWHERE = "no ground truth boxes in any image"
@@ -69,26 +71,41 @@ def detection_output(
     offsets = stats.offsets()
     ids = stats.class_ids.tolist() if names is None else range(len(names))
     positions = np.searchsorted(stats.class_ids, ids)
-    rows = []
+    rows: list[dict[str, Any]] = []
+    curves: list[tuple[int, Floats]] = []  # (row, precision at IoU 0.50) of classes with truth
     for class_id, position in zip(ids, positions.tolist(), strict=True):
         name = str(class_id) if names is None else names[class_id]
         if position < stats.class_ids.size and stats.class_ids[position] == class_id:
-            rows.append(_per_class(name, stats, position, offsets))
+            row, precision = _per_class(name, stats, position, offsets)
+            if precision is not None:
+                curves.append((len(rows), precision))
+            rows.append(row)
         else:  # named, but neither in the ground truth nor in the predictions
             rows.append(_class_row(name, None, 0, 0))
     _means(rows, sink)
     _warn_no_truth(rows, sink)
-    return TaskOutput(sink=sink, per_class=rows, conventions=dict(CONVENTIONS))
+    output = TaskOutput(sink=sink, per_class=rows, conventions=dict(CONVENTIONS))
+    if curves:
+        output.curves["pr_iou50"] = {
+            "recall": COCO_RECALL_POINTS.copy(),
+            "precision": np.concatenate([precision for _, precision in curves]),
+            "shape": np.array([len(curves), COCO_RECALL_POINTS.size], dtype=np.float64),
+            "class_index": np.array([index for index, _ in curves], dtype=np.float64),
+        }
+    return output
 
 
-def _per_class(name: str, stats: DetectionStats, position: int, offsets: Ints) -> dict[str, Any]:
-    """The row of the class at ``position`` of ``stats.class_ids``."""
+def _per_class(
+    name: str, stats: DetectionStats, position: int, offsets: Ints
+) -> tuple[dict[str, Any], Floats | None]:
+    """The row of the class at ``position`` of ``stats.class_ids``, and its interpolated
+    precision at the 101 recall points at IoU 0.50 (None without ground truth)."""
     n_truth = int(stats.n_truth[position])
     n_received = int(stats.n_received[position])
     if n_truth == 0:
-        return _class_row(name, None, n_truth, n_received)
+        return _class_row(name, None, n_truth, n_received), None
     ranked = slice(int(offsets[position]), int(offsets[position + 1]))
-    coco_ap, coco_recall = coco_average_precision(stats.coco[:, ranked], n_truth)
+    coco_ap, coco_recall, precision = coco_precisions(stats.coco[:, ranked], n_truth)
     eleven_point, all_point = voc_average_precision(stats.voc[ranked], n_truth)
     metrics = {
         "ap": float(coco_ap.mean()),
@@ -98,7 +115,7 @@ def _per_class(name: str, stats: DetectionStats, position: int, offsets: Ints) -
         "ap_50_voc_all": all_point,
         "recall_50": float(coco_recall[AT_50]),
     }
-    return _class_row(name, metrics, n_truth, n_received)
+    return _class_row(name, metrics, n_truth, n_received), precision[AT_50]
 
 
 def _class_row(

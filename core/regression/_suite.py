@@ -18,6 +18,7 @@ from evalserve.core.regression._pointwise import (
     order_statistics,
     squared_error_metrics,
 )
+from evalserve.core.regression._rec import rec_curve
 from evalserve.core.regression._rows import regression_rows
 from evalserve.core.regression._stats import RegressionStats
 
@@ -51,7 +52,10 @@ def regression_output(stats: RegressionStats, options: Options) -> TaskOutput:
     information_criteria(sink, stats.sse, n, options.n_params)
     mallows_cp(sink, stats.sse, n, options)
     _order_as_api(sink)
-    return TaskOutput(sink=sink, conventions=dict(CONVENTIONS))
+    output = TaskOutput(sink=sink, conventions=dict(CONVENTIONS))
+    if options.max_curve_points > 0 and stats.errors.size > 0:
+        output.curves["rec"] = rec_curve(stats.errors, options.max_curve_points)
+    return output
 
 
 API_ORDER = METRIC_NAMES

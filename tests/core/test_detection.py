@@ -544,7 +544,9 @@ def _xywh(box: Floats) -> tuple[float, float, float, float]:
     return x1, y1, x2 - x1, y2 - y1
 
 
-def _reference(scene: Scene) -> tuple[dict[str, float | None], dict[str, dict[str, float]]]:
+def _reference(
+    scene: Scene,
+) -> tuple[dict[str, float | None], dict[str, dict[str, float]], dict[str, Floats]]:
     """Means and per-class values as pycocotools computes them: precision [T, R, K, A, M] and
     recall [T, K, A, M] at area "all" and maxDets 100; -1 marks a class without ground truth."""
     evaluation = _coco_eval(scene)
@@ -557,21 +559,23 @@ def _reference(scene: Scene) -> tuple[dict[str, float | None], dict[str, dict[st
     at_50 = recall[0][recall[0] > -1]
     means["recall_50"] = float(at_50.mean()) if at_50.size else None
     per_class: dict[str, dict[str, float]] = {}
+    curves: dict[str, Floats] = {}  # precision at the 101 recall points at IoU 0.50
     for k, category in enumerate(evaluation.params.catIds):
         if precision[0, 0, k] == -1:
             continue
+        curves[str(category - 1)] = precision[0, :, k]
         per_class[str(category - 1)] = {
             "ap": float(precision[:, :, k].mean()),
             "ap_50": float(precision[0, :, k].mean()),
             "ap_75": float(precision[5, :, k].mean()),
             "recall_50": float(recall[0, k]),
         }
-    return means, per_class
+    return means, per_class, curves
 
 
 def _assert_matches_pycocotools(scene: Scene, **options: Any) -> None:
     output = scene.evaluate(**options)
-    means, per_class = _reference(scene)
+    means, per_class, curves = _reference(scene)
     for name, expected in means.items():
         got = output.sink.metrics[name]
         if expected is None:
@@ -583,6 +587,20 @@ def _assert_matches_pycocotools(scene: Scene, **options: Any) -> None:
     for name, expected_row in per_class.items():
         for key, expected in expected_row.items():
             assert defined[name][key] == pytest.approx(expected, abs=ABS), (name, key)
+    pr = output.curves.get("pr_iou50")
+    if not curves:
+        assert pr is None
+        return
+    assert pr is not None
+    np.testing.assert_array_equal(pr["recall"], np.linspace(0, 1, 101))
+    rows, points = (int(n) for n in pr["shape"])
+    assert points == 101
+    precision = pr["precision"].reshape(rows, points)
+    named = [output.per_class[int(index)]["class"] for index in pr["class_index"]]
+    assert named == [row["class"] for row in output.per_class if row["n_ground_truth"]]
+    assert set(named) == set(curves)
+    for name, row in zip(named, precision, strict=True):
+        np.testing.assert_allclose(row, curves[name], rtol=0, atol=ABS, err_msg=name)
 
 
 def _random_scene(seed: int, *, n_images: int = 8, tie_step: float | None = None) -> Scene:

@@ -153,6 +153,27 @@ def test_matches_scikit_learn(case: Case) -> None:
         assert got["explained_variance"] == close(expected)
 
 
+@pytest.mark.parametrize("case", CASES[::3])
+def test_rec_curve_is_the_share_of_rows_within_each_error(case: Case) -> None:
+    # Bi & Bennett's REC curve by brute force: for each distinct |y - ŷ| of the rows of
+    # positive weight, the weight of the rows at most that far off over all the weight.
+    weights = np.ones(case.y.size) if case.w is None else case.w
+    kept = weights > 0
+    errors = np.abs(case.y - case.y_hat)[kept]
+    mass = weights[kept]
+    distinct = np.unique(errors)
+    share = np.array([mass[errors <= e].sum() for e in distinct]) / mass.sum()
+    curve = run(case.y, case.y_hat, case.w, max_curve_points=100_000).curves["rec"]
+    np.testing.assert_array_equal(curve["absolute_error"], distinct)
+    np.testing.assert_allclose(curve["share"], share, rtol=1e-12)
+    assert curve["share"][-1] == 1.0
+    thinned = run(case.y, case.y_hat, case.w, max_curve_points=5).curves["rec"]
+    assert thinned["share"].size <= 5
+    assert thinned["absolute_error"][-1] == distinct[-1]  # the largest error is kept
+    assert np.isin(thinned["absolute_error"], distinct).all()  # points of the exact curve
+    assert "rec" not in run(case.y, case.y_hat, case.w, max_curve_points=0).curves
+
+
 @pytest.mark.parametrize("case", CASES[::7])
 def test_smape_and_the_criteria_match_their_formulas_row_by_row(case: Case) -> None:
     # Straight from the catalog definitions, in plain Python over the rows.

@@ -235,3 +235,26 @@ def test_the_command_line_on_a_scheduler(client: Client, tmp_path: Path) -> None
         sample_weight=frame.weight.to_numpy(),
     )
     assert json.loads(done.stdout) == json.loads(_json(want))
+
+
+def test_the_report_on_a_scheduler(client: Client, tmp_path: Path) -> None:
+    _, frame = _binary_frame(5000, tmp_path)
+    page = tmp_path / "report.html"
+    done = subprocess.run(
+        [
+            sys.executable, "-m", "evalserve", "report", str(tmp_path / "binary"),
+            "--engine", "dask", "--scheduler", str(client.scheduler_info()["address"]),
+            "-o", str(page),
+        ],
+        capture_output=True, text=True, timeout=300, check=False,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    want = evaluate(
+        "binary",
+        frame.label.to_numpy(),
+        frame.score.to_numpy(),
+        sample_weight=frame.weight.to_numpy(),
+    )
+    html = page.read_text(encoding="utf-8")
+    assert f'data-value="{want.metrics["roc_auc"]!r}"' in html
+    assert f'data-value="{want.metrics["average_precision"]!r}"' in html

@@ -345,11 +345,89 @@ def _multilabel(result: EvaluationResult) -> list[Chart]:
 
 
 def _regression(result: EvaluationResult) -> list[Chart]:
-    return []
+    curve = result.curves.get("rec")
+    if curve is None:
+        return []
+    finite = np.isfinite(curve["absolute_error"])
+    rows = _rows(absolute_error=curve["absolute_error"][finite], share=curve["share"][finite])
+    line = (
+        alt.Chart()
+        .mark_line(color=COLOURS[0], interpolate="step-after")
+        .encode(
+            x=alt.X("absolute_error:Q", title="Absolute error |y - prediction|"),
+            y=alt.Y("share:Q", title="Share of rows within it", scale=alt.Scale(domain=[0, 1])),
+            tooltip=[
+                alt.Tooltip("absolute_error:Q", title="Absolute error", format=".6~g"),
+                alt.Tooltip("share:Q", title="Share within", format=".4f"),
+            ],
+        )
+    )
+    layers: list[Any] = [line]
+    median = result.metrics.get("median_absolute_error")
+    title = "Regression error characteristic (REC) curve"
+    if isinstance(median, float):
+        layers.append(
+            alt.Chart(_inline([{"median": _round(median)}]))
+            .mark_rule(color=GREY, strokeDash=[4, 4])
+            .encode(
+                x="median:Q",
+                tooltip=[alt.Tooltip("median:Q", title="Median absolute error", format=".6~g")],
+            )
+        )
+    description = (
+        "For each absolute error, the share of rows (by weight) predicted at least that well "
+        "(Bi & Bennett 2003); the area above the curve is the mean absolute error, the dashed "
+        "rule the median absolute error."
+    )
+    return [Chart("rec", title, description, _layered(layers, title, description, rows))]
 
 
 def _detection(result: EvaluationResult) -> list[Chart]:
-    return _per_class_bars(result, "ap", "Average precision per class (COCO, IoU 0.50 to 0.95)")
+    charts = _per_class_bars(result, "ap", "Average precision per class (COCO, IoU 0.50 to 0.95)")
+    pr = result.curves.get("pr_iou50")
+    if pr is not None:
+        charts.append(_detection_pr(result, pr))
+    return charts
+
+
+MAX_PR_CLASSES = 12  # curves drawn; the classes with the most ground truth boxes
+
+
+def _detection_pr(result: EvaluationResult, pr: Mapping[str, np.ndarray]) -> Chart:
+    rows_count, points = (int(n) for n in pr["shape"])
+    precision = pr["precision"].reshape(rows_count, points)
+    entries = [result.per_class[int(index)] for index in pr["class_index"]]
+    order = sorted(range(rows_count), key=lambda i: -float(entries[i]["n_ground_truth"]))
+    shown = order[:MAX_PR_CLASSES]
+    rows = [
+        {"recall": _round(float(r)), "precision": _round(float(p)), "cls": str(entries[i]["class"])}
+        for i in shown
+        for r, p in zip(pr["recall"], precision[i], strict=True)
+    ]
+    chart = (
+        alt.Chart(_inline(rows))
+        .mark_line(interpolate="step-after")
+        .encode(
+            x=alt.X("recall:Q", title="Recall", scale=alt.Scale(domain=[0, 1])),
+            y=alt.Y("precision:Q", title="Interpolated precision", scale=alt.Scale(domain=[0, 1])),
+            color=alt.Color("cls:N", title="Class"),
+            tooltip=[
+                alt.Tooltip("cls:N", title="Class"),
+                alt.Tooltip("recall:Q", title="Recall", format=".2f"),
+                alt.Tooltip("precision:Q", title="Precision", format=".4f"),
+            ],
+        )
+    )
+    title = "Precision-recall curves at IoU 0.50 (COCO, 101 recall points)"
+    description = (
+        "Per class, the interpolated precision at each of COCO's 101 recall points at IoU 0.50 "
+        "(0 where the recall is never reached); its mean is the class's ap_50."
+    )
+    if rows_count > MAX_PR_CLASSES:
+        description += (
+            f" The {MAX_PR_CLASSES} classes with the most ground truth boxes of {rows_count}."
+        )
+    return Chart("pr_iou50", title, description, _finish(chart, title, description))
 
 
 def _per_class_bars(result: EvaluationResult, metric: str, title: str) -> list[Chart]:

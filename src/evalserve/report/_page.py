@@ -91,7 +91,8 @@ def render_report(
     charts = charts_of(result, threshold=parsed.threshold)
     heading = title or f"Evaluation report: {result.task}"
     stamp = (now or dt.datetime.now(dt.UTC)).strftime("%Y-%m-%d %H:%M UTC")
-    facts = [f"task {result.task}", f"{result.n_samples:,} samples", f"made {stamp}"]
+    unit = "images" if result.task == "detection" else "samples"
+    facts = [f"task {result.task}", f"{result.n_samples:,} {unit}", f"made {stamp}"]
     if source:
         facts.append(source)
     body = [
