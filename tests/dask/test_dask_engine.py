@@ -228,12 +228,7 @@ def test_the_command_line_on_a_scheduler(client: Client, tmp_path: Path) -> None
         check=False,
     )
     assert done.returncode == 0, done.stderr
-    want = evaluate(
-        "binary",
-        frame.label.to_numpy(),
-        frame.score.to_numpy(),
-        sample_weight=frame.weight.to_numpy(),
-    )
+    want = _in_process(frame)
     assert json.loads(done.stdout) == json.loads(_json(want))
 
 
@@ -249,12 +244,17 @@ def test_the_report_on_a_scheduler(client: Client, tmp_path: Path) -> None:
         capture_output=True, text=True, timeout=300, check=False,
     )  # fmt: skip
     assert done.returncode == 0, done.stderr
-    want = evaluate(
+    want = _in_process(frame)
+    html = page.read_text(encoding="utf-8")
+    assert f'data-value="{want.metrics["roc_auc"]!r}"' in html
+    assert f'data-value="{want.metrics["average_precision"]!r}"' in html
+
+
+def _in_process(frame: Any) -> Any:
+    """``evaluate`` on a binary frame's columns, with its weights."""
+    return evaluate(
         "binary",
         frame.label.to_numpy(),
         frame.score.to_numpy(),
         sample_weight=frame.weight.to_numpy(),
     )
-    html = page.read_text(encoding="utf-8")
-    assert f'data-value="{want.metrics["roc_auc"]!r}"' in html
-    assert f'data-value="{want.metrics["average_precision"]!r}"' in html
