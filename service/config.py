@@ -82,8 +82,9 @@ class Settings(BaseSettings):
     max_response_bytes: int = Field(
         256 * MIB,
         ge=1024,
-        description="largest response, in bytes as encoded (JSON or protobuf); a larger one "
-        "is refused instead of sent (fewer curve points or classes make it smaller)",
+        description="largest response, in bytes as encoded (JSON, protobuf or the HTML report); "
+        "a larger one is refused instead of sent (fewer curve points or classes make it "
+        "smaller)",
     )
     workers: int = Field(
         2, ge=1, le=64, description="evaluations computed at once, off the event loop"
