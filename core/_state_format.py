@@ -34,7 +34,10 @@ from evalserve.core._errors import InvalidInputError
 __all__ = ["FORMAT_VERSION", "MAGIC", "StateDocument", "decode", "encode"]
 
 MAGIC = b"EVALSERVE-STATE\n"
-FORMAT_VERSION = 1
+# Version 2 added the regression sample (arrays sample.*); version 1 reads as before, its
+# regression states without a sample.
+FORMAT_VERSION = 2
+READABLE_VERSIONS = (1, 2)
 _PREFIX = struct.Struct("<16sII")
 _CHECKSUM = struct.Struct("<I")
 _DTYPES = {"<f8": np.dtype("<f8"), "<i8": np.dtype("<i8"), "|b1": np.dtype("|b1")}
@@ -99,7 +102,7 @@ def _refuse(message: str) -> InvalidInputError:
 
 def decode(data: bytes | bytearray | memoryview) -> StateDocument:
     """The document in ``data``; ``InvalidInputError`` (field ``state``) for anything that is
-    not a whole, intact state of this format version."""
+    not a whole, intact state of a format version this evalserve reads."""
     if not isinstance(data, bytes | bytearray | memoryview):
         raise _refuse(f"expected bytes, but got {type(data).__name__}")
     raw = bytes(data)
@@ -108,9 +111,10 @@ def decode(data: bytes | bytearray | memoryview) -> StateDocument:
     magic, version, head_size = _PREFIX.unpack_from(raw)
     if magic != MAGIC:
         raise _refuse("does not start with the evalserve state marker (not a state, or damaged)")
-    if version != FORMAT_VERSION:
+    if version not in READABLE_VERSIONS:
         raise _refuse(
-            f"is in format version {version}; this evalserve reads version {FORMAT_VERSION}"
+            f"is in format version {version}; this evalserve reads versions "
+            f"{', '.join(map(str, READABLE_VERSIONS))}"
         )
     body, (checksum,) = raw[: -_CHECKSUM.size], _CHECKSUM.unpack(raw[-_CHECKSUM.size :])
     if zlib.crc32(body) != checksum:

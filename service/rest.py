@@ -19,6 +19,7 @@ import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
 from importlib import metadata
+from importlib.util import find_spec
 from typing import Any, Literal, TypeVar
 
 import orjson
@@ -122,6 +123,13 @@ def _quality(parameters: str) -> float:
 
 Answer = Literal["json", "protobuf", "html"]
 MEDIA_TYPES: dict[str, str] = {"json": JSON, "protobuf": PROTOBUF, "html": HTML}
+# The answers an Accept header can ask for; the HTML report needs Altair (the report extra,
+# part of the service extra): without it, text/html is as if not named.
+_ANSWERS: dict[str, Answer] = {
+    JSON: "json",
+    **dict.fromkeys(PROTOBUF_TYPES, "protobuf"),
+    **({HTML: "html"} if find_spec("altair") is not None else {}),
+}
 
 
 def _answer_format(headers: Headers, default: Answer) -> Answer:
@@ -131,15 +139,7 @@ def _answer_format(headers: Headers, default: Answer) -> Answer:
     for position, item in enumerate(headers.get("accept", "").split(",")):
         media_type, _, parameters = item.partition(";")
         media_type = media_type.strip().lower()
-        answer: Answer | None = (
-            "protobuf"
-            if media_type in PROTOBUF_TYPES
-            else "json"
-            if media_type == JSON
-            else "html"
-            if media_type == HTML
-            else None
-        )
+        answer = _ANSWERS.get(media_type)
         quality = _quality(parameters)
         if quality > 0 and answer is not None:
             ranked.append((-quality, position, answer))

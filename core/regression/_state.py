@@ -27,6 +27,7 @@ from evalserve.core._state import (
 from evalserve.core.regression._absolute import AbsoluteErrors
 from evalserve.core.regression._moments import OVERFLOWED, Moments
 from evalserve.core.regression._rows import regression_predictions, regression_rows
+from evalserve.core.regression._sample import SAMPLE_ROWS, PairSample, row_keys
 from evalserve.core.regression._stats import RegressionStats
 from evalserve.core.regression._suite import regression_output
 
@@ -37,6 +38,7 @@ __all__ = ["REGRESSION_STATE", "RegressionState"]
 _COUNTS = ("n_rows", "n_kept", "zero_label_row")
 _SUMS = ("weight", "sse", "absolute_sum", "percentage_sum", "smape_sum")
 _MOMENTS = ("labels", "residuals")
+_SAMPLE = ("keys", "labels", "predictions", "weights")
 FIXED_BYTES = 8 * (len(_COUNTS) + 1 + len(_SUMS) + 2 + 3 * len(_MOMENTS))
 ENTRY_BYTES = 16  # a distinct |y - ŷ| and its weight
 # Counts beyond 2^53 are no longer exact as float64 sums of unit weights.
@@ -82,9 +84,11 @@ class RegressionState:
 
     @property
     def nbytes(self) -> int:
+        sample = self.stats.sample
         return (
             FIXED_BYTES
             + ENTRY_BYTES * self.stats.errors.size
+            + (0 if sample is None else sample.nbytes)
             + sum(part.nbytes for part in self.raw)
         )
 
@@ -122,6 +126,9 @@ class RegressionState:
                 arrays[f"{prefix}.{part}"] = np.array(getattr(moments, part), dtype=np.float64)
         arrays["errors.values"] = stats.errors.values
         arrays["errors.masses"] = stats.errors.masses
+        if stats.sample is not None:  # unknown in a state of format version 1
+            for name in _SAMPLE:
+                arrays[f"sample.{name}"] = getattr(stats.sample, name)
         return arrays
 
     def output(self, options: Options, classes: tuple[str, ...] | None) -> TaskOutput:
@@ -206,6 +213,8 @@ def _differs(arrays: Mapping[str, NDArray[Any]], state: RegressionState) -> bool
     """Whether ``arrays`` hold other values than ``state`` (its row count aside)."""
     for name, value in state.to_arrays().items():
         got = arrays.get(name)
+        if got is None and name.startswith("sample."):
+            continue  # format version 1 had no sample
         if got is None or got.shape != value.shape or got.dtype != value.dtype:
             return True
         if name != "n_rows" and not np.array_equal(got, value):
@@ -259,8 +268,40 @@ def _from_arrays(
         absolute_sum=absolute, percentage_sum=percentage, smape_sum=smape, label_min=low,
         label_max=high, zero_label_row=zero_row, labels=_moments_of(arrays, "labels"),
         residuals=_moments_of(arrays, "residuals"), errors=errors,
+        sample=_sample_of(arrays, n_kept, weighted, low, high),
     )  # fmt: skip
     return RegressionState(stats)
+
+
+def _sample_of(
+    arrays: Mapping[str, NDArray[Any]], n_kept: int, weighted: bool, low: float, high: float
+) -> PairSample | None:
+    """The sample, checked to be what the rows it holds make; None in a state of format
+    version 1, which had none."""
+    if "sample.keys" not in arrays:
+        return None
+    keys = array_of(arrays, "sample.keys", np.int64, 1)
+    size = keys.size
+    labels, predictions, weights = (
+        array_of(arrays, f"sample.{name}", np.float64, 1, length=size)
+        for name in ("labels", "predictions", "weights")
+    )
+    if size != min(SAMPLE_ROWS, n_kept):
+        raise _bad(
+            f"array 'sample.keys' holds {size} rows, expected {min(SAMPLE_ROWS, n_kept)} (the "
+            f"{n_kept} rows of positive weight, at most {SAMPLE_ROWS})"
+        )
+    if not (np.isfinite(labels).all() and np.isfinite(predictions).all()):
+        raise _bad("the sample holds a label or prediction that is not finite")
+    if not ((labels >= low) & (labels <= high)).all():
+        raise _bad(f"the sample holds a label outside the labels' range [{low}, {high}]")
+    check_masses("sample.weights", weights)
+    if not (weights > 0).all() or (not weighted and not (weights == 1).all()):
+        raise _bad("array 'sample.weights' holds a weight the rows cannot have")
+    sample = PairSample(keys, labels, predictions, weights)
+    if not np.array_equal(keys, row_keys(labels, predictions, weights)) or not sample.is_ordered():
+        raise _bad("the sample's keys or order are not those of its rows")
+    return sample
 
 
 SIZE_DOC = (
@@ -271,7 +312,9 @@ SIZE_DOC = (
     f"each distinct absolute error |y - ŷ| with its weight ({ENTRY_BYTES} bytes): continuous "
     "predictions make nearly every row a distinct error (16 bytes a row), while errors on a "
     "grid of 0.001 up to 1,000 hold at most 1,000,001 entries (16 MB) whatever the number of "
-    "rows. Merged batches give what all the rows at once give: n_samples, max_error, the "
+    "rows. And a sample of at most 1,000 rows (32 bytes each: a key, the label, the "
+    "prediction and the weight) for the residual plots, the same rows however the data was "
+    "split. Merged batches give what all the rows at once give: n_samples, max_error, the "
     "median and every reason exactly, the other metrics to 1e-12 relative (the sums are "
     "pairwise, a few eps times log2 of the rows apart), except where a metric is a difference "
     "of near-equal numbers: r2, adjusted_r2 and explained_variance near 0 agree to 1e-12 of "

@@ -45,6 +45,7 @@ from numpy.typing import NDArray
 from evalserve.core.regression._absolute import AbsoluteErrors
 from evalserve.core.regression._moments import Moments, weighted_sum
 from evalserve.core.regression._rows import RegressionRows
+from evalserve.core.regression._sample import PairSample
 
 __all__ = ["EPS", "RegressionStats", "smape_terms"]
 
@@ -72,6 +73,9 @@ class RegressionStats:
     labels: Moments
     residuals: Moments
     errors: AbsoluteErrors
+    # A sample of the rows (labels, predictions, weights) for the residual plots; None where
+    # unknown (a state written before the format held one).
+    sample: PairSample | None
 
     @classmethod
     def of_rows(cls, rows: RegressionRows, *, errors: bool = True) -> RegressionStats:
@@ -109,6 +113,7 @@ class RegressionStats:
                 errors=AbsoluteErrors.of_rows(absolute, weights)
                 if errors
                 else AbsoluteErrors(np.empty(0), np.empty(0)),
+                sample=PairSample.of_rows(labels, predictions, weights),
             )
 
     @classmethod
@@ -120,7 +125,7 @@ class RegressionStats:
             n_rows=n_rows, n_kept=0, weighted=weighted, weight=0.0, sse=0.0, absolute_sum=0.0,
             percentage_sum=0.0, smape_sum=0.0, label_min=0.0, label_max=0.0, zero_label_row=-1,
             labels=nothing, residuals=nothing,
-            errors=AbsoluteErrors(np.empty(0), np.empty(0)),
+            errors=AbsoluteErrors(np.empty(0), np.empty(0)), sample=PairSample.empty(),
         )  # fmt: skip
 
     def merge(self, other: RegressionStats) -> RegressionStats:
@@ -157,6 +162,9 @@ class RegressionStats:
             labels=self.labels.merge(other.labels, weight, other_weight),
             residuals=self.residuals.merge(other.residuals, weight, other_weight),
             errors=self.errors.merge(other.errors),
+            sample=None
+            if self.sample is None or other.sample is None
+            else self.sample.merge(other.sample),
         )
 
 

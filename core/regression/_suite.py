@@ -55,6 +55,14 @@ def regression_output(stats: RegressionStats, options: Options) -> TaskOutput:
     output = TaskOutput(sink=sink, conventions=dict(CONVENTIONS))
     if options.max_curve_points > 0 and stats.errors.size > 0:
         output.curves["rec"] = rec_curve(stats.errors, options.max_curve_points)
+    sample = stats.sample
+    if options.max_curve_points > 0 and sample is not None and sample.size > 0:
+        kept = slice(0, options.max_curve_points)  # the keys' order is a random one
+        output.curves["sample"] = {
+            "actual": sample.labels[kept],
+            "predicted": sample.predictions[kept],
+            "weight": sample.weights[kept],
+        }
     return output
 
 

@@ -292,9 +292,10 @@ def test_the_state_grows_with_the_distinct_errors_only() -> None:
     assert result.metrics["max_error"] == 4.0
     state = REGRESSION_STATE.from_arrays(_arrays(accumulator), Options(), None)
     assert state.size == 5  # |errors| 0, 1, 2, 3, 4
-    assert state.nbytes == FIXED_BYTES + ENTRY_BYTES * 5
+    sample = 32 * 1000  # the sample is full: 1,000 rows of a key and three floats
+    assert state.nbytes == FIXED_BYTES + ENTRY_BYTES * 5 + sample
     # Batches' errors wait unsorted (8 bytes each) until they are folded in with one sort.
-    assert accumulator.nbytes == FIXED_BYTES + 8 * 10_000
+    assert accumulator.nbytes == FIXED_BYTES + 8 * 10_000 + sample
     assert Accumulator.from_bytes(accumulator.to_bytes()).nbytes == state.nbytes
 
 
@@ -415,6 +416,25 @@ BAD_ARRAYS = {
     "unweighted-sum": _with("errors.masses", np.array([1.0, 2.0, 3.0]), False),
     "unweighted-weight": _with("weight", np.array(4.5), False),
     "flag-dtype": _with("weighted", np.array(1, I8)),
+    **{
+        f"sample-{kind}": _valid() | changes
+        for kind, changes in {
+            "short": {"sample.keys": _valid()["sample.keys"][:-1]},
+            "row-missing": {
+                f"sample.{name}": _valid()[f"sample.{name}"][:-1]
+                for name in ("keys", "labels", "predictions", "weights")
+            },
+            "key": {"sample.keys": _valid()["sample.keys"] + 1},
+            "label-outside": {"sample.labels": _valid()["sample.labels"] + 100.0},
+            "label-nan": {"sample.labels": np.full(4, np.nan)},
+            "weight-zero": {"sample.weights": np.zeros(4)},
+            "unordered": {
+                f"sample.{name}": _valid()[f"sample.{name}"][::-1]
+                for name in ("keys", "labels", "predictions", "weights")
+            },
+            "keys-dtype": {"sample.keys": _valid()["sample.keys"].astype(np.float64)},
+        }.items()
+    },
 }
 
 
@@ -438,6 +458,81 @@ def test_from_arrays_refuses_what_no_state_writes(arrays: dict[str, Any]) -> Non
     with pytest.raises(InvalidInputError) as error:
         Accumulator.from_bytes(encode(document))
     assert error.value.field == "state"
+
+
+def _split_rows(n: int, seed: int) -> tuple[Floats, Floats, Floats]:
+    rng = np.random.default_rng(seed)
+    labels = rng.normal(10, 3, n)
+    predictions = np.round(labels + rng.normal(0, 1, n), 1)  # ties among the predictions
+    weights = rng.integers(0, 4, n).astype(float)  # weight 0: left out of the sample too
+    return labels, predictions, weights
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_the_sample_of_merged_batches_is_the_sample_of_all_rows(seed: int) -> None:
+    labels, predictions, weights = _split_rows(6000, seed)
+    options = {"max_curve_points": 100_000}
+    whole = evaluate("regression", labels, y_pred=predictions, sample_weight=weights,
+                     options=options).curves["sample"]  # fmt: skip
+    assert whole["actual"].size == 1000  # of the rows of positive weight, 1,000 at most
+    rng = np.random.default_rng(seed + 100)
+    cuts = np.sort(rng.choice(np.arange(1, 6000), 9, replace=False))
+    parts = [
+        Accumulator("regression", options).update(
+            labels[part], y_pred=predictions[part], sample_weight=weights[part]
+        )
+        for part in np.split(np.arange(6000), cuts)
+    ]
+    first = int(rng.integers(len(parts)))
+    merged = parts[first]
+    for index in rng.permutation(len(parts)):
+        if index != first:
+            merged = merged.merge(Accumulator.from_bytes(parts[index].to_bytes()))
+    assert merged.n_rows == 6000
+    sample = merged.result().curves["sample"]
+    for name in ("actual", "predicted", "weight"):
+        np.testing.assert_array_equal(sample[name], whole[name], err_msg=name)
+    # Rows of the input, with their own weights, none of weight 0.
+    rows = set(zip(labels.tolist(), predictions.tolist(), weights.tolist(), strict=True))
+    kept = zip(
+        sample["actual"].tolist(),
+        sample["predicted"].tolist(),
+        sample["weight"].tolist(),
+        strict=True,
+    )
+    assert all(row in rows and row[2] > 0 for row in kept)
+
+
+def test_the_sample_is_spread_over_the_rows_and_thinned_by_the_curve_points() -> None:
+    labels = np.arange(100_000, dtype=np.float64)  # the sample's labels: a uniform draw
+    result = evaluate("regression", labels, y_pred=labels + 0.5)
+    sample = result.curves["sample"]["actual"]
+    assert sample.size == 1000 and np.unique(sample).size == 1000
+    assert abs(np.mean(sample) - 50_000) < 3_000  # 3.3 standard errors of the mean
+    deciles = np.histogram(sample, bins=10, range=(0, 100_000))[0]
+    assert deciles.min() > 60 and deciles.max() < 140
+    small = evaluate("regression", labels, y_pred=labels + 0.5, options={"max_curve_points": 10})
+    np.testing.assert_array_equal(small.curves["sample"]["actual"], sample[:10])
+    none = evaluate("regression", labels, y_pred=labels, options={"max_curve_points": 0})
+    assert "sample" not in none.curves
+
+
+def test_a_state_of_format_version_1_reads_without_a_sample() -> None:
+    arrays = {name: value for name, value in _valid().items() if not name.startswith("sample.")}
+    old = Accumulator.from_bytes(encode(StateDocument("regression", {}, None, arrays)))
+    assert "sample" not in old.result().curves
+    assert "rec" in old.result().curves
+    new = Accumulator("regression").update([1.0, 2.0], y_pred=[1.5, 2.5])
+    assert "sample" in new.result().curves
+    assert "sample" not in old.merge(new).result().curves  # the old state's rows are unknown
+    weightless = {
+        name: value
+        for name, value in _arrays(
+            Accumulator("regression").update([1.0], y_pred=[2.0], sample_weight=[0.0])
+        ).items()
+        if not name.startswith("sample.")
+    }
+    REGRESSION_STATE.from_arrays(weightless, Options(), None)  # no rows: nothing missing
 
 
 def test_a_state_with_class_names_is_refused() -> None:

@@ -122,7 +122,7 @@ def test_each_chart_has_its_figure_and_spec(rendered: tuple[str, Any, dict[str, 
         "binary": ["roc", "pr", "distributions", "calibration", "confusion"],
         "multiclass": ["confusion", "roc_macro"],
         "multilabel": ["per_class_roc_auc"],
-        "regression": ["rec"],
+        "regression": ["predicted_actual", "residuals", "rec"],
         "detection": ["per_class_ap", "pr_iou50"],
     }[task]
     assert [spec["key"] for spec in specs] == expected

@@ -345,9 +345,13 @@ def _multilabel(result: EvaluationResult) -> list[Chart]:
 
 
 def _regression(result: EvaluationResult) -> list[Chart]:
+    charts = []
+    sample = result.curves.get("sample")
+    if sample is not None:
+        charts += _regression_sample(sample)
     curve = result.curves.get("rec")
     if curve is None:
-        return []
+        return charts
     finite = np.isfinite(curve["absolute_error"])
     rows = _rows(absolute_error=curve["absolute_error"][finite], share=curve["share"][finite])
     line = (
@@ -379,7 +383,77 @@ def _regression(result: EvaluationResult) -> list[Chart]:
         "(Bi & Bennett 2003); the area above the curve is the mean absolute error, the dashed "
         "rule the median absolute error."
     )
-    return [Chart("rec", title, description, _layered(layers, title, description, rows))]
+    charts.append(Chart("rec", title, description, _layered(layers, title, description, rows)))
+    return charts
+
+
+def _regression_sample(sample: Mapping[str, np.ndarray]) -> list[Chart]:
+    """Predicted against actual and the residuals' histogram, from the result's sample of
+    rows (the same rows however the data was split; a row's weight is its point's size)."""
+    rows = _rows(actual=sample["actual"], predicted=sample["predicted"], weight=sample["weight"])
+    for row in rows:
+        row["residual"] = _round(row["actual"] - row["predicted"])
+    n = len(rows)
+    low = min(min(row["actual"], row["predicted"]) for row in rows)
+    high = max(max(row["actual"], row["predicted"]) for row in rows)
+    identity = (
+        alt.Chart(_inline([{"a": low, "b": low}, {"a": high, "b": high}]))
+        .mark_line(color=GREY, strokeDash=[4, 4])
+        .encode(x="a:Q", y="b:Q")
+    )
+    weighted = len({row["weight"] for row in rows}) > 1
+    size = (
+        alt.Size("weight:Q", title="Weight", legend=None, scale=alt.Scale(range=[8, 120]))
+        if weighted
+        else alt.value(16)
+    )
+    points = (
+        alt.Chart()
+        .mark_circle(color=COLOURS[0], opacity=0.5)
+        .encode(
+            x=alt.X("actual:Q", title="Actual", scale=alt.Scale(zero=False)),
+            y=alt.Y("predicted:Q", title="Predicted", scale=alt.Scale(zero=False)),
+            size=size,
+            tooltip=[
+                alt.Tooltip("actual:Q", title="Actual", format=".6~g"),
+                alt.Tooltip("predicted:Q", title="Predicted", format=".6~g"),
+                alt.Tooltip("residual:Q", title="Residual", format=".6~g"),
+                alt.Tooltip("weight:Q", title="Weight", format=".6~g"),
+            ],
+        )
+    )
+    title = "Predicted against actual"
+    description = (
+        f"A sample of {n:,} rows (the same rows however the data was split or merged; point "
+        "size: the row's weight); the dashed line is a perfect prediction."
+    )
+    scatter = Chart(
+        "predicted_actual",
+        title,
+        description,
+        _layered([identity, points], title, description, rows),
+    )
+    bars = (
+        alt.Chart(_inline(rows))
+        .mark_bar(color=COLOURS[0])
+        .encode(
+            x=alt.X("residual:Q", bin=alt.Bin(maxbins=40), title="Residual (actual - predicted)"),
+            y=alt.Y("sum(weight):Q", title="Weight of the rows"),
+            tooltip=[
+                alt.Tooltip("residual:Q", bin=alt.Bin(maxbins=40), title="Residual"),
+                alt.Tooltip("sum(weight):Q", title="Weight", format=",.6~g"),
+            ],
+        )
+    )
+    hist_title = "Residuals"
+    hist_description = (
+        f"The distribution of the residuals y - prediction over the same sample of {n:,} rows, "
+        "weighted."
+    )
+    histogram = Chart(
+        "residuals", hist_title, hist_description, _finish(bars, hist_title, hist_description)
+    )
+    return [scatter, histogram]
 
 
 def _detection(result: EvaluationResult) -> list[Chart]:
