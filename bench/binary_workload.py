@@ -119,13 +119,13 @@ def tasks(data: Data) -> dict[str, Callable[[], object]]:
 
 
 def check_suite(result: object, *, weighted: bool) -> EvaluationResult:
-    """``result`` is a whole suite: every expected metric a number, the intervals and both
-    curves there."""
+    """``result`` is a whole suite: every expected metric a number, the intervals and the ROC
+    and PR curves there (and the calibration curve when the scores are probabilities)."""
     if not isinstance(result, EvaluationResult):
         raise TypeError(f"evaluate returned {type(result).__name__}")
     missing = [name for name in EXPECTED_METRICS if result.metrics.get(name) is None]
     missing += [f"{name} interval" for name in EXPECTED_INTERVALS if name not in result.intervals]
-    if missing or set(result.curves) != {"roc", "pr"}:
+    if missing or not {"roc", "pr"} <= set(result.curves) <= {"roc", "pr", "calibration"}:
         kind = "weighted" if weighted else "unweighted"
         raise AssertionError(f"the {kind} suite skipped {missing} or curves {set(result.curves)}")
     return result

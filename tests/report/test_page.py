@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import re
+from html import escape
 from html.parser import HTMLParser
 from typing import Any
 
@@ -15,6 +16,7 @@ from evalserve import evaluate
 from evalserve.core import catalog_entry
 from evalserve.report import render_report
 from evalserve.report._charts import charts_of
+from evalserve.report._page import HEADLINES
 from evalserve.report._vendor import PACKAGES, scripts
 from tests.report.cases import TASKS, binary_rows, case
 
@@ -106,9 +108,14 @@ def test_every_metric_has_its_value_interval_and_definition(
             assert f"{interval['lower']:.6g} to {interval['upper']:.6g}" in row.group(2), name
         entry = catalog_entry(name, task)
         assert entry is not None, name
-        assert row.group(3) == entry.definition.replace("&", "&amp;").replace("<", "&lt;").replace(
-            ">", "&gt;"
-        ).replace('"', "&quot;").replace("'", "&#x27;"), name
+        assert row.group(3) == escape(entry.definition), name
+    headline = page[page.index('<ul class="headline">') : page.index("</ul>")]
+    for name in HEADLINES[task]:
+        if name in result.metrics:  # a card with the value, its definition on hover
+            entry = catalog_entry(name, task)
+            assert entry is not None
+            assert f'<span class="name">{name}</span>' in headline, name
+            assert f'<li title="{escape(entry.definition)}">' in headline, name
     for name, reason in result.undefined.items():
         assert f'<th scope="row">{name}</th><td>' in page, name
         assert reason.replace("'", "&#x27;").split("&")[0][:40] in page, name

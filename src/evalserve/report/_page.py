@@ -149,8 +149,10 @@ def _headline_section(result: EvaluationResult) -> str:
             if reason
             else ""
         )
+        entry = catalog_entry(name, result.task)
+        definition = "" if entry is None else entry.definition
         items.append(
-            f'<li><span class="name">{escape(name)}</span>'
+            f'<li title="{escape(definition)}"><span class="name">{escape(name)}</span>'
             f'<span class="value">{escape(_number(value))}</span>{below}</li>'
         )
     if not items:
