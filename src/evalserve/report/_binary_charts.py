@@ -1,0 +1,295 @@
+"""Task binary's charts: ROC (with the Wilson band of the true positive rate, the threshold's
+and Youden's points), precision-recall (the prevalence line, the F1 optimum), the classes'
+score distributions (KS), the reliability diagram and the confusion matrix at the threshold."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import altair as alt
+import numpy as np
+
+from evalserve.core import EvaluationResult
+from evalserve.report._parts import (
+    COLOURS,
+    GREY,
+    Chart,
+    diagonal,
+    heatmap,
+    inline,
+    layered,
+    point_marks,
+    rounded,
+    table_rows,
+    tooltips,
+)
+
+__all__ = ["binary_charts"]
+
+
+def binary_charts(result: EvaluationResult, at: str) -> list[Chart]:
+    charts = []
+    metrics = result.metrics
+    if "roc" in result.curves:
+        charts.append(_roc(result, at))
+        charts.append(_pr(result, at))
+        charts.append(_distributions(result))
+    if "calibration" in result.curves:
+        charts.append(_calibration(result.curves["calibration"]))
+    counts = [metrics.get(name) for name in ("tp", "fp", "tn", "fn")]
+    numbers = [float(value) for value in counts if isinstance(value, int | float)]
+    if len(numbers) == 4:
+        charts.append(_confusion_2x2(numbers, at))
+    return charts
+
+
+def _roc(result: EvaluationResult, at: str) -> Chart:
+    roc = result.curves["roc"]
+    fpr, tpr, thresholds = roc["fpr"], roc["tpr"], roc["thresholds"]
+    n_positive = float(result.metrics.get("n_positive") or 0.0)
+    lower, upper = _wilson_band(tpr, n_positive, _level(result))
+    rows = table_rows(fpr=fpr, tpr=tpr, threshold=thresholds, tpr_lower=lower, tpr_upper=upper)
+    base = alt.Chart()  # the layers share the page's one copy of the rows
+    x = alt.X("fpr:Q", title="False positive rate", scale=alt.Scale(domain=[0, 1]))
+    y = alt.Y("tpr:Q", title="True positive rate", scale=alt.Scale(domain=[0, 1]))
+    band = base.mark_area(opacity=0.25, color=COLOURS[0]).encode(
+        x=x, y=alt.Y("tpr_lower:Q"), y2="tpr_upper:Q"
+    )
+    line = base.mark_line(color=COLOURS[0], interpolate="step-after").encode(
+        x=x, y=y, tooltip=tooltips("threshold", "fpr", "tpr")
+    )
+    hover = base.mark_point(opacity=0, size=60).encode(
+        x=x, y=y, tooltip=tooltips("threshold", "fpr", "tpr")
+    )
+    layers: list[Any] = [band, diagonal(), line, hover]
+    marks = _roc_marks(result, at)
+    if marks:
+        layers.append(point_marks(marks, "fpr", "tpr"))
+    auc = result.metrics.get("roc_auc")
+    interval = result.intervals.get("roc_auc")
+    title = "ROC curve"
+    description = "ROC curve: true positive rate against false positive rate"
+    if isinstance(auc, float):
+        title += f", AUC {auc:.4f}"
+        if interval is not None:
+            title += f" ({_interval_text(interval)})"
+    description += (
+        f"; the shaded band is the {_level(result):.0%} pointwise Wilson interval of the true "
+        "positive rate; the dashed diagonal is a random ranking; points mark the threshold and "
+        "the optimal thresholds."
+    )
+    return Chart("roc", title, description, layered(layers, title, description, rows))
+
+
+def _pr(result: EvaluationResult, at: str) -> Chart:
+    pr = result.curves["pr"]
+    rows = table_rows(recall=pr["recall"], precision=pr["precision"], threshold=pr["thresholds"])
+    base = alt.Chart()
+    x = alt.X("recall:Q", title="Recall", scale=alt.Scale(domain=[0, 1]))
+    y = alt.Y("precision:Q", title="Precision", scale=alt.Scale(domain=[0, 1]))
+    line = base.mark_line(color=COLOURS[0], interpolate="step-before").encode(
+        x=x, y=y, tooltip=tooltips("threshold", "recall", "precision")
+    )
+    hover = base.mark_point(opacity=0, size=60).encode(
+        x=x, y=y, tooltip=tooltips("threshold", "recall", "precision")
+    )
+    layers: list[Any] = [line, hover]
+    prevalence = result.metrics.get("prevalence")
+    if isinstance(prevalence, float):
+        layers.append(
+            alt.Chart(inline([{"prevalence": rounded(prevalence)}]))
+            .mark_rule(color=GREY, strokeDash=[4, 4])
+            .encode(y="prevalence:Q", tooltip=[alt.Tooltip("prevalence:Q", title="Prevalence")])
+        )
+    marks = _pr_marks(result, at)
+    if marks:
+        layers.append(point_marks(marks, "recall", "precision"))
+    ap = result.metrics.get("average_precision")
+    title = "Precision-recall curve"
+    if isinstance(ap, float):
+        title += f", average precision {ap:.4f}"
+    description = (
+        "Precision against recall; the dashed line is the prevalence (a random ranking's "
+        "precision); points mark the threshold and the F1-optimal threshold."
+    )
+    return Chart("pr", title, description, layered(layers, title, description, rows))
+
+
+def _distributions(result: EvaluationResult) -> Chart:
+    roc = result.curves["roc"]
+    finite = np.isfinite(roc["thresholds"])
+    rows = table_rows(
+        threshold=roc["thresholds"][finite],
+        positive=roc["tpr"][finite],
+        negative=roc["fpr"][finite],
+    )
+    lines = (
+        alt.Chart()
+        .transform_fold(["positive", "negative"], as_=["cls", "share"])
+        .mark_line(interpolate="step-after")
+        .encode(
+            x=alt.X("threshold:Q", title="Score"),
+            y=alt.Y(
+                "share:Q",
+                title="Share of the class scored at or above",
+                scale=alt.Scale(domain=[0, 1]),
+            ),
+            color=alt.Color(
+                "cls:N",
+                title="Class",
+                scale=alt.Scale(domain=["positive", "negative"], range=[COLOURS[0], COLOURS[1]]),
+            ),
+            strokeDash=alt.StrokeDash("cls:N", legend=None),
+            tooltip=[
+                alt.Tooltip("cls:N", title="Class"),
+                alt.Tooltip("threshold:Q", title="Score", format=".6~g"),
+                alt.Tooltip("share:Q", title="Share at or above", format=".4f"),
+            ],
+        )
+    )
+    layers: list[Any] = [lines]
+    ks, at = result.metrics.get("ks_statistic"), result.metrics.get("ks_threshold")
+    title = "Score distribution per class"
+    if isinstance(ks, float) and isinstance(at, float):
+        title += f", KS {ks:.4f} at {at:.4g}"
+        layers.append(
+            alt.Chart(inline([{"threshold": rounded(at), "ks": rounded(ks)}]))
+            .mark_rule(color=GREY, strokeDash=[4, 4])
+            .encode(
+                x="threshold:Q",
+                tooltip=[
+                    alt.Tooltip("threshold:Q", title="KS threshold", format=".6~g"),
+                    alt.Tooltip("ks:Q", title="KS statistic", format=".4f"),
+                ],
+            )
+        )
+    description = (
+        "For each score, the share of positives and of negatives scored at or above it (the "
+        "classes' cumulative score distributions, read from the top); the dashed rule marks "
+        "the Kolmogorov-Smirnov statistic, their largest gap."
+    )
+    return Chart("distributions", title, description, layered(layers, title, description, rows))
+
+
+def _calibration(curve: Mapping[str, np.ndarray]) -> Chart:
+    rows = table_rows(
+        mean_score=curve["mean_score"],
+        fraction_positive=curve["fraction_positive"],
+        weight=curve["weight"],
+        lower=curve["lower"],
+        upper=curve["upper"],
+    )
+    base = alt.Chart()
+    x = alt.X("mean_score:Q", title="Mean predicted probability", scale=alt.Scale(domain=[0, 1]))
+    y = alt.Y("fraction_positive:Q", title="Fraction of positives", scale=alt.Scale(domain=[0, 1]))
+    tooltip = [
+        alt.Tooltip("lower:Q", title="Bin from", format=".4~g"),
+        alt.Tooltip("upper:Q", title="Bin to", format=".4~g"),
+        alt.Tooltip("mean_score:Q", title="Mean predicted", format=".4f"),
+        alt.Tooltip("fraction_positive:Q", title="Fraction positive", format=".4f"),
+        alt.Tooltip("weight:Q", title="Rows (weight)", format=",.6~g"),
+    ]
+    line = base.mark_line(color=COLOURS[0]).encode(x=x, y=y)
+    points = base.mark_circle(color=COLOURS[0], opacity=0.9).encode(
+        x=x, y=y, size=alt.Size("weight:Q", title="Rows (weight)", legend=None), tooltip=tooltip
+    )
+    title = "Reliability diagram"
+    description = (
+        "Per probability bin, the fraction of positives against the mean predicted probability "
+        "(point size: the bin's rows); the dashed diagonal is perfect calibration."
+    )
+    layers = [diagonal(), line, points]
+    return Chart("calibration", title, description, layered(layers, title, description, rows))
+
+
+def _confusion_2x2(counts: Sequence[float], at: str) -> Chart:
+    tp, fp, tn, fn = counts
+    cells = [
+        ("positive", "positive", tp, "true positives"),
+        ("positive", "negative", fn, "false negatives"),
+        ("negative", "positive", fp, "false positives"),
+        ("negative", "negative", tn, "true negatives"),
+    ]
+    rows = [{"actual": a, "predicted": p, "count": c, "name": n} for a, p, c, n in cells]
+    title = f"Confusion matrix at {at}"
+    description = "Counts (weights) of actual against predicted class at the threshold."
+    return Chart(
+        "confusion",
+        title,
+        description,
+        heatmap(rows, ["positive", "negative"], title, description),
+    )
+
+
+def _roc_marks(result: EvaluationResult, at: str) -> list[dict[str, Any]]:
+    return _points(result, "roc", ("fpr", "recall"), ("fpr", "tpr"), at, "Youden's J optimum")
+
+
+def _pr_marks(result: EvaluationResult, at: str) -> list[dict[str, Any]]:
+    return _points(result, "pr", ("recall", "precision"), ("recall", "precision"), at, "F1 optimum")
+
+
+def _points(
+    result: EvaluationResult,
+    curve: str,
+    metrics: tuple[str, str],
+    axes: tuple[str, str],
+    at: str,
+    optimum: str,
+) -> list[dict[str, Any]]:
+    """The points to mark on a curve: the confusion counts' point at the threshold (from the
+    ``metrics``, exact) and the optimum's (``optimal_threshold_youden`` on the ROC curve,
+    ``optimal_threshold_f1`` on the PR curve; the thinned curve's nearest point)."""
+    marks = []
+    x, y = (result.metrics.get(name) for name in metrics)
+    if isinstance(x, float) and isinstance(y, float):
+        marks.append({axes[0]: rounded(x), axes[1]: rounded(y), "mark": f"At {at}"})
+    name = "optimal_threshold_youden" if curve == "roc" else "optimal_threshold_f1"
+    best = result.metrics.get(name)
+    if isinstance(best, float):
+        point = _curve_point(result.curves[curve], best, axes)
+        if point is not None:
+            marks.append({**point, "mark": f"{optimum} (threshold {best:.4g})"})
+    return marks
+
+
+def _curve_point(
+    curve: Mapping[str, np.ndarray], threshold: float, keys: tuple[str, str]
+) -> dict[str, Any] | None:
+    """The curve's point at ``threshold``, or at the nearest threshold the thinned curve kept."""
+    thresholds = curve["thresholds"]
+    finite = np.flatnonzero(np.isfinite(thresholds))
+    if not finite.size:
+        return None
+    index = finite[np.argmin(np.abs(thresholds[finite] - threshold))]
+    return {key: rounded(float(curve[key][index])) for key in keys}
+
+
+def _level(result: EvaluationResult) -> float:
+    for interval in result.intervals.values():
+        return float(interval["level"])
+    return 0.95
+
+
+def _interval_text(interval: Mapping[str, Any]) -> str:
+    return (
+        f"{interval['level']:.0%} CI {interval['lower']:.4f} to {interval['upper']:.4f}, "
+        f"{interval['method']}"
+    )
+
+
+def _wilson_band(tpr: np.ndarray, n: float, level: float) -> tuple[np.ndarray, np.ndarray]:
+    """Wilson's score interval (Wilson 1927) of each true positive rate, over ``n`` positives."""
+    if n <= 0:
+        return tpr.copy(), tpr.copy()
+    z = _normal_quantile(0.5 + level / 2)
+    centre = (tpr + z * z / (2 * n)) / (1 + z * z / n)
+    half = z / (1 + z * z / n) * np.sqrt(tpr * (1 - tpr) / n + z * z / (4 * n * n))
+    return np.clip(centre - half, 0, 1), np.clip(centre + half, 0, 1)
+
+
+def _normal_quantile(p: float) -> float:
+    from evalserve.core._distributions import normal_quantile
+
+    return float(normal_quantile(p))
