@@ -84,9 +84,9 @@ def add_calibration_curve(
     ``max_points`` such bins (``max_curve_points``: 0 means no curves)."""
     if sums is None:
         return
-    held = sums.used & (sums.mass > 0)
-    if 0 < int(np.count_nonzero(held)) <= max_points:
-        curves["calibration"] = calibration_curve(sums)
+    curve = calibration_curve(sums)
+    if 0 < curve["weight"].size <= max_points:
+        curves["calibration"] = curve
 
 
 def calibration_curve(sums: BinSums) -> dict[str, Floats]:

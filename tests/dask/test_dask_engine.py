@@ -26,6 +26,7 @@ from distributed import Client, LocalCluster
 
 from evalserve import dask as evalserve_dask
 from evalserve.core import Accumulator, InvalidInputError, StateTooLargeError, evaluate
+from tests.offline.images import image_columns, random_images
 
 pytestmark = pytest.mark.slow
 
@@ -106,28 +107,8 @@ def test_every_other_task_equals_in_process(client: Client, tmp_path: Path) -> N
 
 @pytest.mark.parametrize("cells", ["lists", "json"])
 def test_detection_images_as_rows(client: Client, tmp_path: Path, cells: str) -> None:
-    targets, predictions = [], []
-    for _ in range(60):
-        k, m = int(RNG.integers(0, 4)), int(RNG.integers(0, 5))
-        gt = RNG.random((k, 2)) * 40
-        pr = RNG.random((m, 2)) * 40
-        targets.append(
-            {"boxes": np.hstack([gt, gt + 8]).tolist(), "classes": RNG.integers(0, 2, k).tolist()}
-        )
-        predictions.append(
-            {
-                "boxes": np.hstack([pr, pr + 8]).tolist(),
-                "classes": RNG.integers(0, 2, m).tolist(),
-                "scores": RNG.random(m).tolist(),
-            }
-        )
-    columns = {
-        "gt_boxes": [t["boxes"] for t in targets],
-        "gt_classes": [t["classes"] for t in targets],
-        "pred_boxes": [p["boxes"] for p in predictions],
-        "pred_classes": [p["classes"] for p in predictions],
-        "pred_scores": [p["scores"] for p in predictions],
-    }
+    targets, predictions = random_images(RNG, 60)
+    columns = image_columns(targets, predictions)
     if cells == "json":  # as a CSV file would hold them
         columns = {name: [json.dumps(cell) for cell in values] for name, values in columns.items()}
     # Parquet list columns (pyarrow infers list<list<double>> for the boxes).

@@ -33,24 +33,19 @@ def _rows(tmp_path: Path, n: int = 1000) -> tuple[Path, np.ndarray, np.ndarray]:
 
 def _evaluate(path: Path, *flags: str) -> subprocess.CompletedProcess[str]:
     """``evalserve evaluate PATH`` on the columns y and p, with ``flags``."""
-    command = [*COMMAND, "evaluate", str(path), "--label-column", "y", "--score-column", "p"]
     return subprocess.run(
-        [*command, *flags], capture_output=True, text=True, timeout=120, check=False
+        [*_command(path), *flags], capture_output=True, text=True, timeout=120, check=False
     )
+
+
+def _command(path: Path) -> list[str]:
+    """``evalserve evaluate PATH`` on the columns y and p."""
+    return [*COMMAND, "evaluate", str(path), "--label-column", "y", "--score-column", "p"]
 
 
 def test_columns_and_options_as_flags(tmp_path: Path) -> None:
     path, labels, scores = _rows(tmp_path)
-    done = _evaluate(
-        path,
-        "--threshold",
-        "0.3",
-        "--head-k",
-        "10",
-        "50",
-        "--options",
-        '{"beta": 2}',
-    )
+    done = _evaluate(path, "--threshold", "0.3", "--head-k", "10", "50", "--options", '{"beta": 2}')
     assert done.returncode == 0, done.stderr
     assert done.stderr == ""  # no progress line when stderr is not a terminal
     want = evaluate(
@@ -61,11 +56,7 @@ def test_columns_and_options_as_flags(tmp_path: Path) -> None:
 
 def test_the_table_format(tmp_path: Path) -> None:
     path, labels, scores = _rows(tmp_path)
-    done = _evaluate(
-        path,
-        "--format",
-        "table",
-    )
+    done = _evaluate(path, "--format", "table")
     assert done.returncode == 0, done.stderr
     auc = evaluate("binary", labels, scores).metrics["roc_auc"]
     lines = done.stdout.splitlines()
@@ -76,11 +67,7 @@ def test_the_table_format(tmp_path: Path) -> None:
 
 def test_a_bad_option_flag_is_a_clear_error(tmp_path: Path) -> None:
     path, _, _ = _rows(tmp_path)
-    done = _evaluate(
-        path,
-        "--max-fpr",
-        "2",
-    )
+    done = _evaluate(path, "--max-fpr", "2")
     assert done.returncode == 2
     assert "options.max_fpr" in done.stderr and "Traceback" not in done.stderr
 
@@ -92,7 +79,7 @@ def test_a_progress_line_on_a_terminal(tmp_path: Path) -> None:
     output = tmp_path / "out.json"
     with output.open("w") as stdout:
         process = subprocess.Popen(
-            [*COMMAND, "evaluate", str(path), "--label-column", "y", "--score-column", "p"],
+            _command(path),
             stdout=stdout,
             stderr=follower,
         )

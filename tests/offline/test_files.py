@@ -16,6 +16,7 @@ import pytest
 
 from evalserve.core import evaluate
 from evalserve.offline import ColumnSpec, OfflineError, evaluate_files
+from tests.offline.images import image_columns, random_images
 
 RNG = np.random.default_rng(11)
 N = 503  # not a multiple of the batch size
@@ -108,37 +109,9 @@ def test_regression_takes_the_prediction_column(tmp_path: Path) -> None:
     _same(got, evaluate("regression", truth, y_pred=predicted, options={"n_params": 2}))
 
 
-def _images(n: int) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
-    targets, predictions = [], []
-    for _ in range(n):
-        k, m = int(RNG.integers(0, 4)), int(RNG.integers(0, 5))
-        corner = RNG.random((k, 2)) * 50
-        targets.append(
-            {
-                "boxes": np.hstack([corner, corner + 10]).tolist(),
-                "classes": RNG.integers(0, 2, k).tolist(),
-            }
-        )
-        corner = RNG.random((m, 2)) * 50
-        predictions.append(
-            {
-                "boxes": np.hstack([corner, corner + 10]).tolist(),
-                "classes": RNG.integers(0, 2, m).tolist(),
-                "scores": RNG.random(m).tolist(),
-            }
-        )
-    return targets, predictions
-
-
 def test_detection_one_image_per_row_in_parquet_and_csv(tmp_path: Path) -> None:
-    targets, predictions = _images(40)
-    columns = {
-        "gt_boxes": [t["boxes"] for t in targets],
-        "gt_classes": [t["classes"] for t in targets],
-        "pred_boxes": [p["boxes"] for p in predictions],
-        "pred_classes": [p["classes"] for p in predictions],
-        "pred_scores": [p["scores"] for p in predictions],
-    }
+    targets, predictions = random_images(RNG, 40)
+    columns = image_columns(targets, predictions)
     want = evaluate("detection", targets, predictions)
     pq.write_table(pa.table(columns), tmp_path / "det.parquet", row_group_size=9)
     spec = ColumnSpec(task="detection")
