@@ -159,3 +159,40 @@ def test_nothing_to_read(tmp_path: Path) -> None:
     (tmp_path / "empty.csv").write_text("label,score\n")
     with pytest.raises(OfflineError, match="no rows"):
         evaluate_files([str(tmp_path / "empty.csv")], ColumnSpec())
+
+
+class _Stdin:
+    def __init__(self, data: bytes) -> None:
+        import io
+
+        self.buffer = io.BytesIO(data)
+
+
+def _csv_bytes(table: pa.Table) -> bytes:
+    sink = pa.BufferOutputStream()
+    pa_csv.write_csv(table, sink)
+    return bytes(sink.getvalue().to_pybytes())
+
+
+@pytest.mark.parametrize("block", [7, 64, 1000, 1 << 20])
+def test_stdin_in_blocks_cut_at_line_ends(monkeypatch: pytest.MonkeyPatch, block: int) -> None:
+    from evalserve.offline import _files
+
+    table, want = _binary()
+    monkeypatch.setattr(_files, "CSV_BLOCK_BYTES", block)
+    monkeypatch.setattr("sys.stdin", _Stdin(_csv_bytes(table).rstrip(b"\n")))  # no last newline
+    _same(evaluate_files(["-"], ColumnSpec()), want)
+
+
+def test_stdin_errors_count_lines_across_blocks(monkeypatch: pytest.MonkeyPatch) -> None:
+    from evalserve.offline import _files
+
+    rows = b"".join(b"%d,0.%d\n" % (i % 2, i) for i in range(100))
+    data = b"label,score\n" + rows + b"1,0.5,7\n"  # line 102 has three fields
+    monkeypatch.setattr(_files, "CSV_BLOCK_BYTES", 50)
+    monkeypatch.setattr("sys.stdin", _Stdin(data))
+    with pytest.raises(OfflineError, match=r"<stdin>, line 102: expected 2 fields, got 3"):
+        evaluate_files(["-"], ColumnSpec())
+    monkeypatch.setattr("sys.stdin", _Stdin(b"label,score\n"))
+    with pytest.raises(OfflineError, match=r"<stdin>: no rows to evaluate"):
+        evaluate_files(["-"], ColumnSpec())

@@ -216,29 +216,90 @@ def _parquet(source: Source, columns: Sequence[str] | None, batch_rows: int) -> 
 
 
 def _csv(source: Source, columns: Sequence[str] | None) -> Iterator[Batch]:
-    stream: Any
     if source.path == STDIN:
-        stream = sys.stdin.buffer
-    else:
-        stream = pa.input_stream(source.path, compression="detect")
+        yield from _stdin_csv(source, columns)
+        return
     delimiter = "\t" if source.path.lower().endswith(".tsv") else ","
-    reader = pa_csv.open_csv(
-        stream,
-        read_options=pa_csv.ReadOptions(block_size=CSV_BLOCK_BYTES),
-        parse_options=pa_csv.ParseOptions(delimiter=delimiter),
-        convert_options=pa_csv.ConvertOptions(
-            include_columns=list(columns) if columns is not None else None,
-            strings_can_be_null=False,
-        ),
-    )
-    first = 0
-    try:
+    with (
+        pa.input_stream(source.path, compression="detect") as stream,
+        pa_csv.open_csv(
+            stream,
+            read_options=pa_csv.ReadOptions(block_size=CSV_BLOCK_BYTES),
+            parse_options=pa_csv.ParseOptions(delimiter=delimiter),
+            convert_options=_convert_options(columns),
+        ) as reader,
+    ):
+        first = 0
         for table in reader:
             yield Batch(source, first, table)
             first += table.num_rows
-    finally:
-        if source.path != STDIN:
-            stream.close()
+
+
+def _convert_options(
+    columns: Sequence[str] | None, types: pa.Schema | None = None
+) -> pa_csv.ConvertOptions:
+    return pa_csv.ConvertOptions(
+        include_columns=list(columns) if columns is not None else None,
+        column_types=types,
+        strings_can_be_null=False,
+    )
+
+
+def _stdin_csv(source: Source, columns: Sequence[str] | None) -> Iterator[Batch]:
+    """CSV on stdin, read here in blocks cut at line ends and parsed by Arrow from memory.
+
+    Arrow's streaming reader would read a Python file object on Arrow's own I/O threads; a read
+    still pending when the interpreter shuts down (after an error in the first rows, say) then
+    takes the GIL during finalization, and the process aborts ("terminate called without an
+    active exception"). Here Arrow only ever sees native buffers. As with the streaming reader,
+    the first block's header and inferred types hold for the blocks after it, and a line end is
+    a record's end (values hold no line breaks).
+    """
+    names: list[str] | None = None
+    types: pa.Schema | None = None
+    first = 0
+    lines = 0  # the lines of stdin before this block
+    for block in _line_blocks(sys.stdin.buffer, CSV_BLOCK_BYTES):
+        try:
+            table = pa_csv.read_csv(
+                pa.py_buffer(block),
+                read_options=pa_csv.ReadOptions(
+                    column_names=names, block_size=max(len(block), 1 << 16), use_threads=False
+                ),
+                convert_options=_convert_options(columns, types),
+            )
+        except pa.ArrowInvalid as error:
+            # Arrow numbers the block's lines; number stdin's.
+            raise pa.ArrowInvalid(_shift_rows(str(error), lines)) from None
+        if names is None:
+            header = block[: block.find(b"\n") + 1] if b"\n" in block else block + b"\n"
+            names = list(pa_csv.read_csv(pa.py_buffer(header)).schema.names)
+        if types is None and table.num_rows:
+            types = table.schema  # inferred from the first rows
+        lines += block.count(b"\n")
+        for piece in table.to_batches():
+            yield Batch(source, first, piece)
+            first += piece.num_rows
+    if names is None:
+        raise pa.ArrowInvalid("Empty CSV file")
+
+
+def _shift_rows(text: str, lines: int) -> str:
+    return _ROW.sub(lambda row: f"Row #{lines + int(row.group(1))}", text)
+
+
+def _line_blocks(stream: Any, size: int) -> Iterator[bytes]:
+    """``stream``'s bytes in blocks of about ``size`` bytes that end at a line end (the last
+    block: at the end of the stream, given one)."""
+    carry = b""
+    while chunk := stream.read(size):
+        data = carry + chunk
+        end = data.rfind(b"\n") + 1
+        carry = data[end:]
+        if end:
+            yield data[:end]
+    if carry:
+        yield carry + b"\n"
 
 
 def csv_header(source: Source) -> list[str]:
@@ -265,7 +326,8 @@ def _arrow_message(source: Source, error: BaseException) -> str:
     fields = _FIELDS.search(text)
     if fields and source.kind == "csv":
         expected, got = int(fields.group(1)), int(fields.group(2))
-        line = _line_with_fields(source, expected)
+        row = _ROW.search(text)
+        line = int(row.group(1)) if row else _line_with_fields(source, expected)
         where = f"line {line}" if line else f"the row {fields.group(3)[:60]!r}"
         return f"{where}: expected {expected} fields, got {got}"
     match = _ROW.search(text)

@@ -94,7 +94,8 @@ def accumulate_files(
         if progress is not None:
             progress.file_done()
     if accumulator is None:
-        raise OfflineError(f"{', '.join(paths)}: no rows to evaluate (only a header?)")
+        named = ", ".join("<stdin>" if path == STDIN else path for path in paths)
+        raise OfflineError(f"{named}: no rows to evaluate (only a header?)")
     return accumulator
 
 
