@@ -220,9 +220,16 @@ def _json_column(name: str, value: Any, settings: Settings) -> Column | None:
     return array
 
 
+# Long lists are scanned this many items at a time: a C call over a million items holds the
+# GIL (and so the event loop's health checks) for tens of milliseconds.
+SCAN_ITEMS = 1 << 16
+
+
 def _has_text(values: list[Any]) -> bool:
     """Whether a string is among the values or, one level down, in the rows of a matrix."""
-    kinds = set(map(type, values))
+    kinds: set[type] = set()
+    for start in range(0, len(values), SCAN_ITEMS):
+        kinds.update(map(type, values[start : start + SCAN_ITEMS]))
     if list in kinds:
         kinds |= set(map(type, chain.from_iterable(v for v in values if type(v) is list)))
     return str in kinds
@@ -247,9 +254,13 @@ def _check_names(name: str, names: tuple[str, ...], settings: Settings) -> None:
     x the longest at most ``max_label_array_bytes``."""
     if not names:
         return
-    lengths = np.fromiter(map(len, names), dtype=np.int64, count=len(names))
-    row = int(np.argmax(lengths))
-    longest = int(lengths[row])
+    row = longest = 0
+    for start in range(0, len(names), SCAN_ITEMS):
+        part = names[start : start + SCAN_ITEMS]
+        lengths = np.fromiter(map(len, part), dtype=np.int64, count=len(part))
+        at = int(np.argmax(lengths))
+        if int(lengths[at]) > longest:
+            row, longest = start + at, int(lengths[at])
     if longest > settings.max_label_chars:
         raise InvalidInputError(
             name,
@@ -671,22 +682,30 @@ def parse_json(body: bytes | bytearray) -> Any:
 # The sliced path parses a column this many bytes at a time: a C call that holds the GIL for
 # a few milliseconds each, so the event loop thread (health checks) gets its turn in between;
 # one parse of a 100 MB body would hold it for 0.3 s.
-JSON_SLICE_BYTES = 2 << 20
-_COLUMN_START = re.compile(rb'"(labels|scores|predictions|weights)"[ \t\r\n]*:[ \t\r\n]*\[')
+JSON_SLICE_BYTES = 512 << 10
+_COLUMN_START = re.compile(rb'"(labels|scores|predictions|weights|classes)"[ \t\r\n]*:[ \t\r\n]*\[')
+# Searches of the body (a byte, a column's start) run this many bytes at a time.
+SEARCH_BYTES = 4 << 20
 _MARKER = "\u0000evalserve-column"
 
 
 def _parse_columns_sliced(body: bytes | bytearray) -> dict[str, Any] | None:
-    """Top-level flat numeric columns read in slices of ``JSON_SLICE_BYTES``; the rest of the
-    document (small) by orjson. None when the body is not of that shape (then the whole-body
-    path decides): a column that nests arrays, holds anything but numbers, or is not at the
-    top level."""
+    """Top-level flat columns read in slices: numbers by simdjson into float64
+    (``JSON_SLICE_BYTES`` at a time), anything else (class names) by orjson
+    (``VALUE_SLICE_BYTES``); the rest of the document (small) by orjson. None when the body is
+    not of that shape (then the whole-body path decides): its columns are small, or one does
+    not parse in slices. An array of arrays (a score matrix) is left to orjson with the rest."""
     spans: list[tuple[str, int, int]] = []
-    for match in _COLUMN_START.finditer(body):
-        start, end = match.end(), body.find(b"]", match.end())
-        if end < 0 or body.find(b"[", start, end) >= 0:
+    position = 0
+    while (match := _search_column(body, position)) is not None:
+        start, end = match.end(), _find(body, b"]", match.end(), len(body))
+        if end < 0:
             return None
+        if _find(body, b"[", start, end) >= 0:
+            position = start  # an array of arrays: left to orjson with the rest
+            continue
         spans.append((match.group(1).decode(), start, end))
+        position = end  # not searched for column names: a column's values
     if not spans or sum(end - start for _, start, end in spans) < len(body) // 2:
         return None  # not a body of big columns: the whole-body path is as good
     document = _without(body, spans)
@@ -703,10 +722,37 @@ def _parse_columns_sliced(body: bytes | bytearray) -> dict[str, Any] | None:
             return None  # the same key twice, say: not this path's shape
     for name, start, end in top:
         column = _numbers(body, start, end)
+        if column is None:  # strings (class names as labels), nulls, a mix: as orjson reads them
+            column = _values(body, start, end)
         if column is None:
             return None
         document[name] = column
     return document
+
+
+def _search_column(body: bytes | bytearray, position: int) -> re.Match[bytes] | None:
+    """The next column's start from ``position``, searched a window at a time (windows
+    overlap by a column name's length; spaces longer than that around its colon are not
+    found: the whole-body path reads such a body)."""
+    overlap = 64
+    while position < len(body):
+        window = min(len(body), position + SEARCH_BYTES)
+        match = _COLUMN_START.search(body, position, window)
+        if match is not None or window == len(body):
+            return match
+        position = window - overlap
+    return None
+
+
+def _find(body: bytes | bytearray, byte: bytes, start: int, end: int) -> int:
+    """``body.find(byte, start, end)``, a window at a time."""
+    while start < end:
+        window = min(end, start + SEARCH_BYTES)
+        found = body.find(byte, start, window)
+        if found >= 0:
+            return found
+        start = window
+    return -1
 
 
 def _slice_numbers(parser: simdjson.Parser, piece: bytes) -> Column | None:
@@ -752,19 +798,67 @@ def _numbers(body: bytes | bytearray, start: int, end: int) -> Column | list[Any
     parser = _parser(JSON_SLICE_BYTES)
     position = start
     while position < end:
-        cut = (
-            end
-            if end - position <= JSON_SLICE_BYTES
-            else body.find(b",", position + JSON_SLICE_BYTES, end)
-        )
-        if cut < 0:
-            cut = end
+        cut = _cut(body, position, end, JSON_SLICE_BYTES)
         values = _slice_numbers(parser, b"[" + body[position:cut] + b"]")
         if values is None:
             return None
         parts.append(values)
         position = cut + 1
-    return np.concatenate(parts) if len(parts) != 1 else parts[0]
+    return parts[0] if len(parts) == 1 else _joined(parts)
+
+
+def _cut(body: bytes | bytearray, position: int, end: int, size: int) -> int:
+    """Where a slice from ``position`` ends: the first comma ``size`` bytes on, or ``end``."""
+    if end - position <= size:
+        return end
+    cut = body.find(b",", position + size, end)
+    return end if cut < 0 else cut
+
+
+def _joined(parts: list[Column]) -> Column:
+    """``np.concatenate(parts)``, a part at a time: one copy of 40 MB, its pages faulted in,
+    would hold the GIL for 15 ms."""
+    joined = np.empty(sum(len(part) for part in parts), dtype=np.float64)
+    at = 0
+    for part in parts:
+        joined[at : at + len(part)] = part
+        at += len(part)
+    return joined
+
+
+# Slices of other values are smaller: a 2 MiB slice of short strings is half a million Python
+# objects, 30 ms of orjson holding the GIL; 256 KiB take about 3 ms.
+VALUE_SLICE_BYTES = 256 << 10
+# A cut at a comma inside a string leaves a slice that is not valid JSON (its last string
+# never ends): the next comma is tried, this many times before the whole-body path takes over.
+VALUE_CUT_TRIES = 8
+
+
+def _values(body: bytes | bytearray, start: int, end: int) -> list[Any] | None:
+    """The values of ``body[start:end]`` (the inside of an array that nests no array) as
+    orjson reads them, a slice at a time: the same list as one parse of the body, without one
+    C call that holds the GIL for a tenth of a second (a million strings). None when a slice
+    will not parse (invalid JSON, or no cut found: the whole-body path decides)."""
+    values: list[Any] = []
+    position = start
+    while position < end:
+        cut = _cut(body, position, end, VALUE_SLICE_BYTES)
+        piece: Any = None
+        for _ in range(VALUE_CUT_TRIES):
+            if cut < 0:
+                cut = end
+            try:
+                piece = orjson.loads(b"[" + body[position:cut] + b"]")
+                break
+            except orjson.JSONDecodeError:
+                if cut == end:
+                    return None
+                cut = body.find(b",", cut + 1, end)
+        if piece is None:
+            return None
+        values += piece
+        position = cut + 1
+    return values
 
 
 def _parse_columns_fast(body: bytes | bytearray) -> dict[str, Any] | None:

@@ -9,6 +9,7 @@ import numpy as np
 import orjson
 import pytest
 
+from evalserve.core import InvalidInputError
 from evalserve.service import decode
 from evalserve.service.config import Settings
 from evalserve.service.decode import FAST_JSON_BYTES, parse_json, request_from_json
@@ -101,7 +102,8 @@ def test_the_reused_parser_reads_each_new_body_and_recovers_after_a_bad_one() ->
 def test_bodies_over_the_reuse_size_get_a_parser_of_their_own(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    monkeypatch.setattr(decode, "REUSED_PARSER_BYTES", FAST_JSON_BYTES)
+    # below the slice size: the slices (and the whole-body path) get a parser of their own
+    monkeypatch.setattr(decode, "REUSED_PARSER_BYTES", decode.JSON_SLICE_BYTES // 2)
     body = _body()
 
     def read() -> tuple[object, object]:  # in a fresh thread: no parser kept before
@@ -117,8 +119,11 @@ def test_bodies_over_the_reuse_size_get_a_parser_of_their_own(
 
 @pytest.fixture
 def small_slices(monkeypatch: pytest.MonkeyPatch) -> None:
-    """Slices of 4 KiB: a column of a 3 MB body is read in hundreds of them."""
+    """Slices of 4 KiB: a column of a 3 MB body is read in hundreds of them; other values a
+    few bytes at a time (every comma is a cut to try); the body searched 256 bytes at a time."""
     monkeypatch.setattr(decode, "JSON_SLICE_BYTES", 4096)
+    monkeypatch.setattr(decode, "VALUE_SLICE_BYTES", 4)
+    monkeypatch.setattr(decode, "SEARCH_BYTES", 256)
 
 
 def _same(raw: bytes) -> None:
@@ -160,8 +165,25 @@ def test_columns_are_read_in_slices_with_the_same_values(small_slices: None) -> 
         b'{"task": "x\\"labels\\": [1, 2]", "labels": [0, 1]}',
         # empty columns
         b'{"task": "binary", "labels": [], "scores": [ ]}',
+        # class names with commas and escaped quotes; a matrix left to orjson
+        b'{"task": "multiclass", "labels": ["a,b", ",", "x\\",\\"y", "c"],'
+        b' "scores": [[0.5, 0.5], [0.5, 0.5], [0.5, 0.5], [0.5, 0.5]]}',
+        # classes, and labels that mix strings, nulls and booleans
+        b'{"task": "multiclass", "classes": ["a", "b, c"], "labels": ["a", "b, c", null, true],'
+        b' "scores": [0.1, 0.2, 0.3, 0.4]}',
+        # a string that never ends: invalid JSON
+        b'{"task": "binary", "labels": ["a", "b], "scores": [0.1, 0.2]}',
     ],
-    ids=["string-in-column", "duplicate-key", "nested", "escaped", "empty"],
+    ids=[
+        "string-in-column",
+        "duplicate-key",
+        "nested",
+        "escaped",
+        "empty",
+        "names",
+        "mixed",
+        "unterminated",
+    ],
 )
 def test_odd_bodies_read_as_orjson_reads_them(raw: bytes, small_slices: None) -> None:
     padded = raw[:-1] + b', "pad": "' + b" " * FAST_JSON_BYTES + b'"}'
@@ -173,3 +195,35 @@ def test_odd_bodies_read_as_orjson_reads_them(raw: bytes, small_slices: None) ->
         return
     _same(padded)
     assert parse_json(padded).keys() == expected.keys()
+
+
+@pytest.mark.parametrize("scores", ["flat", "matrix"])
+def test_a_column_of_strings_is_read_in_slices(small_slices: None, scores: str) -> None:
+    classes = [",", "a, b", 'say "x", "y"', "\\", "é"]
+    labels: list[object] = [classes[i % len(classes)] for i in range(2_000)]
+    labels[5] = None  # refused later, by the checks; read as orjson reads it
+    body = {
+        "task": "multiclass",
+        "classes": classes,
+        "labels": labels,
+        "scores": [0.5] * 2_000 if scores == "flat" else [[0.5] * 6 for _ in range(20)],
+    }
+    raw = orjson.dumps(body)
+    document = decode._parse_columns_sliced(raw)
+    assert document is not None  # the sliced path took the strings too
+    assert document["labels"] == labels
+    assert document["classes"] == classes
+    if scores == "matrix":  # left to orjson
+        assert document["scores"] == body["scores"]
+    _same(raw)
+
+
+def test_long_name_checks_scan_in_parts(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(decode, "SCAN_ITEMS", 3)
+    names = ["a"] * 7 + ["b" * 200] + ["c"] * 5
+    body = {"task": "multiclass", "labels": names, "scores": [0.5] * len(names)}
+    with pytest.raises(InvalidInputError, match=r"row 7 has 200"):
+        request_from_json(body, Settings())
+    body = {"task": "binary", "labels": [0, 1] * 5 + ["1"], "scores": [0.5] * 11}
+    with pytest.raises(MalformedRequestError, match=r"row 10 is '1'"):
+        request_from_json(body, Settings())
