@@ -842,23 +842,33 @@ def _values(body: bytes | bytearray, start: int, end: int) -> list[Any] | None:
     values: list[Any] = []
     position = start
     while position < end:
-        cut = _cut(body, position, end, VALUE_SLICE_BYTES)
+        cut = _value_cut(body, position + VALUE_SLICE_BYTES, end)
         piece: Any = None
         for _ in range(VALUE_CUT_TRIES):
-            if cut < 0:
-                cut = end
             try:
                 piece = orjson.loads(b"[" + body[position:cut] + b"]")
                 break
             except orjson.JSONDecodeError:
                 if cut == end:
                     return None
-                cut = body.find(b",", cut + 1, end)
+                cut = _value_cut(body, cut + 1, end)
         if piece is None:
             return None
         values += piece
         position = cut + 1
     return values
+
+
+def _value_cut(body: bytes | bytearray, start: int, end: int) -> int:
+    """The first comma from ``start`` that likely ends a value: one right after a quote (the
+    end of a string, unless that quote is escaped), else any comma; ``end`` when none."""
+    if start >= end:
+        return end
+    after_quote = body.find(b'",', start - 1, min(end, start + VALUE_SLICE_BYTES))
+    if after_quote >= 0:
+        return after_quote + 1
+    comma = body.find(b",", start, end)
+    return end if comma < 0 else comma
 
 
 def _parse_columns_fast(body: bytes | bytearray) -> dict[str, Any] | None:

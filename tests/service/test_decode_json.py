@@ -218,6 +218,15 @@ def test_a_column_of_strings_is_read_in_slices(small_slices: None, scores: str) 
     _same(raw)
 
 
+def test_names_full_of_commas_are_cut_between_strings(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(decode, "VALUE_SLICE_BYTES", 64)
+    names = [",".join("abcdefghijkl") + f" {i}" for i in range(500)]  # 11 commas each
+    raw = orjson.dumps({"task": "multiclass", "labels": names, "scores": [0.5] * 500})
+    document = decode._parse_columns_sliced(raw)
+    assert document is not None
+    assert document["labels"] == names
+
+
 def test_long_name_checks_scan_in_parts(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(decode, "SCAN_ITEMS", 3)
     names = ["a"] * 7 + ["b" * 200] + ["c"] * 5
