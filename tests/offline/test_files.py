@@ -4,6 +4,7 @@ task, read in small batches, against ``evaluate`` on the same rows in memory."""
 from __future__ import annotations
 
 import gzip
+import io
 import json
 from pathlib import Path
 from typing import Any
@@ -163,8 +164,6 @@ def test_nothing_to_read(tmp_path: Path) -> None:
 
 class _Stdin:
     def __init__(self, data: bytes) -> None:
-        import io
-
         self.buffer = io.BytesIO(data)
 
 
