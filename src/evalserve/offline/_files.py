@@ -35,6 +35,7 @@ __all__ = [
     "batches",
     "column_names",
     "csv_header",
+    "display_name",
     "sources",
 ]
 
@@ -49,6 +50,11 @@ class FileError(ValueError):
     """A file that cannot be found or read; the message names it."""
 
 
+def display_name(path: str) -> str:
+    """How messages name a path: ``<stdin>`` for ``-``."""
+    return "<stdin>" if path == STDIN else path
+
+
 @dataclass(frozen=True)
 class Source:
     path: str  # "-" for stdin
@@ -56,7 +62,7 @@ class Source:
 
     @property
     def name(self) -> str:
-        return "<stdin>" if self.path == STDIN else self.path
+        return display_name(self.path)
 
     @property
     def rows_are_lines(self) -> bool:

@@ -25,6 +25,7 @@ from evalserve.offline._files import (
     batches,
     column_names,
     csv_header,
+    display_name,
     sources,
 )
 from evalserve.offline._progress import Progress
@@ -94,7 +95,7 @@ def accumulate_files(
         if progress is not None:
             progress.file_done()
     if accumulator is None:
-        named = ", ".join("<stdin>" if path == STDIN else path for path in paths)
+        named = ", ".join(map(display_name, paths))
         raise OfflineError(f"{named}: no rows to evaluate (only a header?)")
     return accumulator
 
