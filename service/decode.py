@@ -798,7 +798,7 @@ def _numbers(body: bytes | bytearray, start: int, end: int) -> Column | list[Any
     parser = _parser(JSON_SLICE_BYTES)
     position = start
     while position < end:
-        cut = _cut(body, position, end, JSON_SLICE_BYTES)
+        cut = _cut(body, position + JSON_SLICE_BYTES, end)
         values = _slice_numbers(parser, b"[" + body[position:cut] + b"]")
         if values is None:
             return None
@@ -807,11 +807,9 @@ def _numbers(body: bytes | bytearray, start: int, end: int) -> Column | list[Any
     return parts[0] if len(parts) == 1 else _joined(parts)
 
 
-def _cut(body: bytes | bytearray, position: int, end: int, size: int) -> int:
-    """Where a slice from ``position`` ends: the first comma ``size`` bytes on, or ``end``."""
-    if end - position <= size:
-        return end
-    cut = body.find(b",", position + size, end)
+def _cut(body: bytes | bytearray, start: int, end: int) -> int:
+    """Where a slice ends: the first comma from ``start``, or ``end``."""
+    cut = body.find(b",", start, end) if start < end else -1
     return end if cut < 0 else cut
 
 
@@ -865,10 +863,7 @@ def _value_cut(body: bytes | bytearray, start: int, end: int) -> int:
     if start >= end:
         return end
     after_quote = body.find(b'",', start - 1, min(end, start + VALUE_SLICE_BYTES))
-    if after_quote >= 0:
-        return after_quote + 1
-    comma = body.find(b",", start, end)
-    return end if comma < 0 else comma
+    return after_quote + 1 if after_quote >= 0 else _cut(body, start, end)
 
 
 def _parse_columns_fast(body: bytes | bytearray) -> dict[str, Any] | None:
