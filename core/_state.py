@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol, TypeVar
+from typing import Any, Generic, Protocol, TypeVar
 
 import numpy as np
 from numpy.typing import NDArray
@@ -24,6 +24,7 @@ __all__ = [
     "Arrays",
     "StateKind",
     "TaskState",
+    "Waiting",
     "array_of",
     "check_ascending",
     "check_masses",
@@ -121,6 +122,81 @@ class StateKind:
     of_batch: BatchBuilder[Any]
     from_arrays: ArrayReader[Any]
     size_doc: str
+
+
+class WaitingPart(Protocol):
+    """A batch's rows kept as they came until they are folded into a state."""
+
+    @property
+    def entries(self) -> int:
+        """What the part adds to its state's ``size`` (rows, or cells of a matrix)."""
+        ...
+
+    @property
+    def nbytes(self) -> int: ...
+
+
+P = TypeVar("P", bound=WaitingPart)
+
+# Folding waiting batches never pays below this many entries: a fold of them costs about a
+# millisecond at most, and they hold at most a few hundred kilobytes.
+MIN_FOLD = 1 << 12
+# A state whose folds kept more than this share of what went in holds (nearly) distinct values:
+# folding early saves no memory there, so its batches wait for the task's lazy threshold.
+DISTINCT_SHARE = 0.5
+
+
+@dataclass(frozen=True, slots=True)
+class Waiting(Generic[P]):
+    """The batches a state holds as they came, not yet folded into its sorted statistic, with
+    their entries and bytes counted as they are added: a state's ``size`` and ``nbytes`` cost
+    nothing per batch, however many batches wait (summing them per batch made a stream of
+    small batches quadratic).
+
+    It also remembers what its state's folds made of their input (entries in, entries kept), to
+    decide the next fold (``due``): while folds compact (repeated values), waiting batches are
+    folded as soon as they outweigh the folded statistic, so memory follows the distinct
+    values, not the rows; while folds keep nearly everything (distinct values), batches wait
+    until they pass three times the statistic and the task's lazy threshold, so a stream of
+    distinct values costs about one sort, as the one-shot evaluation does."""
+
+    parts: tuple[P, ...] = ()
+    entries: int = 0
+    nbytes: int = 0
+    folded_in: int = 0
+    folded_kept: int = 0
+
+    @classmethod
+    def of(cls, part: P) -> Waiting[P]:
+        return cls((part,), part.entries, part.nbytes)
+
+    def joined(self, other: Waiting[P]) -> Waiting[P]:
+        return Waiting(
+            self.parts + other.parts,
+            self.entries + other.entries,
+            self.nbytes + other.nbytes,
+            self.folded_in + other.folded_in,
+            self.folded_kept + other.folded_kept,
+        )
+
+    def due(self, held: int, lazy_min: int) -> bool:
+        """Whether to fold now, into a statistic of ``held`` entries."""
+        if self.entries <= MIN_FOLD:
+            return False
+        if self.folded_kept <= DISTINCT_SHARE * self.folded_in:  # compacting, or no fold yet
+            return self.entries > held
+        return self.entries > max(3 * held, lazy_min)
+
+    def emptied(self, held_before: int, held_after: int) -> Waiting[P]:
+        """No batch waiting, after a fold of these into ``held_before`` entries that kept
+        ``held_after``."""
+        return Waiting(
+            (),
+            0,
+            0,
+            self.folded_in + held_before + self.entries,
+            self.folded_kept + held_after,
+        )
 
 
 def joined_weights(

@@ -1,19 +1,20 @@
 """Task binary's state for the ``Accumulator``: each class's distinct scores with their mass.
 
 The state keeps the positives' and the negatives' ``ClassScores`` (core/binary/_classes.py) as
-*parts*: a batch adds its two classes as new parts, a merge joins the lists, and the parts are
-merged into one per class (one sort of their scores, ``merge_classes``) only when they hold more
-entries than that would keep, or when a result or the bytes are asked for. So a stream of
-batches costs one sort of its distinct scores per class, about what the one-shot evaluation's
-own sort costs, instead of a merge per batch. The same is kept for the hard predictions when
-the batches carry them.
+canonical *parts*, and the latest batches as they came (``Waiting``, core/_state.py): a merge
+joins the lists, and everything is folded into one part per class (one sort of their scores,
+``merge_classes``) when the waiting batches are due (``Waiting.due``: as soon as they outweigh
+the folded state while folds compact repeated scores, so memory follows the distinct scores;
+past three times the state and a million entries while the scores are distinct, so such a
+stream costs about one sort, as the one-shot evaluation's own), or when a result or the bytes
+are asked for. The same is kept for the hard predictions when the batches carry them.
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -25,6 +26,7 @@ from evalserve.core._result import TaskOutput
 from evalserve.core._state import (
     Arrays,
     StateKind,
+    Waiting,
     array_of,
     check_ascending,
     check_masses,
@@ -44,55 +46,94 @@ from evalserve.core.binary._sweep import Sweep, sweep
 __all__ = ["BINARY_STATE", "BinaryState", "Classes"]
 
 BYTES_PER_ENTRY = 16  # a distinct score and its mass, float64 each
-# Parts are merged once they hold more than twice the entries of the merged state, and at least
-# this many: small batches of repeated scores then cost a sort per million entries, not one each.
+# Batches of (nearly) distinct scores wait until they hold three times the entries of the folded
+# state, and at least this many: a stream of them costs about one sort of its scores.
 MIN_PENDING = 1 << 20
 
 
 @dataclass(frozen=True, slots=True, eq=False)
-class Classes:
-    """The positives' and the negatives' scores, each as a tuple of canonical parts."""
+class RawPair:
+    """A batch's positives and negatives as they came, waiting to be folded."""
 
-    positives: tuple[ClassScores | RawScores, ...]
-    negatives: tuple[ClassScores | RawScores, ...]
+    positives: RawScores
+    negatives: RawScores
+
+    @property
+    def entries(self) -> int:
+        return self.positives.size + self.negatives.size
+
+    @property
+    def nbytes(self) -> int:
+        return sum(
+            part.scores.nbytes + (0 if part.weights is None else part.weights.nbytes)
+            for part in (self.positives, self.negatives)
+        )
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class Classes:
+    """The positives' and the negatives' scores: canonical parts (``held`` entries in all)
+    and the batches waiting to be folded into them."""
+
+    positives: tuple[ClassScores, ...]
+    negatives: tuple[ClassScores, ...]
+    held: int
+    waiting: Waiting[RawPair] = field(default_factory=Waiting)
 
     @classmethod
     def of_rows(cls, labels: NDArray[np.bool_], scores: Any, weights: Any) -> Classes:
-        """A batch's classes, kept raw: sorted with the other parts when they are merged."""
-        positives, negatives = raw_classes_of_rows(labels, scores, weights)
-        return cls((positives,), (negatives,))
+        """A batch's classes, kept raw: sorted with the other parts when they are folded."""
+        return cls((), (), 0, Waiting.of(RawPair(*raw_classes_of_rows(labels, scores, weights))))
+
+    @classmethod
+    def of_canonical(cls, positives: ClassScores, negatives: ClassScores) -> Classes:
+        return cls((positives,), (negatives,), positives.size + negatives.size)
 
     @property
     def size(self) -> int:
-        return sum(part.size for part in (*self.positives, *self.negatives))
+        return self.held + self.waiting.entries
+
+    @property
+    def nbytes(self) -> int:
+        """16 bytes an entry, waiting ones too (a weighted batch's score and weight)."""
+        return BYTES_PER_ENTRY * self.size
 
     def joined(self, other: Classes) -> Classes:
-        joined = Classes(self.positives + other.positives, self.negatives + other.negatives)
-        merged_size = max(part.size for part in (*joined.positives, *joined.negatives))
-        if len(joined.positives) + len(joined.negatives) > 2 and joined.size > max(
-            3 * merged_size, MIN_PENDING
-        ):
+        joined = Classes(
+            self.positives + other.positives,
+            self.negatives + other.negatives,
+            self.held + other.held,
+            self.waiting.joined(other.waiting),
+        )
+        if joined.waiting.due(joined.held, MIN_PENDING):
             return joined.merged()
         return joined
 
     def merged(self) -> Classes:
         """One canonical part per class."""
-        return Classes((merge_classes(self.positives),), (merge_classes(self.negatives),))
+        waiting = self.waiting.parts
+        if not waiting and len(self.positives) == len(self.negatives) == 1:
+            return self
+        positives = merge_classes((*self.positives, *(pair.positives for pair in waiting)))
+        negatives = merge_classes((*self.negatives, *(pair.negatives for pair in waiting)))
+        held = positives.size + negatives.size
+        return Classes((positives,), (negatives,), held, self.waiting.emptied(self.held, held))
 
     def canonical(self) -> tuple[ClassScores, ClassScores]:
         merged = self.merged()
-        positives, negatives = merged.positives[0], merged.negatives[0]
-        assert isinstance(positives, ClassScores) and isinstance(negatives, ClassScores)
-        return positives, negatives
+        return merged.positives[0], merged.negatives[0]
 
     def sweep(self) -> Sweep:
         return sweep(*self.canonical())
 
     def weightless(self) -> bool:
         """No part holds any mass (canonical parts hold none of weight zero)."""
+        if any(part.size for part in (*self.positives, *self.negatives)):
+            return False
         return not any(
-            part.size and (isinstance(part, ClassScores) or part.masses().any())
-            for part in (*self.positives, *self.negatives)
+            part.size and part.masses().any()
+            for pair in self.waiting.parts
+            for part in (pair.positives, pair.negatives)
         )
 
 
@@ -113,7 +154,8 @@ class BinaryState:
 
     @property
     def nbytes(self) -> int:
-        return BYTES_PER_ENTRY * self.size
+        extra = 0 if self.predictions is None else self.predictions.nbytes
+        return self.scores.nbytes + extra
 
     @property
     def weightless(self) -> bool:
@@ -171,7 +213,7 @@ def _classes_of(arrays: Mapping[str, NDArray[Any]], prefix: str) -> tuple[Classe
         if scores.size and not (mass > 0).all():
             raise InvalidInputError("state", f"array '{prefix}.{name}.mass' holds a zero mass")
         parts.append(class_scores(scores, mass))
-    return Classes((parts[0],), (parts[1],)), float(sum(part.total for part in parts))
+    return Classes.of_canonical(parts[0], parts[1]), float(sum(part.total for part in parts))
 
 
 def _of_batch(

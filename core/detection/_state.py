@@ -36,6 +36,8 @@ BYTES_PER_DETECTION = 8 + COCO_IOU_THRESHOLDS.size + 1
 BYTES_PER_CLASS = 4 * 8
 BYTES_FIXED = 3 * 8  # n_images, n_dropped, n_images_cut
 INT64_MAX = 2**63 - 1
+# The result reports counts as float64: beyond 2^53 images the count would not be exact.
+MAX_IMAGES = 2**53
 
 
 @dataclass(frozen=True, slots=True, eq=False)
@@ -134,6 +136,8 @@ def _from_arrays(
     n_images_cut = count_of(arrays, "n_images_cut")
     if n_images == 0:
         raise _bad("holds no image (an empty accumulator writes no arrays)")
+    if n_images > MAX_IMAGES:
+        raise _bad(f"says {n_images} images, more than a count of images holds exactly (2^53)")
     if n_images_cut > min(n_images, n_dropped) or (n_dropped > 0) != (n_images_cut > 0):
         raise _bad(
             f"says {n_dropped} predictions were cut in {n_images_cut} of its {n_images} images"

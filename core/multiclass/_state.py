@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -33,6 +33,7 @@ from evalserve.core._result import TaskOutput
 from evalserve.core._state import (
     Arrays,
     StateKind,
+    Waiting,
     array_of,
     check_masses,
     count_of,
@@ -72,7 +73,7 @@ class RawRows:
     weights: Floats | None
 
     @property
-    def cells(self) -> int:
+    def entries(self) -> int:
         return int(self.scores.size)
 
     @property
@@ -111,7 +112,7 @@ class MulticlassState:
     ranks: Floats
     check: ProbabilityCheck
     sums: ProbabilitySums
-    raw: tuple[RawRows, ...] = ()
+    raw: Waiting[RawRows] = field(default_factory=Waiting)
 
     @property
     def n_classes(self) -> int:
@@ -120,7 +121,7 @@ class MulticlassState:
     @property
     def size(self) -> int:
         held = self.blocks.size + self.matrix.size + self.ranks.size + self.sums.correct.size
-        return held + sum(part.cells for part in self.raw)
+        return held + self.raw.entries
 
     @property
     def nbytes(self) -> int:
@@ -128,18 +129,19 @@ class MulticlassState:
         arrays = (blocks.values, blocks.mass, blocks.bounds, self.matrix, self.ranks)
         exact = sum(-(-total.bit_length() // 64) * 8 for total in self.sums.confidence)
         exact += -(-self.sums.squares.bit_length() // 64) * 8
-        waiting = sum(part.nbytes for part in self.raw)
+        waiting = self.raw.nbytes
         return sum(array.nbytes for array in arrays) + self.sums.correct.nbytes + exact + waiting
 
     @property
     def weightless(self) -> bool:
-        held = self.blocks.size or any(part.weighs for part in self.raw)
+        held = self.blocks.size or any(part.weighs for part in self.raw.parts)
         return self.n_rows > 0 and not held
 
     def compact(self) -> MulticlassState:
-        if not self.raw:
+        if not self.raw.parts:
             return self
-        return replace(self, blocks=_folded(self.blocks, self.raw), raw=())
+        blocks = _folded(self.blocks, self.raw.parts)
+        return replace(self, blocks=blocks, raw=self.raw.emptied(self.blocks.size, blocks.size))
 
     def merge(self, other: MulticlassState) -> MulticlassState:
         self.check_merge(other)
@@ -152,10 +154,9 @@ class MulticlassState:
             ranks=self.ranks + other.ranks,
             check=self.check.merge(other.check, self.n_rows),
             sums=self.sums.merge(other.sums),
-            raw=self.raw + other.raw,
+            raw=self.raw.joined(other.raw),
         )
-        pending = sum(part.cells for part in merged.raw)
-        if pending > max(3 * merged.blocks.size, MIN_PENDING_CELLS):
+        if merged.raw.due(merged.blocks.size, MIN_PENDING_CELLS):
             return merged.compact()
         return merged
 
@@ -170,7 +171,7 @@ class MulticlassState:
             raise InvalidInputError("predictions", "send predictions with every batch or with none")
 
     def to_arrays(self) -> Arrays:
-        if self.raw:
+        if self.raw.parts:
             return self.compact().to_arrays()
         confidence = [to_components(total) for total in self.sums.confidence]
         width = max((parts.size for parts in confidence), default=0)
@@ -204,7 +205,7 @@ class MulticlassState:
         if self.blocks.size == 0:
             # Every row still waits as it came: the one-shot path's ranking statistics of all
             # of them at once (the same statistics as the blocks', one sort cheaper).
-            ranking = _ranking_of_rows(self.raw, names)
+            ranking = _ranking_of_rows(self.raw.parts, names)
         else:
             state = self.compact()
             ranking = state.blocks.ranking_stats(self.n_rows, self.weighted)
@@ -253,7 +254,7 @@ def _of_batch(
         ranks=rows.ranks,
         check=rows.check,
         sums=rows.sums,
-        raw=(RawRows(inputs.scores.copy(), inputs.labels.copy(), _copy(inputs.weights)),),
+        raw=Waiting.of(RawRows(inputs.scores.copy(), inputs.labels.copy(), _copy(inputs.weights))),
     )
 
 

@@ -10,7 +10,7 @@ may weigh nothing (every weight zero): its rows count in ``n_rows`` and nowhere 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -19,7 +19,7 @@ from numpy.typing import NDArray
 from evalserve.core._errors import InvalidInputError
 from evalserve.core._options import Options
 from evalserve.core._result import TaskOutput
-from evalserve.core._state import Arrays, StateKind, joined_weights
+from evalserve.core._state import Arrays, StateKind, Waiting, joined_weights
 from evalserve.core.multilabel._columns import ColumnStats, column_stats
 from evalserve.core.multilabel._inputs import multilabel_inputs
 from evalserve.core.multilabel._state_arrays import stats_arrays, stats_of_arrays
@@ -44,7 +44,7 @@ class RawColumns:
     weights: NDArray[np.float64] | None
 
     @property
-    def cells(self) -> int:
+    def entries(self) -> int:
         return int(self.labels.size)
 
     @property
@@ -74,7 +74,7 @@ class MultilabelState:
     stats: MultilabelStats
     scores: bool
     predictions: bool
-    raw: tuple[RawColumns, ...] = ()
+    raw: Waiting[RawColumns] = field(default_factory=Waiting)
 
     @property
     def n_rows(self) -> int:
@@ -82,32 +82,32 @@ class MultilabelState:
 
     @property
     def size(self) -> int:
-        return self.stats.size + sum(part.cells for part in self.raw)
+        return self.stats.size + self.raw.entries
 
     @property
     def nbytes(self) -> int:
         arrays = stats_arrays(self.stats, scores=self.scores, predictions=self.predictions)
-        return sum(array.nbytes for array in arrays.values()) + sum(
-            part.nbytes for part in self.raw
-        )
+        return sum(array.nbytes for array in arrays.values()) + self.raw.nbytes
 
     @property
     def weightless(self) -> bool:
         return self.stats.samples.rows.size == 0
 
     def compact(self) -> MultilabelState:
-        if not self.raw:
+        if not self.raw.parts:
             return self
-        stats = replace(self.stats, columns=_folded(self.stats.columns, self.raw))
-        return MultilabelState(stats, self.scores, self.predictions)
+        columns = _folded(self.stats.columns, self.raw.parts)
+        raw = self.raw.emptied(self.stats.columns.size, columns.size)
+        return MultilabelState(
+            replace(self.stats, columns=columns), self.scores, self.predictions, raw
+        )
 
     def merge(self, other: MultilabelState) -> MultilabelState:
         self.check_merge(other)
         merged = MultilabelState(
-            self.stats.merge(other.stats), self.scores, self.predictions, self.raw + other.raw
+            self.stats.merge(other.stats), self.scores, self.predictions, self.raw.joined(other.raw)
         )
-        pending = sum(part.cells for part in merged.raw)
-        if pending > max(3 * merged.stats.columns.size, MIN_PENDING_CELLS):
+        if merged.raw.due(merged.stats.columns.size, MIN_PENDING_CELLS):
             return merged.compact()
         return merged
 
@@ -119,9 +119,9 @@ class MultilabelState:
                 f"cannot combine rows of {mine} and of {theirs} label columns: every batch "
                 "needs the same label columns",
             )
-        for field, sent in (("scores", self.scores), ("predictions", self.predictions)):
-            if sent != getattr(other, field):
-                raise InvalidInputError(field, f"send {field} with every batch or with none")
+        for name, sent in (("scores", self.scores), ("predictions", self.predictions)):
+            if sent != getattr(other, name):
+                raise InvalidInputError(name, f"send {name} with every batch or with none")
 
     def to_arrays(self) -> Arrays:
         stats = self.compact().stats
@@ -150,7 +150,7 @@ def _of_batch(
         rows.scores.copy(),
         None if rows.weights is None else rows.weights.copy(),
     )
-    return MultilabelState(stats, y_score is not None, y_pred is not None, (raw,))
+    return MultilabelState(stats, y_score is not None, y_pred is not None, Waiting.of(raw))
 
 
 def _from_arrays(

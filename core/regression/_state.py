@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -18,6 +18,7 @@ from evalserve.core._result import TaskOutput
 from evalserve.core._state import (
     Arrays,
     StateKind,
+    Waiting,
     array_of,
     check_masses,
     count_of,
@@ -61,6 +62,10 @@ class RawErrors:
     weights: NDArray[np.float64] | None
 
     @property
+    def entries(self) -> int:
+        return int(self.absolute.size)
+
+    @property
     def nbytes(self) -> int:
         return self.absolute.nbytes + (0 if self.weights is None else self.weights.nbytes)
 
@@ -72,7 +77,7 @@ class RegressionState:
     (their sums are in ``stats`` already)."""
 
     stats: RegressionStats
-    raw: tuple[RawErrors, ...] = ()
+    raw: Waiting[RawErrors] = field(default_factory=Waiting)
 
     @property
     def n_rows(self) -> int:
@@ -80,7 +85,7 @@ class RegressionState:
 
     @property
     def size(self) -> int:
-        return self.stats.errors.size + sum(part.absolute.size for part in self.raw)
+        return self.stats.errors.size + self.raw.entries
 
     @property
     def nbytes(self) -> int:
@@ -89,7 +94,7 @@ class RegressionState:
             FIXED_BYTES
             + ENTRY_BYTES * self.stats.errors.size
             + (0 if sample is None else sample.nbytes)
-            + sum(part.nbytes for part in self.raw)
+            + self.raw.nbytes
         )
 
     @property
@@ -97,20 +102,21 @@ class RegressionState:
         return self.stats.n_kept == 0
 
     def compact(self) -> RegressionState:
-        if not self.raw:
+        if not self.raw.parts:
             return self
-        absolute = np.concatenate([part.absolute for part in self.raw])
-        weights = joined_weights([(part.absolute.size, part.weights) for part in self.raw])
+        parts = self.raw.parts
+        absolute = np.concatenate([part.absolute for part in parts])
+        weights = joined_weights([(part.absolute.size, part.weights) for part in parts])
         errors = self.stats.errors.merge(AbsoluteErrors.of_rows(absolute, weights))
-        return RegressionState(replace(self.stats, errors=errors))
+        raw = self.raw.emptied(self.stats.errors.size, errors.size)
+        return RegressionState(replace(self.stats, errors=errors), raw)
 
     def check_merge(self, other: RegressionState) -> None:
         pass  # any two states merge
 
     def merge(self, other: RegressionState) -> RegressionState:
-        merged = RegressionState(self.stats.merge(other.stats), self.raw + other.raw)
-        pending = sum(part.absolute.size for part in merged.raw)
-        if pending > max(3 * merged.stats.errors.size, MIN_PENDING):
+        merged = RegressionState(self.stats.merge(other.stats), self.raw.joined(other.raw))
+        if merged.raw.due(merged.stats.errors.size, MIN_PENDING):
             return merged.compact()
         return merged
 
@@ -151,7 +157,7 @@ def _of_batch(
     with np.errstate(over="ignore", invalid="ignore"):
         absolute = np.abs(rows.labels - rows.predictions)
     weights = rows.weights.copy() if rows.weighted else None
-    return RegressionState(stats, (RawErrors(absolute, weights),))
+    return RegressionState(stats, Waiting.of(RawErrors(absolute, weights)))
 
 
 # --- reading a state back: every array checked against what a state can hold ----------------

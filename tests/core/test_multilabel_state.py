@@ -170,7 +170,7 @@ def test_the_state_holds_one_entry_per_distinct_score_of_each_label() -> None:
     assert isinstance(state, MultilabelState) and state.size >= 800
     # Batches wait as they came (their matrices copied: 9 bytes a cell here, less than the 24
     # of a merged entry) until their columns are merged.
-    waiting = sum(part.nbytes for part in state.raw)
+    waiting = sum(part.nbytes for part in state.raw.parts)
     assert waiting == 9 * 800 and continuous.nbytes > waiting
     compacted = state.compact()
     assert compacted.nbytes == sum(array.nbytes for array in state.to_arrays().values())
