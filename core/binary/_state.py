@@ -257,8 +257,9 @@ SIZE_DOC = (
     "16 bytes); the same again for the distinct hard predictions when batches carry them. "
     "Continuous scores make every row a distinct score (16 bytes a row); scores rounded to 4 "
     "decimals hold at most 2 x 10,001 entries (320 kB) whatever the number of rows. Between "
-    "merges, batches wait as they came (a copy of their scores, and weights): at most three "
-    "times the merged size, or a million entries."
+    "folds, batches wait as they came (a copy of their scores, and weights): while folds "
+    "compact repeated scores, until they outweigh the folded state (at least 4,096 entries); "
+    "while the scores are distinct, up to three times the folded state, or a million entries."
 )
 
 BINARY_STATE = StateKind(of_batch=_of_batch, from_arrays=_from_arrays, size_doc=SIZE_DOC)

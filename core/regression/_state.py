@@ -326,8 +326,10 @@ SIZE_DOC = (
     "of near-equal numbers: r2, adjusted_r2 and explained_variance near 0 agree to 1e-12 of "
     "SSE/SST, aic, bic and mallows_cp near 0 to 1e-12 of their terms. The row that mape's "
     "reason names counts the rows in the order they were added (a merged accumulator's after "
-    "this one's). Between merges, batches' absolute errors wait unsorted (8 bytes a row, 16 "
-    "with weights): at most three times the distinct errors held, or a million."
+    "this one's). Between folds, batches' absolute errors wait unsorted (8 bytes a row, 16 "
+    "with weights): while folds compact repeated errors, until they outweigh the distinct "
+    "errors held (at least 4,096); while the errors are distinct, up to three times those "
+    "held, or a million."
 )
 
 REGRESSION_STATE = StateKind(of_batch=_of_batch, from_arrays=_from_arrays, size_doc=SIZE_DOC)
