@@ -1,12 +1,18 @@
-"""Benchmark: a stream of 100 batches against the one-shot evaluation of the same rows.
+"""Benchmark: a stream of 100 batches against the one-shot evaluation of the same rows, and
+the stream doors' cost per batch.
 
 Target, per task: evaluating rows sent as 100 batches (``Accumulator.update`` per batch, then
 ``result()``: what the service's stream doors run) costs at most 1.5x ``evaluate`` on all the
 rows at once, in the same run. The peak memory of both is reported too (tracemalloc's peak
 above the inputs, numpy reports its arrays to it).
 
-    python bench/stream_cost.py [--batches 100] [--repeats 3] [--quick] [--no-fail]
-        [--results PATH]
+The service part (``bench/stream_doors.py``, skipped with ``--core-only``) streams 500 and
+20,000 one-row batches to a real server on each stream door (REST NDJSON, gRPC): the cost per
+batch of the long stream at most 1.3x that of the short one; and it feeds 1M rows of 100
+distinct scores in 10,000 batches through the use case's stream: its largest state under 1 MiB.
+
+    python bench/stream_cost.py [--batches 100] [--repeats 3] [--quick] [--core-only]
+        [--no-fail] [--results PATH]
 
 Workloads (float64 scores practically all distinct, the worst case for the states, which grow
 with distinct scores): binary 10^6 rows; multiclass and multilabel 2 x 10^5 rows of k = 10;
@@ -33,6 +39,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "src"))
 import itertools
 
 import numpy as np
+import stream_doors
 from machine import machine_description  # bench/ is on sys.path when run as a script
 from results_md import RESULTS_PATH, write_section
 from timing import Row, Usage, best_runs, load_average, progress, render_table, verdict
@@ -171,7 +178,11 @@ def run(scale: float, count: int, repeats: int, seed: int) -> tuple[list[Row], l
 
 
 def render_section(
-    results: Sequence[Row], memory: Sequence[str], command: str, load: tuple[float, float]
+    results: Sequence[Row],
+    memory: Sequence[str],
+    command: str,
+    load: tuple[float, float],
+    notes: Sequence[str] = (),
 ) -> str:
     now = dt.datetime.now(dt.UTC).strftime("%Y-%m-%d %H:%M UTC")
     table = "\n".join(
@@ -201,7 +212,12 @@ Peak memory above the inputs (tracemalloc, one call each; the batches are views 
   stream doors run (the transports' own costs are in the service section).
 * Workloads: see the script's docstring; scores practically all distinct, so every state holds
   about one entry per row and score column (its worst case).
-"""
+* Stream doors (bench/stream_doors.py): a real server with default settings; each door's cost
+  per batch is the best of the timed rounds (the two lengths interleaved), from sending the
+  first byte to the answer. The state row feeds the use case's `StreamAccumulator` in this
+  process (the object both doors feed) and reads its `state_bytes` after every batch: ratio
+  is the largest state in MiB against the 1 MiB limit.
+{"".join(f"* {note}{chr(10)}" for note in notes)}"""
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -211,16 +227,26 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--seed", type=int, default=0)
     parser.add_argument("--quick", action="store_true", help="smoke test: a tenth of the rows")
+    parser.add_argument(
+        "--core-only", action="store_true", help="skip the stream doors (no server started)"
+    )
     parser.add_argument("--no-fail", action="store_true")
     parser.add_argument("--results", type=Path, default=RESULTS_PATH)
     args = parser.parse_args(argv)
     before = load_average()
     results, memory = run(0.1 if args.quick else 1.0, args.batches, args.repeats, args.seed)
+    notes: list[str] = []
+    if not args.core_only:
+        results += stream_doors.per_batch_rows(args.repeats, args.quick)
+        state, note = stream_doors.state_rows(args.seed)
+        results.append(state)
+        notes.append(note)
     load = (before, load_average())
     print(render_table(results))
     print("\n".join(memory))
     command = shlex.join(["python", SCRIPT, *argv])
-    write_section(SECTION_TITLE, render_section(results, memory, command, load), args.results)
+    section = render_section(results, memory, command, load, notes)
+    write_section(SECTION_TITLE, section, args.results)
     print(f"\n{verdict(results)}")
     return 1 if any(row.failed for row in results) and not args.no_fail else 0
 

@@ -10,7 +10,7 @@ a state from its arrays (checking them, since they may come from anywhere).
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Generic, Protocol, TypeVar
 
 import numpy as np
@@ -135,6 +135,11 @@ class WaitingPart(Protocol):
     @property
     def nbytes(self) -> int: ...
 
+    def sample(self, limit: int) -> NDArray[np.float64]:
+        """At most ``limit`` of its values (the ones a fold sorts), for the estimate of how
+        many are distinct."""
+        ...
+
 
 P = TypeVar("P", bound=WaitingPart)
 
@@ -144,6 +149,8 @@ MIN_FOLD = 1 << 12
 # A state whose folds kept more than this share of what went in holds (nearly) distinct values:
 # folding early saves no memory there, so its batches wait for the task's lazy threshold.
 DISTINCT_SHARE = 0.5
+# Before its first fold, a state learns whether its values repeat from this many of them.
+SAMPLE = 1 << 12
 
 
 @dataclass(frozen=True, slots=True)
@@ -158,7 +165,11 @@ class Waiting(Generic[P]):
     folded as soon as they outweigh the folded statistic, so memory follows the distinct
     values, not the rows; while folds keep nearly everything (distinct values), batches wait
     until they pass three times the statistic and the task's lazy threshold, so a stream of
-    distinct values costs about one sort, as the one-shot evaluation does."""
+    distinct values costs about one sort, as the one-shot evaluation does. A state that has
+    not folded yet counts the distinct values of a sample of what waits (``SAMPLE`` values,
+    once, when its batches first pass ``MIN_FOLD`` entries) instead: every new level of an
+    ``Accumulator`` starts without a history, and folding each of them early to learn it
+    would sort every row of a stream of distinct values twice."""
 
     parts: tuple[P, ...] = ()
     entries: int = 0
@@ -171,19 +182,35 @@ class Waiting(Generic[P]):
         return cls((part,), part.entries, part.nbytes)
 
     def joined(self, other: Waiting[P]) -> Waiting[P]:
-        return Waiting(
+        joined = Waiting(
             self.parts + other.parts,
             self.entries + other.entries,
             self.nbytes + other.nbytes,
             self.folded_in + other.folded_in,
             self.folded_kept + other.folded_kept,
         )
+        if joined.folded_in == 0 and joined.entries > MIN_FOLD:
+            sample = joined._sample()
+            joined = replace(joined, folded_in=sample.size, folded_kept=np.unique(sample).size)
+        return joined
+
+    def _sample(self) -> NDArray[np.float64]:
+        """Up to ``SAMPLE`` values of the latest batches."""
+        taken: list[NDArray[np.float64]] = []
+        left = SAMPLE
+        for part in reversed(self.parts):
+            values = part.sample(left)
+            taken.append(values)
+            left -= values.size
+            if left <= 0:
+                break
+        return np.concatenate(taken)
 
     def due(self, held: int, lazy_min: int) -> bool:
         """Whether to fold now, into a statistic of ``held`` entries."""
         if self.entries <= MIN_FOLD:
             return False
-        if self.folded_kept <= DISTINCT_SHARE * self.folded_in:  # compacting, or no fold yet
+        if self.folded_kept <= DISTINCT_SHARE * self.folded_in:  # folds compact
             return self.entries > held
         return self.entries > max(3 * held, lazy_min)
 

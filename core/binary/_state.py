@@ -69,6 +69,10 @@ class RawPair:
             for part in (self.positives, self.negatives)
         )
 
+    def sample(self, limit: int) -> NDArray[np.float64]:
+        half = max(1, limit // 2)
+        return np.concatenate([self.positives.scores[:half], self.negatives.scores[:half]])
+
 
 @dataclass(frozen=True, slots=True, eq=False)
 class Classes:

@@ -76,6 +76,9 @@ class RawRows:
     def entries(self) -> int:
         return int(self.scores.size)
 
+    def sample(self, limit: int) -> Floats:
+        return self.scores.reshape(-1)[:limit]
+
     @property
     def nbytes(self) -> int:
         extra = 0 if self.weights is None else self.weights.nbytes

@@ -47,6 +47,9 @@ class RawColumns:
     def entries(self) -> int:
         return int(self.labels.size)
 
+    def sample(self, limit: int) -> NDArray[np.float64]:
+        return self.scores.reshape(-1)[:limit]
+
     @property
     def nbytes(self) -> int:
         extra = 0 if self.weights is None else self.weights.nbytes

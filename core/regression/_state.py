@@ -65,6 +65,9 @@ class RawErrors:
     def entries(self) -> int:
         return int(self.absolute.size)
 
+    def sample(self, limit: int) -> NDArray[np.float64]:
+        return self.absolute[:limit]
+
     @property
     def nbytes(self) -> int:
         return self.absolute.nbytes + (0 if self.weights is None else self.weights.nbytes)
