@@ -17,6 +17,7 @@ import logging
 import re
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
+from contextlib import suppress
 from dataclasses import dataclass
 from importlib import metadata
 from importlib.util import find_spec
@@ -37,6 +38,7 @@ from evalserve.core import TASKS, EvaluationResult, InvalidInputError
 from evalserve.service import encode, rest_models
 from evalserve.service.budget import Reservation
 from evalserve.service.config import Settings
+from evalserve.service.connection import PEER_CLOSED
 from evalserve.service.decode import Header as RequestHeader
 from evalserve.service.decode import Request as EvaluationRequest
 from evalserve.service.decode import (
@@ -57,6 +59,7 @@ from evalserve.service.errors import (
     describe,
 )
 from evalserve.service.metrics import ServiceMetrics
+from evalserve.service.rest_drain import DrainMiddleware
 from evalserve.service.usecase import (
     EvaluationObserver,
     Evaluator,
@@ -247,6 +250,9 @@ async def _lines(
         yield number + 1, buffer
 
 
+# How often a stream whose body is still arriving checks whether its client has closed.
+PEER_POLL_SECONDS = 0.1
+
 # The first byte of a line that is not blank (bytes.isspace's white space is these six).
 _CONTENT = re.compile(rb"[^ \t\n\r\x0b\x0c]")
 
@@ -302,17 +308,31 @@ def _idle_error(idle: float, stream: _NdjsonStream) -> RequestTimeoutError:
     )
 
 
-async def _disconnected(request: Request) -> None:
-    """Returns when the client has gone (call it once the body has been read whole)."""
+async def _disconnected(request: Request, body_read: asyncio.Event | None = None) -> None:
+    """Returns when the client has gone. Listens to the connection once the body has been read
+    whole (at once, or when ``body_read`` is set); before that, polls the socket's state where
+    the server tells it (``service.connection``): the client's close waits behind the unread
+    bytes of its body, which may take long to read."""
+    if body_read is not None:
+        peer_closed = request.scope.get("extensions", {}).get(PEER_CLOSED)
+        while not body_read.is_set():
+            if peer_closed is not None and peer_closed():
+                return
+            with suppress(TimeoutError):
+                async with asyncio.timeout(PEER_POLL_SECONDS):
+                    await body_read.wait()
     while (await request.receive())["type"] != "http.disconnect":
         pass
 
 
-async def _unless_gone(request: Request, work: Awaitable[T]) -> T:
+async def _unless_gone(
+    request: Request, work: Awaitable[T], body_read: asyncio.Event | None = None
+) -> T:
     """``work``'s result, or ``ClientDisconnect`` as soon as the client goes: the call is then
-    cancelled (dropped if no worker has started it yet)."""
+    cancelled (dropped if no worker has started it yet). ``body_read``: ``work`` reads the
+    body itself, and sets it once the body has arrived whole."""
     task = asyncio.ensure_future(work)
-    gone = asyncio.ensure_future(_disconnected(request))
+    gone = asyncio.ensure_future(_disconnected(request, body_read))
     try:
         await asyncio.wait({task, gone}, return_when=asyncio.FIRST_COMPLETED)
     finally:
@@ -322,6 +342,13 @@ async def _unless_gone(request: Request, work: Awaitable[T]) -> T:
     if task.done() and not task.cancelled():
         return task.result()
     raise ClientDisconnect()
+
+
+async def _body(request: Request, read: asyncio.Event) -> AsyncIterator[bytes]:
+    """The body's chunks as they arrive; ``read`` is set once the last has arrived."""
+    async for chunk in request.stream():
+        yield chunk
+    read.set()
 
 
 def _at_line(error: ServiceError | InvalidInputError, line: int, batch: str) -> Exception:
@@ -628,23 +655,35 @@ class _Routes:
                 "content-type", f"expected {NDJSON}, but got {media_type!r}"
             )
         answer = _answer_format(request.headers, default="json")
-        idle = self.settings.stream_idle_timeout_seconds
-        loop = asyncio.get_running_loop()
         # before the first line is read
         with self.evaluator.admitted(_client_of(request)) as reservation:
             stream = _NdjsonStream(self.settings, self.stream_observer, reservation)
-            try:
-                async with asyncio.timeout(idle) as waiting:
-                    async for number, line in _lines(request.stream(), stream.buffered):
-                        if _blank(line):  # skipped on the loop: no thread hop, no idle reset
-                            continue
-                        waiting.reschedule(None)  # a batch's own work is not idle time
-                        await self.evaluator.run(stream.feed, number, line)
-                        waiting.reschedule(loop.time() + idle)
-            except TimeoutError:
-                raise _idle_error(idle, stream) from None
-            content = await self.evaluator.run(stream.finish, answer)
+            body_read = asyncio.Event()
+            # A client that leaves stops the stream at its next batch, also when its whole
+            # body has arrived and the batches in it are still being merged.
+            content = await _unless_gone(
+                request, self._merge_stream(request, stream, answer, body_read), body_read
+            )
         return Response(content, media_type=MEDIA_TYPES[answer])
+
+    async def _merge_stream(
+        self, request: Request, stream: _NdjsonStream, answer: Answer, body_read: asyncio.Event
+    ) -> bytes:
+        """Merge the stream's lines as they arrive, then its answer; ``body_read`` is set once
+        the body has arrived whole."""
+        idle = self.settings.stream_idle_timeout_seconds
+        loop = asyncio.get_running_loop()
+        try:
+            async with asyncio.timeout(idle) as waiting:
+                async for number, line in _lines(_body(request, body_read), stream.buffered):
+                    if _blank(line):  # skipped on the loop: no thread hop, no idle reset
+                        continue
+                    waiting.reschedule(None)  # a batch's own work is not idle time
+                    await self.evaluator.run(stream.feed, number, line)
+                    waiting.reschedule(loop.time() + idle)
+        except TimeoutError:
+            raise _idle_error(idle, stream) from None
+        return await self.evaluator.run(stream.finish, answer)
 
     async def metric_catalog(self, request: Request) -> Response:
         task = catalog_task_from_query(request.query_params.multi_items())
@@ -822,6 +861,8 @@ def create_app(
     app.add_exception_handler(RequestValidationError, _validation_error)
     app.add_exception_handler(ClientDisconnect, _client_disconnect)
     app.add_middleware(BodyLimitMiddleware, max_bytes=settings.max_request_bytes)
+    # While the server drains: Connection: close, and a 503's unread body read first.
+    app.add_middleware(DrainMiddleware, draining=lambda: evaluator.draining)
     app.add_middleware(InternalErrorMiddleware)  # it sees every error of the app
     app.add_middleware(RequestMetricsMiddleware, metrics=metrics)  # the outermost: every status
     return app

@@ -15,6 +15,7 @@ import gc
 import logging
 import math
 import signal
+import socket
 import sys
 from collections.abc import Callable, Generator
 from dataclasses import dataclass
@@ -24,6 +25,7 @@ from prometheus_client import CollectorRegistry, GCCollector, PlatformCollector,
 
 from evalserve.service.budget import MemoryBudget
 from evalserve.service.config import Settings
+from evalserve.service.connection import PeerAwareH11Protocol
 from evalserve.service.grpc_server import create_grpc_server
 from evalserve.service.memory import (
     Trimmer,
@@ -54,11 +56,27 @@ class Ports:
 
 
 class _RestServer(uvicorn.Server):
-    """uvicorn without its own signal handlers: this module decides when both servers stop."""
+    """uvicorn without its own signal handlers: this module decides when both servers stop.
+
+    Its shutdown stops accepting connections at once, but closes the open ones (uvicorn closes
+    idle keep-alive connections first thing) only once ``drained`` is set, after the evaluator
+    has drained: a request that a client sends meanwhile on a connection it keeps gets an
+    answer (503 + Retry-After and ``Connection: close``, ``service.rest_drain``), not a
+    connection closed under it."""
+
+    def __init__(self, config: uvicorn.Config) -> None:
+        super().__init__(config)
+        self.drained = asyncio.Event()
 
     @contextlib.contextmanager
     def capture_signals(self) -> Generator[None, None, None]:
         yield
+
+    async def shutdown(self, sockets: list[socket.socket] | None = None) -> None:
+        for server in self.servers:
+            server.close()
+        await self.drained.wait()
+        await super().shutdown(sockets)
 
 
 def default_registry() -> CollectorRegistry:
@@ -110,6 +128,7 @@ async def run(
             timeout_graceful_shutdown=math.ceil(settings.shutdown_grace_seconds) + CUT_OFF_MARGIN,
             h11_max_incomplete_event_size=1 << 20,
             ssl_certfile=settings.tls_cert_file,
+            http=PeerAwareH11Protocol,  # a stream sees its client leave (service.connection)
             ssl_keyfile=settings.tls_key_file,
         )
     )
@@ -117,6 +136,7 @@ async def run(
     while not rest.started and not rest_task.done():
         await asyncio.sleep(0.01)
     if rest_task.done():  # could not bind, for example
+        rest.drained.set()
         await grpc_server.stop(None)
         evaluator.close()
         await rest_task
@@ -145,8 +165,15 @@ async def run(
     readiness.ready = False
     await health.enter_graceful_shutdown()
     rest.should_exit = True
+
+    async def drain() -> None:
+        try:
+            await evaluator.drain(settings.shutdown_grace_seconds)
+        finally:
+            rest.drained.set()
+
     await asyncio.gather(
-        evaluator.drain(settings.shutdown_grace_seconds),
+        drain(),
         grpc_server.stop(settings.shutdown_grace_seconds + CUT_OFF_MARGIN),
         rest_task,
     )

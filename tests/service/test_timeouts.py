@@ -241,6 +241,49 @@ def test_a_client_that_leaves_frees_its_stream_place(patient: Service) -> None:
     assert _wait_for(patient, 0) < 5  # the idle timeout is 30 s
 
 
+# Merging this many batches takes seconds (100 us each at the very least): a stream that goes on
+# after its client has left holds its place that long. Its 1.2 MB fit the kernel's buffers, so
+# the client's close arrives while most of its batches have not been read.
+LONG_STREAM = 20_000
+
+
+def test_a_client_that_leaves_after_sending_its_whole_stream_stops_it(patient: Service) -> None:
+    body = HEADER + ROWS * LONG_STREAM
+    connection = _connect(patient)
+    connection.sendall(
+        b"POST /v1/evaluate/stream HTTP/1.1\r\nhost: x\r\ncontent-type: application/x-ndjson"
+        b"\r\ncontent-length: %d\r\n\r\n" % len(body) + body
+    )
+    _wait_for(patient, 1)
+    time.sleep(0.3)  # the body has arrived whole; its batches are being merged
+    connection.close()
+    assert _wait_for(patient, 0) < 1  # at its next batch, not after the last one
+
+
+def test_a_grpc_stream_cancelled_after_its_last_message_stops(patient: Service) -> None:
+    def messages() -> Iterator[bytes]:
+        header = pb.EvaluateStreamRequest(header=pb.StreamHeader(task=pb.TASK_BINARY))
+        yield header.SerializeToString()
+        batch = pb.EvaluateStreamRequest(labels=[0, 1], scores=[0.2, 0.7]).SerializeToString()
+        for _ in range(LONG_STREAM):
+            yield batch
+
+    channel = grpc.insecure_channel(patient.grpc_target)
+    stream: grpc.StreamUnaryMultiCallable[bytes, pb.EvaluateResponse] = channel.stream_unary(
+        "/evalserve.v1.EvaluationService/EvaluateStream",
+        request_serializer=None,
+        response_deserializer=pb.EvaluateResponse.FromString,
+    )
+    try:
+        call = stream.future(messages(), timeout=120)
+        _wait_for(patient, 1)
+        time.sleep(0.5)  # messages are being merged
+        call.cancel()
+        assert _wait_for(patient, 0) < 1
+    finally:
+        channel.close()
+
+
 def test_a_cancelled_grpc_stream_frees_its_place(patient: Service) -> None:
     call, release = _silent_grpc_stream(patient)
     try:

@@ -1,0 +1,63 @@
+"""Whether a REST client has closed its connection, seen from the socket rather than the bytes.
+
+A client that sends a long NDJSON body and leaves has its close queued behind the bytes the
+server has not read yet (uvicorn reads a body only as fast as the stream merges it): read in
+order, the close would be seen only after every buffered batch had been merged. The kernel
+knows at once: its TCP state leaves ESTABLISHED when the client's FIN arrives. The server's
+HTTP protocol (``PeerAwareH11Protocol``) puts a check of that state in each request's scope,
+under ``PEER_CLOSED``; the stream route polls it while the body is still arriving.
+
+The kernel learns of the close when the client's FIN arrives, and TCP sends the FIN after every
+byte the client had queued: a body that still sits in the client's own send buffer (megabytes
+that the server has had no window for) is seen leaving only once it has arrived here. A client
+that half-closes its side after sending the body and still waits for the answer looks gone too. HTTP/1.1 clients do not do that (Go's HTTP server, for one, also cancels a
+request whose client has sent FIN).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import socket
+from collections.abc import Callable
+from typing import Any, Final
+
+from starlette.types import ASGIApp, Receive, Scope, Send
+from uvicorn.protocols.http.h11_impl import H11Protocol
+
+__all__ = ["PEER_CLOSED", "PeerAwareH11Protocol", "peer_closed"]
+
+PEER_CLOSED: Final = "evalserve.peer_closed"
+# Linux's TCP states once the peer has sent FIN (include/net/tcp_states.h): CLOSE, CLOSE_WAIT,
+# LAST_ACK, CLOSING.
+_PEER_DONE: Final = frozenset({7, 8, 9, 11})
+_TCP_INFO: Final[int | None] = getattr(socket, "TCP_INFO", None)
+
+
+def peer_closed(sock: Any) -> bool:
+    """Whether the peer of ``sock`` has closed (or half-closed) its side; False where the
+    platform does not tell."""
+    if _TCP_INFO is None or sock is None:
+        return False
+    try:
+        info = sock.getsockopt(socket.IPPROTO_TCP, _TCP_INFO, 1)
+    except (OSError, AttributeError):
+        return False
+    return bool(info) and info[0] in _PEER_DONE
+
+
+def _with_peer_check(app: ASGIApp, check: Callable[[], bool]) -> ASGIApp:
+    async def app_with_check(scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http":
+            scope.setdefault("extensions", {})[PEER_CLOSED] = check
+        await app(scope, receive, send)
+
+    return app_with_check
+
+
+class PeerAwareH11Protocol(H11Protocol):
+    """uvicorn's h11 protocol, with ``PEER_CLOSED`` in every request's scope."""
+
+    def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
+        super().connection_made(transport)
+        sock = transport.get_extra_info("socket")
+        self.app = _with_peer_check(self.app, lambda: peer_closed(sock))
