@@ -8,22 +8,27 @@ from evalserve.core._evaluate import check_baseline, evaluate, evaluate_binary_s
 from evalserve.core._metric_info import MetricInfo, MetricRange
 from evalserve.core._options import OPTIONS, Options, OptionSpec, parse_options
 from evalserve.core._result import EvaluationResult
-from evalserve.core._tasks import TASKS
+from evalserve.core._task_spec import MemoryCost, TaskInputs, TaskSpec
+from evalserve.core._tasks import REGISTRY, TASKS, task_spec
 from evalserve.core.binary._stats import BinaryStats
 
 __all__ = [
     "CATALOG",
     "OPTIONS",
+    "REGISTRY",
     "TASKS",
     "Accumulator",
     "BinaryStats",
     "EvaluationResult",
     "InvalidInputError",
+    "MemoryCost",
     "MetricInfo",
     "MetricRange",
     "OptionSpec",
     "Options",
     "StateTooLargeError",
+    "TaskInputs",
+    "TaskSpec",
     "catalog_entries",
     "catalog_entry",
     "check_baseline",
@@ -31,4 +36,5 @@ __all__ = [
     "evaluate",
     "evaluate_binary_stats",
     "parse_options",
+    "task_spec",
 ]

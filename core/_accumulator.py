@@ -18,31 +18,18 @@ from typing import Any
 
 import numpy as np
 
-from evalserve.core._coverage import check_coverage, coverage_report
 from evalserve.core._errors import InvalidInputError, StateTooLargeError
-from evalserve.core._evaluate import binary_result, task_result
+from evalserve.core._evaluate import with_coverage
 from evalserve.core._options import OPTIONS, Options, parse_options
 from evalserve.core._result import EvaluationResult
-from evalserve.core._state import StateKind, TaskState
+from evalserve.core._state import TaskState
 from evalserve.core._state_format import StateDocument, decode, encode
-from evalserve.core._tasks import check_task
+from evalserve.core._tasks import comparing_tasks, task_spec
 from evalserve.core._validation import WEIGHTLESS_BATCHES
 from evalserve.core.binary._classes import ClassScores, class_scores
-from evalserve.core.binary._state import BINARY_STATE, BinaryState
-from evalserve.core.detection._state import DETECTION_STATE
-from evalserve.core.multiclass._state import MULTICLASS_STATE
-from evalserve.core.multilabel._state import MULTILABEL_STATE
-from evalserve.core.regression._state import REGRESSION_STATE
+from evalserve.core.binary._state import BinaryState
 
 __all__ = ["Accumulator"]
-
-STATE_KINDS: dict[str, StateKind] = {
-    "binary": BINARY_STATE,
-    "multiclass": MULTICLASS_STATE,
-    "multilabel": MULTILABEL_STATE,
-    "regression": REGRESSION_STATE,
-    "detection": DETECTION_STATE,
-}
 
 
 class Accumulator:
@@ -62,14 +49,13 @@ class Accumulator:
         *,
         max_state_bytes: int | None = None,
     ) -> None:
-        self.task = check_task(task)
+        self.spec = task_spec(task)
+        self.task = self.spec.name
         self.options = parse_options(options)
         self.classes = _class_names(classes)
-        if self.classes is not None and self.task in ("binary", "regression"):
+        if self.classes is not None and not self.spec.takes_classes:
             raise InvalidInputError("classes", f"task {self.task!r} takes no class names")
-        if self.task not in STATE_KINDS:
-            raise InvalidInputError("task", f"task {task!r} has no accumulator in this version")
-        self.kind = STATE_KINDS[self.task]
+        self.kind = self.spec.state
         if max_state_bytes is not None and max_state_bytes < 0:
             raise InvalidInputError("max_state_bytes", f"expected >= 0, got {max_state_bytes}")
         self.max_state_bytes = max_state_bytes
@@ -178,28 +164,21 @@ class Accumulator:
             raise InvalidInputError("labels", "is empty; no rows were added")
         if state.weightless:
             raise InvalidInputError("weights", "all weights are zero; nothing to evaluate")
-        if self.task == "binary":
-            assert isinstance(state, BinaryState)
-            predictions = None if state.predictions is None else state.predictions.sweep()
-            return binary_result(
-                state.scores.sweep(), state.n_rows, self.options, predictions, baseline, coverage
-            )
-        if baseline is not None:
+        if baseline is not None and not self.spec.compares:
             raise InvalidInputError(
-                "baseline", f"drift tests take task 'binary', not {self.task!r}"
+                "baseline", f"drift tests take task {comparing_tasks()}, not {self.task!r}"
             )
-        result = task_result(self.task, state.output(self.options, self.classes))
-        if coverage is not None:
-            check_coverage(coverage)
-            result.coverage = coverage_report(coverage, result.n_samples)
-        return result
+        result = self.spec.state_result(state, self.options, self.classes, baseline)
+        return with_coverage(result, coverage)  # checks it
 
     def score_classes(self) -> tuple[ClassScores, ClassScores, int, bool]:
         """Task binary: the positives' and the negatives' distinct scores with their masses,
         the rows and whether any batch was weighted (the ranges path reads a range this way).
         Raises ``InvalidInputError`` for other tasks and for hard predictions."""
-        if self.task != "binary":
-            raise InvalidInputError("task", f"score classes are task binary's, not {self.task!r}")
+        if not self.spec.ranges:
+            raise InvalidInputError(
+                "task", f"score classes are those of a task with ranges, not {self.task!r}"
+            )
         state = self._state()
         if state is None:
             empty = class_scores(np.empty(0), None)

@@ -1,6 +1,6 @@
 """The metric catalog: every metric of every task, keyed by (task, name).
 
-It is built once, here, from the entries each task's ``_catalog`` module defines (their
+It is built once, here, from the entries each task's spec carries (its ``_catalog`` module's:
 definitions, directions, ranges, aliases, conventions, references and tests), and cannot change
 afterwards. ``GET /v1/metrics`` and gRPC ``ListMetrics`` serve it, ``docs/generate_metrics.py``
 writes the metric pages from it, and ``tests/core/test_catalog.py`` fails when the core emits a
@@ -14,23 +14,12 @@ from collections.abc import Mapping
 from types import MappingProxyType
 
 from evalserve.core._metric_info import MetricInfo
-from evalserve.core._tasks import TASKS, check_task
-from evalserve.core.binary._catalog import CATALOG_ENTRIES as BINARY
-from evalserve.core.detection._catalog import CATALOG_ENTRIES as DETECTION
-from evalserve.core.multiclass._catalog import CATALOG_ENTRIES as MULTICLASS
-from evalserve.core.multilabel._catalog import CATALOG_ENTRIES as MULTILABEL
-from evalserve.core.regression._catalog import CATALOG_ENTRIES as REGRESSION
+from evalserve.core._tasks import REGISTRY, TASKS, check_task
 
 __all__ = ["CATALOG", "catalog_entries", "catalog_entry"]
 
 _BY_TASK: Mapping[str, tuple[MetricInfo, ...]] = MappingProxyType(
-    {
-        "binary": BINARY,
-        "multiclass": MULTICLASS,
-        "multilabel": MULTILABEL,
-        "regression": REGRESSION,
-        "detection": DETECTION,
-    }
+    {spec.name: spec.catalog for spec in REGISTRY}
 )
 
 

@@ -19,8 +19,7 @@ import unicodedata
 from collections.abc import Sequence
 from pathlib import Path
 
-from evalserve.core import TASKS, MetricInfo, catalog_entries
-from evalserve.core._accumulator import STATE_KINDS
+from evalserve.core import TASKS, MetricInfo, catalog_entries, task_spec
 
 ROOT = Path(__file__).resolve().parents[1]
 OUT = ROOT / "docs" / "metrics"
@@ -111,9 +110,7 @@ STATE_SECTION = "State size (streams and merges)"
 
 def _state_section(task: str) -> str:
     """What the task's ``Accumulator`` state holds and how it grows."""
-    kind = STATE_KINDS.get(task)
-    if kind is None:
-        return ""
+    kind = task_spec(task).state
     return (
         f"## {STATE_SECTION}\n\n"
         f"Streams and `Accumulator` keep the exact state of the rows so far. {kind.size_doc} "

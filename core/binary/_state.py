@@ -195,7 +195,7 @@ class BinaryState:
         return arrays
 
     def output(self, options: Options, classes: tuple[str, ...] | None) -> TaskOutput:
-        raise NotImplementedError("task binary's result comes from core._evaluate.binary_result")
+        raise NotImplementedError("task binary's result comes from core.binary._result")
 
 
 def _class_arrays(prefix: str, classes: Classes) -> Arrays:

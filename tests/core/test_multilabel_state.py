@@ -19,7 +19,7 @@ from hypothesis import strategies as st
 from hypothesis.extra.numpy import arrays
 
 from evalserve import Accumulator, InvalidInputError, evaluate
-from evalserve.core._accumulator import STATE_KINDS
+from evalserve.core import task_spec
 from evalserve.core._options import Options
 from evalserve.core._state_format import StateDocument, encode
 from evalserve.core.multilabel._state import MultilabelState
@@ -179,7 +179,7 @@ def test_the_state_holds_one_entry_per_distinct_score_of_each_label() -> None:
     assert rounded_state is not None
     assert rounded_state.to_arrays()["columns.scores"].size <= 4 * 11
     assert rounded_state.compact().nbytes < compacted.nbytes / 4
-    assert "bytes" in STATE_KINDS["multilabel"].size_doc
+    assert "bytes" in task_spec("multilabel").state.size_doc
 
 
 # --------------------------------------------------------------------------------------------
@@ -438,7 +438,7 @@ def test_mutated_bytes_with_a_valid_checksum_never_crash(data: st.DataObject) ->
 
 def test_output_of_the_state_is_compute_multilabel_of_the_rows() -> None:
     """The kind's own entry points, as the accumulator calls them."""
-    kind = STATE_KINDS["multilabel"]
+    kind = task_spec("multilabel").state
     options = Options(threshold=0.4)
     y = [[1, 0, 1], [0, 1, 1]]
     scores = [[0.9, 0.3, 0.4], [0.2, 0.5, 0.45]]

@@ -13,8 +13,7 @@ from types import ModuleType
 
 import pytest
 
-from evalserve.core import TASKS, catalog_entries
-from evalserve.core._accumulator import STATE_KINDS
+from evalserve.core import TASKS, catalog_entries, task_spec
 
 ROOT = Path(__file__).resolve().parents[2]
 DOCS = ROOT / "docs"
@@ -73,11 +72,9 @@ def test_every_entry_has_its_section_with_every_part(task: str) -> None:
     entries = catalog_entries(task)
     # A task with an accumulator state says what it holds, before the metrics.
     state = sections.pop(STATE_SECTION, None)
-    if task in STATE_KINDS:
-        assert state is not None and STATE_KINDS[task].size_doc in state
-        assert next(iter(_sections(task))) == STATE_SECTION
-    else:
-        assert state is None
+    # Every task has one.
+    assert state is not None and task_spec(task).state.size_doc in state
+    assert next(iter(_sections(task))) == STATE_SECTION
     assert list(sections) == [info.name for info in entries]
     for info in entries:
         section = sections[info.name]
