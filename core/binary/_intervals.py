@@ -10,6 +10,9 @@ from __future__ import annotations
 import math
 from typing import Any
 
+import numpy as np
+from numpy.typing import NDArray
+
 from evalserve.core._distributions import normal_quantile
 from evalserve.core._result import MetricSink
 from evalserve.core.binary._delong import Placements
@@ -18,6 +21,7 @@ __all__ = [
     "WILSON_PROPORTIONS",
     "auc_interval",
     "auc_interval_of",
+    "wilson_band",
     "wilson_interval",
     "wilson_intervals",
 ]
@@ -97,6 +101,23 @@ def wilson_interval(successes: float, trials: float, level: float) -> Interval |
         "method": "wilson",
         "std_error": math.sqrt(p * (1.0 - p) / trials),
     }
+
+
+def wilson_band(
+    proportions: NDArray[np.float64], trials: float, level: float
+) -> tuple[NDArray[np.float64], NDArray[np.float64]]:
+    """Wilson's score interval (Wilson 1927) of each of ``proportions`` over ``trials``: the
+    lower and the upper bounds, clipped to [0, 1]; the proportions themselves when there are no
+    trials (a band of width 0: nothing to say)."""
+    if trials <= 0:
+        return proportions.copy(), proportions.copy()
+    z = _z(level)
+    z2n = z * z / trials
+    centre = (proportions + z2n / 2.0) / (1.0 + z2n)
+    half = (
+        z / (1.0 + z2n) * np.sqrt(proportions * (1.0 - proportions) / trials + z2n / (4.0 * trials))
+    )
+    return np.clip(centre - half, 0.0, 1.0), np.clip(centre + half, 0.0, 1.0)
 
 
 WILSON_PROPORTIONS = ("accuracy", "precision", "recall", "specificity")

@@ -12,7 +12,7 @@ merge exactly, and with integer weights bit for bit.
 ``method="ranges"`` (task binary) is the exact path for data whose distinct scores do not fit
 one machine: the score axis is cut into ranges at a sample's quantiles, each range's state is
 built and kept on a worker, and each range is summarised there with the class totals of the
-ranges above it (:mod:`evalserve.core.binary._ranges`); the client adds up one small summary
+ranges above it (:mod:`evalserve.core.ranges`); the client adds up one small summary
 per range. No worker and not the client ever holds all distinct scores.
 
 Needs the ``dask`` extra: ``pip install 'evalserve[dask]'``.
@@ -30,8 +30,16 @@ import numpy as np
 from dask.base import compute
 from dask.delayed import Delayed, delayed
 
-from evalserve.core import Accumulator, EvaluationResult, InvalidInputError, Options, parse_options
-from evalserve.core.binary._ranges import (
+from evalserve.core import (
+    REGISTRY,
+    Accumulator,
+    EvaluationResult,
+    InvalidInputError,
+    Options,
+    parse_options,
+    task_spec,
+)
+from evalserve.core.ranges import (
     Bests,
     RangeContext,
     RangeFinish,
@@ -102,8 +110,9 @@ def evaluate(
         raise InvalidInputError("method", f"expected 'tree' or 'ranges', got {method!r}")
     if baseline is not None:
         raise InvalidInputError("baseline", "is taken by method 'tree' only")
-    if task != "binary":
-        raise InvalidInputError("method", f"the ranges path takes task 'binary', not {task!r}")
+    if not task_spec(task).ranges:
+        with_ranges = ", ".join(repr(spec.name) for spec in REGISTRY if spec.ranges)
+        raise InvalidInputError("method", f"the ranges path takes task {with_ranges}, not {task!r}")
     return _ranges(frame, table_plan, options, ranges, split_every, max_state_bytes, retries)
 
 

@@ -13,9 +13,9 @@ import numpy as np
 import pytest
 
 from evalserve import evaluate
-from evalserve.core import catalog_entry
+from evalserve.core import REGISTRY, catalog_entry
 from evalserve.report import render_report
-from evalserve.report._charts import charts_of
+from evalserve.report._charts import CHART_MAKERS, charts_of
 from evalserve.report._page import HEADLINES
 from evalserve.report._vendor import PACKAGES, scripts
 from tests.report.cases import TASKS, binary_rows, case
@@ -119,6 +119,14 @@ def test_every_metric_has_its_value_interval_and_definition(
     for name, reason in result.undefined.items():
         assert f'<th scope="row">{name}</th><td>' in page, name
         assert reason.replace("'", "&#x27;").split("&")[0][:40] in page, name
+
+
+def test_every_registered_task_has_its_charts_and_headline_metrics() -> None:
+    assert set(CHART_MAKERS) == {spec.name for spec in REGISTRY}
+    for spec in REGISTRY:
+        assert spec.headline
+        for name in spec.headline:
+            assert catalog_entry(name, spec.name) is not None, (spec.name, name)
 
 
 def test_each_chart_has_its_figure_and_spec(rendered: tuple[str, Any, dict[str, Any], str]) -> None:

@@ -23,12 +23,11 @@ from typing import Any
 
 import numpy as np
 
-from evalserve.core import InvalidInputError
+from evalserve.core import InvalidInputError, TaskInputs, task_spec
 
 __all__ = ["DETECTION_COLUMNS", "ColumnError", "ColumnSpec", "Plan", "plan"]
 
 DETECTION_COLUMNS = ("gt_boxes", "gt_classes", "pred_boxes", "pred_classes", "pred_scores")
-MATRIX_TASKS = ("multiclass", "multilabel")
 
 
 class ColumnError(ValueError):
@@ -59,6 +58,10 @@ class Plan:
     classes: tuple[str, ...] | None
 
     @property
+    def inputs(self) -> TaskInputs:
+        return task_spec(self.task).inputs
+
+    @property
     def columns(self) -> list[str]:
         """Every column to read, each once, in a stable order."""
         names = [*self.label, *self.score, self.prediction, self.weight]
@@ -67,17 +70,17 @@ class Plan:
     @property
     def numeric(self) -> list[str]:
         """The columns that must hold numbers (multiclass labels may be class names)."""
-        if self.task == "detection":
+        if self.inputs.images:
             return []
         names = self.columns
-        if self.task == "multiclass":
+        if self.inputs.named_labels:
             names = [name for name in names if name not in self.label]
         return names
 
     def field_columns(self) -> dict[str, tuple[str, ...]]:
         """The request field each column feeds (for error messages)."""
         fields: dict[str, tuple[str, ...]] = {"labels": self.label, "scores": self.score}
-        if self.task == "regression":
+        if self.inputs.predictions_from_scores:
             fields["predictions"] = (self.prediction or self.score[0],)
         elif self.prediction is not None:
             fields["predictions"] = (self.prediction,)
@@ -88,14 +91,15 @@ class Plan:
     def arguments(self, get: Callable[[str], Any]) -> dict[str, Any]:
         """The keyword arguments of ``Accumulator.update`` for one batch; ``get(name)`` gives a
         column's values (a 1-d array, or for a list column a sequence of sequences)."""
-        if self.task == "detection":
+        inputs = self.inputs
+        if inputs.images:
             return _detection(get)
-        labels = _matrix(self.label, get) if self.task == "multilabel" else get(self.label[0])
+        labels = _matrix(self.label, get) if inputs.label_matrix else get(self.label[0])
         arguments: dict[str, Any] = {"y_true": labels}
-        if self.task == "regression":
+        if inputs.predictions_from_scores:
             arguments["y_pred"] = get(self.prediction or self.score[0])
         else:
-            matrix = self.task in MATRIX_TASKS
+            matrix = inputs.score_matrix
             arguments["y_score"] = _matrix(self.score, get) if matrix else get(self.score[0])
             if self.prediction is not None:
                 arguments["y_pred"] = get(self.prediction)
@@ -108,27 +112,28 @@ def plan(spec: ColumnSpec, names: Sequence[str]) -> Plan:
     """The plan of ``spec`` for a table with columns ``names``; raises ``ColumnError`` naming
     the missing column and the table's columns."""
     names = list(names)
-    if spec.task == "detection":
+    task = task_spec(spec.task)
+    if task.inputs.images:
         if spec.label or spec.score or spec.weight or spec.prediction:
             raise ColumnError(
-                "task 'detection' reads the columns "
+                f"task {task.name!r} reads the columns "
                 + ", ".join(DETECTION_COLUMNS)
                 + "; --label-column, --score-column, --weight-column and --prediction-column "
                 "do not apply"
             )
         for name in DETECTION_COLUMNS:
             _require(name, names, "detection column")
-        return Plan("detection", (), DETECTION_COLUMNS, None, None, spec.classes)
+        return Plan(task.name, (), DETECTION_COLUMNS, None, None, spec.classes)
     weight = spec.weight or ("weight" if "weight" in names else None)
     if spec.weight is not None:
         _require(spec.weight, names, "weight column")
     if spec.prediction is not None:
         _require(spec.prediction, names, "prediction column")
     classes = spec.classes
-    if spec.task in MATRIX_TASKS:
+    if task.inputs.score_matrix:
         score, score_classes = _many(spec.score or ("score",), names, "score", "score_")
         classes = classes or score_classes
-        if spec.task == "multilabel":
+        if task.inputs.label_matrix:
             label, label_classes = _many(spec.label or ("label",), names, "label", "label_")
             if label_classes and score_classes and label_classes != score_classes:
                 raise ColumnError(
@@ -141,13 +146,13 @@ def plan(spec: ColumnSpec, names: Sequence[str]) -> Plan:
         return Plan(spec.task, label, score, weight, spec.prediction, classes)
     label = (_one(spec.label, "label", names, "label column"),)
     prediction = spec.prediction
-    if spec.task == "regression":
+    if task.inputs.predictions_from_scores:
         if prediction is None and not spec.score and "prediction" in names:
             prediction = "prediction"
         if prediction is None:
             score = (_one(spec.score, "score", names, "score column"),)
-            return Plan("regression", label, score, weight, None, None)
-        return Plan("regression", label, (), weight, prediction, None)
+            return Plan(task.name, label, score, weight, None, None)
+        return Plan(task.name, label, (), weight, prediction, None)
     score = (_one(spec.score, "score", names, "score column"),)
     return Plan(spec.task, label, score, weight, prediction, classes)
 

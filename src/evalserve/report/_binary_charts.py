@@ -11,6 +11,7 @@ import altair as alt
 import numpy as np
 
 from evalserve.core import EvaluationResult
+from evalserve.core.intervals import wilson_band
 from evalserve.report._parts import (
     COLOURS,
     GREY,
@@ -48,7 +49,7 @@ def _roc(result: EvaluationResult, at: str) -> Chart:
     roc = result.curves["roc"]
     fpr, tpr, thresholds = roc["fpr"], roc["tpr"], roc["thresholds"]
     n_positive = float(result.metrics.get("n_positive") or 0.0)
-    lower, upper = _wilson_band(tpr, n_positive, _level(result))
+    lower, upper = wilson_band(tpr, n_positive, _level(result))
     rows = table_rows(fpr=fpr, tpr=tpr, threshold=thresholds, tpr_lower=lower, tpr_upper=upper)
     base = alt.Chart()  # the layers share the page's one copy of the rows
     x = alt.X("fpr:Q", title="False positive rate", scale=alt.Scale(domain=[0, 1]))
@@ -277,19 +278,3 @@ def _interval_text(interval: Mapping[str, Any]) -> str:
         f"{interval['level']:.0%} CI {interval['lower']:.4f} to {interval['upper']:.4f}, "
         f"{interval['method']}"
     )
-
-
-def _wilson_band(tpr: np.ndarray, n: float, level: float) -> tuple[np.ndarray, np.ndarray]:
-    """Wilson's score interval (Wilson 1927) of each true positive rate, over ``n`` positives."""
-    if n <= 0:
-        return tpr.copy(), tpr.copy()
-    z = _normal_quantile(0.5 + level / 2)
-    centre = (tpr + z * z / (2 * n)) / (1 + z * z / n)
-    half = z / (1 + z * z / n) * np.sqrt(tpr * (1 - tpr) / n + z * z / (4 * n * n))
-    return np.clip(centre - half, 0, 1), np.clip(centre + half, 0, 1)
-
-
-def _normal_quantile(p: float) -> float:
-    from evalserve.core._distributions import normal_quantile
-
-    return float(normal_quantile(p))

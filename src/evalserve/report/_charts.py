@@ -8,7 +8,8 @@ pieces they share in ``_parts``.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
+from types import MappingProxyType
 from typing import Any
 
 import altair as alt
@@ -30,23 +31,19 @@ from evalserve.report._parts import (
     tooltips,
 )
 
-__all__ = ["Chart", "charts_of"]
+__all__ = ["CHART_MAKERS", "Chart", "charts_of"]
 
 
 def charts_of(result: EvaluationResult, *, threshold: float = 0.5) -> list[Chart]:
     """The charts of a result, by task; ``threshold``: the options' (binary)."""
-    if result.task == "binary":
-        return binary_charts(result, f"threshold {threshold:g}")
-    makers = {
-        "multiclass": _multiclass,
-        "multilabel": _multilabel,
-        "regression": _regression,
-        "detection": _detection,
-    }
-    return makers[result.task](result)
+    return CHART_MAKERS[result.task](result, threshold)
 
 
-def _multiclass(result: EvaluationResult) -> list[Chart]:
+def _binary(result: EvaluationResult, threshold: float) -> list[Chart]:
+    return binary_charts(result, f"threshold {threshold:g}")
+
+
+def _multiclass(result: EvaluationResult, threshold: float) -> list[Chart]:
     charts = []
     matrix = result.curves.get("confusion_matrix")
     classes = [str(entry.get("class")) for entry in result.per_class]
@@ -87,11 +84,11 @@ def _multiclass(result: EvaluationResult) -> list[Chart]:
     return charts
 
 
-def _multilabel(result: EvaluationResult) -> list[Chart]:
+def _multilabel(result: EvaluationResult, threshold: float) -> list[Chart]:
     return _per_class_bars(result, "roc_auc", "ROC AUC per label")
 
 
-def _regression(result: EvaluationResult) -> list[Chart]:
+def _regression(result: EvaluationResult, threshold: float) -> list[Chart]:
     charts = []
     sample = result.curves.get("sample")
     if sample is not None:
@@ -205,7 +202,7 @@ def _regression_sample(sample: Mapping[str, np.ndarray]) -> list[Chart]:
     return [scatter, histogram]
 
 
-def _detection(result: EvaluationResult) -> list[Chart]:
+def _detection(result: EvaluationResult, threshold: float) -> list[Chart]:
     charts = _per_class_bars(result, "ap", "Average precision per class (COCO, IoU 0.50 to 0.95)")
     pr = result.curves.get("pr_iou50")
     if pr is not None:
@@ -276,3 +273,17 @@ def _per_class_bars(result: EvaluationResult, metric: str, title: str) -> list[C
     )
     description = f"{metric} of each class; classes whose value is undefined are left out."
     return [Chart(f"per_class_{metric}", title, description, finished(chart, title, description))]
+
+
+ChartMaker = Callable[[EvaluationResult, float], list[Chart]]
+# The charts of each task, by the name the core's registry gives it (a test checks that every
+# registered task has its charts).
+CHART_MAKERS: Mapping[str, ChartMaker] = MappingProxyType(
+    {
+        "binary": _binary,
+        "multiclass": _multiclass,
+        "multilabel": _multilabel,
+        "regression": _regression,
+        "detection": _detection,
+    }
+)

@@ -13,31 +13,20 @@ import datetime as dt
 import json
 from collections.abc import Mapping, Sequence
 from html import escape
+from types import MappingProxyType
 from typing import Any
 
-from evalserve.core import EvaluationResult, Options, catalog_entry, parse_options
+from evalserve.core import REGISTRY, EvaluationResult, Options, catalog_entry, parse_options
 from evalserve.report._charts import Chart, charts_of
 from evalserve.report._vendor import scripts
 
 __all__ = ["HEADLINES", "render_report"]
 
-# The few metrics a model owner reads first, per task (the full table follows the charts).
-HEADLINES: dict[str, tuple[str, ...]] = {
-    "binary": (
-        "roc_auc", "average_precision", "ks_statistic", "log_loss", "brier_score",
-        "accuracy", "precision", "recall", "f1",
-    ),
-    "multiclass": (
-        "accuracy", "balanced_accuracy", "f1_macro", "roc_auc_ovr_macro",
-        "average_precision_macro", "log_loss",
-    ),
-    "multilabel": (
-        "subset_accuracy", "hamming_loss", "f1_micro", "f1_macro", "roc_auc_macro",
-        "average_precision_macro",
-    ),
-    "regression": ("rmse", "mae", "r2", "mape", "median_absolute_error", "max_error"),
-    "detection": ("map", "map_50", "map_75", "recall_50"),
-}  # fmt: skip
+# The few metrics a model owner reads first, per task (the full table follows the charts): each
+# task's spec says which.
+HEADLINES: Mapping[str, tuple[str, ...]] = MappingProxyType(
+    {spec.name: spec.headline for spec in REGISTRY}
+)
 
 STYLE = """
 :root { color-scheme: light; }
