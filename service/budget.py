@@ -35,6 +35,7 @@ from typing import Any, Final
 
 import numpy as np
 
+from evalserve.core import task_spec
 from evalserve.service.decode import Batch
 from evalserve.service.errors import MemoryBusyError, OverBudgetError
 
@@ -255,17 +256,15 @@ class CostModel:
     its chunks. Once read, before it is decoded: ``decode`` adds what decoding allocates, per
     byte of body (copies of it) and per value (JSON: counted by commas; a parser's tape and
     the arrays). Once decoded, before evaluating: ``evaluation``, per byte of decoded input
-    (``eval_factor[task]``, over the input itself; the worst case, every score distinct).
+    (the task spec's ``memory.evaluation``, over the input itself; the worst case, every score
+    distinct); a stream's result per byte of its state (``memory.result``).
     ``fixed``: what any request costs besides (response, small arrays)."""
 
     decode_per_body_byte: Mapping[str, float]
     decode_per_value: Mapping[str, float]
     decode_per_string: Mapping[str, float]
-    eval_factor: Mapping[str, float]
     receive_factor: float = 2.0
     fixed: int = 8 * MIB
-    # A stream's result is computed from its state: per byte of state (default: eval_factor).
-    result_factor: Mapping[str, float] = field(default_factory=dict)
 
     def read(self, body_bytes: int) -> int:
         """Before the body is read: the body and the join of its chunks."""
@@ -286,30 +285,24 @@ class CostModel:
     def evaluation(self, task: str, decoded_bytes: int, held_bytes: int = 0) -> int:
         """Once decoded: the input, what evaluating it allocates, and ``held_bytes`` still
         held (the body)."""
-        return self.fixed + held_bytes + math.ceil(decoded_bytes * (1 + self.eval_factor[task]))
+        factor = task_spec(task).memory.evaluation
+        return self.fixed + held_bytes + math.ceil(decoded_bytes * (1 + factor))
 
     def result(self, task: str, state_bytes: int) -> int:
         """A stream's result: the state and what computing the metrics from it allocates."""
-        factor = self.result_factor.get(task, self.eval_factor[task])
+        memory = task_spec(task).memory
+        factor = memory.evaluation if memory.result is None else memory.result
         return self.fixed + math.ceil(state_bytes * (1 + factor))
 
 
 # Measured by bench/memory_cost.py (bench/memory_cost.json), with a margin of 10% or more
-# over the largest measured factor: e.g. multilabel evaluation 6.8, regression 5.0,
-# detection 4.45 per byte of input; a detection protobuf decode 3.9 per byte of body (a
-# message and arrays per image).
+# over the largest measured factor: a detection protobuf decode 3.9 per byte of body (a
+# message and arrays per image). Each task's evaluation and result factors are in its spec
+# (e.g. multilabel evaluation 6.8, regression 5.0, detection 4.45 per byte of input measured).
 COST_MODEL: Final = CostModel(
     decode_per_body_byte={"json": 2.0, "protobuf": 4.5},
     decode_per_value={"json": 40.0, "protobuf": 0.0},
     decode_per_string={"json": 64.0, "protobuf": 0.0},
-    result_factor={"binary": 5.0, "multiclass": 5.0, "multilabel": 12.0, "regression": 3.0},
-    eval_factor={
-        "binary": 5.5,
-        "multiclass": 4.5,
-        "multilabel": 8.0,
-        "regression": 6.0,
-        "detection": 5.5,
-    },
 )
 
 

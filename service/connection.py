@@ -3,15 +3,16 @@
 A client that sends a long NDJSON body and leaves has its close queued behind the bytes the
 server has not read yet (uvicorn reads a body only as fast as the stream merges it): read in
 order, the close would be seen only after every buffered batch had been merged. The kernel
-knows at once: its TCP state leaves ESTABLISHED when the client's FIN arrives. The server's
+knows sooner: its TCP state leaves ESTABLISHED as soon as the client's FIN arrives, whatever
+is still unread. The server's
 HTTP protocol (``PeerAwareH11Protocol``) puts a check of that state in each request's scope,
 under ``PEER_CLOSED``; the stream route polls it while the body is still arriving.
 
-The kernel learns of the close when the client's FIN arrives, and TCP sends the FIN after every
-byte the client had queued: a body that still sits in the client's own send buffer (megabytes
-that the server has had no window for) is seen leaving only once it has arrived here. A client
-that half-closes its side after sending the body and still waits for the answer looks gone too. HTTP/1.1 clients do not do that (Go's HTTP server, for one, also cancels a
-request whose client has sent FIN).
+TCP sends the FIN after every byte the client had queued: a body that still sits in the
+client's own send buffer (megabytes that the server has had no window for) is seen leaving only
+once it has arrived here. A client that half-closes its side after sending the body and still
+waits for the answer looks gone too. HTTP/1.1 clients do not do that (Go's HTTP server, for
+one, also cancels a request whose client has sent FIN).
 """
 
 from __future__ import annotations
