@@ -139,6 +139,7 @@ bench: install-test
 	$(BIN)/python bench/stream_cost.py
 	$(BIN)/python bench/memory_cost.py
 	$(BIN)/python bench/load.py
+	$(BIN)/python bench/refusal_cost.py
 	$(BIN)/python bench/offline_scale.py
 
 clean:

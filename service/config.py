@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-from pydantic import Field, FilePath, model_validator
+from pydantic import Field, FilePath, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
+from evalserve.service.identity import ClientIdentity, canonical, parse_client_identity
 from evalserve.service.memory import default_memory_budget
 
 __all__ = ["Settings"]
@@ -133,12 +134,26 @@ class Settings(BaseSettings):
         "RESOURCE_EXHAUSTED when it does not fit now, 413 when it never would (unset: 70% of "
         "the container's cgroup memory limit, or of the machine's memory without one)",
     )
+    client_identity: str = Field(
+        "off",
+        description="how a client is known for max_inflight_per_client: off (no per-client "
+        "limit), peer (the connection's peer address), or header:NAME (the request header, or "
+        "gRPC metadata key, NAME that a trusted proxy sets: header:x-forwarded-for takes the "
+        "rightmost entry, the one the nearest proxy appended; a request without it is known by "
+        "its peer address; at most 256 characters are kept)",
+    )
     max_inflight_per_client: int | None = Field(
         None,
         ge=1,
-        description="evaluation requests one client address may have in flight (unset: half of "
-        "max_inflight_requests, at least 1); more are refused with 503 / UNAVAILABLE",
+        description="evaluation requests one client may have in flight when client_identity is "
+        "not off (unset: half of max_inflight_requests, at least 1); more are refused with 503 "
+        "/ UNAVAILABLE",
     )
+
+    @field_validator("client_identity")
+    @classmethod
+    def _client_identity(cls, value: str) -> str:
+        return canonical(parse_client_identity(value))  # a ValueError names the setting
 
     @model_validator(mode="after")
     def _tls_pair(self) -> Settings:
@@ -147,8 +162,16 @@ class Settings(BaseSettings):
         return self
 
     @property
-    def per_client_limit(self) -> int:
-        """``max_inflight_per_client``, or its default: half of ``max_inflight_requests``."""
+    def identity(self) -> ClientIdentity | None:
+        """``client_identity`` as the transports use it; None: ``off``."""
+        return parse_client_identity(self.client_identity)
+
+    @property
+    def per_client_limit(self) -> int | None:
+        """``max_inflight_per_client``, or its default: half of ``max_inflight_requests``; None
+        (no per-client limit) when ``client_identity`` is ``off``."""
+        if self.identity is None:
+            return None
         if self.max_inflight_per_client is not None:
             return self.max_inflight_per_client
         return max(1, self.max_inflight_requests // 2)

@@ -113,7 +113,8 @@ class ShuttingDownError(ServiceError):
 
 
 class ClientBusyError(BusyError):
-    """One client address has ``max_inflight_per_client`` evaluation requests in flight."""
+    """One client (as ``client_identity`` knows clients) has ``max_inflight_per_client``
+    evaluation requests in flight."""
 
     def __init__(self, limit: int) -> None:
         ServiceError.__init__(

@@ -42,12 +42,14 @@ from evalserve.service import decode, encode
 from evalserve.service.budget import Reservation, grpc_message_limit, receive_share
 from evalserve.service.config import Settings
 from evalserve.service.errors import (
+    ErrorInfo,
     MalformedRequestError,
     RequestTimeoutError,
     ServiceError,
     StreamProtocolError,
     describe,
 )
+from evalserve.service.identity import ClientIdentity
 from evalserve.service.metrics import ServiceMetrics
 from evalserve.service.usecase import (
     EvaluationObserver,
@@ -112,16 +114,36 @@ PUSHBACK: Final = "grpc-retry-pushback-ms"
 
 def status_of(error: Exception) -> grpc.StatusCode:
     """The status ``abort_with_error`` ends a call with for ``error``."""
-    info = describe(error)
+    return _status(describe(error))
+
+
+def _status(info: ErrorInfo | None) -> grpc.StatusCode:
     return grpc.StatusCode.INTERNAL if info is None else info.grpc_status
 
 
 async def abort_with_error(context: Context, error: Exception) -> NoReturn:
     """End the call with the status ``error`` maps to in ``service.errors``; never returns."""
-    info = describe(error)
+    await _abort(context, error, describe(error))
+
+
+async def _abort(context: Context, error: Exception, info: ErrorInfo | None) -> NoReturn:
+    """``abort_with_error`` with ``error`` described already. A refusal that a retry may pass
+    (busy, shutting down: a fixed message and retry hint per kind) ends with a status built
+    once, not per call: it is answered while the server is saturated."""
     if info is None:
         logger.exception("unexpected error in a gRPC call", exc_info=error)
         await context.abort(grpc.StatusCode.INTERNAL, _INTERNAL_MESSAGE)
+    if info.retry_after is not None:
+        await context.abort(*_refusal_status(info))
+    await context.abort(*_error_status(info))
+
+
+Trailers = tuple[tuple[str, str | bytes], ...]
+
+
+def _error_status(info: ErrorInfo) -> tuple[grpc.StatusCode, str, Trailers]:
+    """What ``context.abort`` takes to end a call with ``info``: the code, the message, and
+    the trailers that carry the ``google.rpc.Status`` and the pushback."""
     violation = error_details_pb2.BadRequest.FieldViolation(
         field=info.field, description=info.message
     )
@@ -140,9 +162,12 @@ async def abort_with_error(context: Context, error: Exception) -> NoReturn:
         details=details,
     )
     grpc_status = rpc_status.to_status(status)
-    await context.abort(
-        grpc_status.code, grpc_status.details, (*grpc_status.trailing_metadata, *trailers)
-    )
+    return grpc_status.code, grpc_status.details, (*grpc_status.trailing_metadata, *trailers)
+
+
+# A few kinds of refusal, each with its fixed message (the limits do not change while the
+# server runs); the memory-busy message tells sizes, which vary: the oldest drop out.
+_refusal_status = functools.lru_cache(maxsize=16)(_error_status)
 
 
 def _packed(message: Message) -> any_pb2.Any:
@@ -176,16 +201,17 @@ def _reported(
                 code = grpc.StatusCode.CANCELLED
                 raise
             except Exception as error:
+                info = describe(error)
                 # Counted before the abort: the status leaves with it, and a client that has its
                 # answer must find it counted (afterwards, a scrape could race the count).
-                self.metrics.answered("grpc", name, status_of(error).name, _since(start))
+                self.metrics.answered("grpc", name, _status(info).name, _since(start))
                 code = None
-                if describe(error) is not None:
+                if info is not None:
                     # A request's own error is answered, never logged: its traceback would
                     # only keep the call's frames, and their message and arrays, alive for
                     # as long as gRPC keeps the error.
                     error.__traceback__ = None
-                await abort_with_error(context, error)
+                await _abort(context, error, info)
             finally:
                 if code is not None:
                     self.metrics.answered("grpc", name, code.name, _since(start))
@@ -195,10 +221,23 @@ def _reported(
     return decorate
 
 
-def _client_of(context: Context) -> str | None:
+def _client_of(context: Context, identity: ClientIdentity | None) -> str | None:
+    """Who the call's client is for ``max_inflight_per_client`` (None: ``client_identity`` is
+    off): the metadata key ``identity`` names when the call carries it (the last one, if
+    repeated: its rightmost entry), else the peer's address."""
+    if identity is None:
+        return None
+    forwarded = None
+    if identity.header is not None:
+        for key, value in context.invocation_metadata() or ():
+            if key == identity.header and isinstance(value, str):
+                forwarded = value
+    return identity.of(forwarded, _peer_address(context))
+
+
+def _peer_address(context: Context) -> str | None:
     """The peer's address as the REST door sees it (``ipv4:10.0.0.7:52144`` -> ``10.0.0.7``,
-    ``ipv6:[::1]:52144`` -> ``::1``), which ``max_inflight_per_client`` counts by over both
-    doors."""
+    ``ipv6:[::1]:52144`` -> ``::1``)."""
     peer = urllib.parse.unquote(context.peer() or "")
     kind, _, address = peer.partition(":")
     if kind not in ("ipv4", "ipv6"):
@@ -323,6 +362,7 @@ class EvaluationServicer:
     def __init__(self, settings: Settings, evaluator: Evaluator, metrics: ServiceMetrics) -> None:
         self._settings = settings
         self._evaluator = evaluator
+        self._identity = settings.identity
         self.metrics = metrics
         self._evaluate_observer = metrics.observer("grpc", "evaluate")
         # A call's message arrives whole before its size is known: each call reserves this
@@ -341,7 +381,7 @@ class EvaluationServicer:
         context: Context,  # read with context.read
     ) -> bytes:
         # Admitted, and memory for a message reserved, before the message is received.
-        with self._evaluator.admitted(_client_of(context)) as reservation:
+        with self._evaluator.admitted(_client_of(context, self._identity)) as reservation:
             reservation.resize(self._receive_allowance)
             timeout = self._settings.request_read_timeout_seconds
             data = await _next_message(
@@ -362,7 +402,7 @@ class EvaluationServicer:
         context: Context,  # read with context.read
     ) -> bytes:
         # Admitted before the first message is read; each message reserves as it comes.
-        with self._evaluator.admitted(_client_of(context)) as reservation:
+        with self._evaluator.admitted(_client_of(context, self._identity)) as reservation:
             reservation.resize(self._receive_allowance)
             stream = _GrpcStream(
                 self._settings, self._stream_observer, reservation, self._receive_allowance

@@ -4,8 +4,10 @@ Bodies are read as raw bytes and decoded by ``service.decode`` (orjson or protob
 numpy); FastAPI parses nothing, so its own validation errors never appear. Decoding, evaluating
 and encoding run in one ``Evaluator.run`` call, off the event loop, so a large body never
 stalls health checks. Every error answers with the one error table of ``service.errors``:
-``{"error": {"code", "field", "message"}}``. ``RequestMetricsMiddleware`` counts every answer of
-the API routes by its status (``service.metrics``); the use case records the model series.
+``{"error": {"code", "field", "message"}}``. ``AdmissionMiddleware`` admits each evaluation
+request before anything reads it, or refuses it with an answer built once per kind of refusal.
+``RequestMetricsMiddleware`` counts every answer of the API routes by its status
+(``service.metrics``); the use case records the model series.
 
 The pydantic models of ``service.rest_models`` only document the API (``/docs``).
 """
@@ -13,11 +15,12 @@ The pydantic models of ``service.rest_models`` only document the API (``/docs``)
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 import re
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable
-from contextlib import suppress
+from contextlib import ExitStack, suppress
 from dataclasses import dataclass
 from importlib import metadata
 from importlib.util import find_spec
@@ -50,20 +53,25 @@ from evalserve.service.decode import (
     stream_line_from_json,
 )
 from evalserve.service.errors import (
+    BusyError,
+    ErrorInfo,
     MalformedRequestError,
     PayloadTooLargeError,
     RequestTimeoutError,
     ServiceError,
+    ShuttingDownError,
     StreamProtocolError,
     UnsupportedMediaTypeError,
     describe,
 )
+from evalserve.service.identity import ClientIdentity
 from evalserve.service.metrics import ServiceMetrics
 from evalserve.service.rest_drain import DrainMiddleware
 from evalserve.service.usecase import (
     EvaluationObserver,
     Evaluator,
     StreamAccumulator,
+    current_reservation,
     evaluate_request,
     reserve_decode,
     reserve_read,
@@ -71,6 +79,7 @@ from evalserve.service.usecase import (
 from evalserve.v1 import evaluation_pb2 as pb
 
 __all__ = [
+    "AdmissionMiddleware",
     "BodyLimitMiddleware",
     "InternalErrorMiddleware",
     "Readiness",
@@ -263,11 +272,6 @@ def _blank(line: bytearray) -> bool:
     return not line or line.isspace()
 
 
-def _client_of(request: Request) -> str | None:
-    """The client's address, which ``max_inflight_per_client`` counts by."""
-    return request.client.host if request.client is not None else None
-
-
 async def _read_body(request: Request, timeout: float, reservation: Reservation) -> bytearray:
     """The whole body, or ``RequestTimeoutError`` (408) if it takes longer than ``timeout``.
     What reading and decoding it costs is reserved before it is read when the request declares
@@ -426,6 +430,79 @@ class _NdjsonStream:
         return _encode(result, answer, self.settings, self.accumulator.header)
 
 
+# --- admission --------------------------------------------------------------------------------
+
+# The routes whose requests take an admission place (POST only).
+ADMITTED_PATHS = frozenset({"/v1/evaluate", "/v1/evaluate/stream"})
+
+
+def _client_of(scope: Scope, identity: ClientIdentity | None) -> str | None:
+    """Who the request's client is for ``max_inflight_per_client`` (None: ``client_identity``
+    is off): the header ``identity`` names when the request carries it (the last one, if
+    repeated: its rightmost entry), else the peer's address."""
+    if identity is None:
+        return None
+    forwarded = None
+    if identity.header_bytes is not None:
+        for name, value in scope["headers"]:
+            if name == identity.header_bytes:
+                forwarded = value
+    peer = scope.get("client")
+    return identity.of(
+        None if forwarded is None else forwarded.decode("latin-1"),
+        None if peer is None else str(peer[0]),
+    )
+
+
+class AdmissionMiddleware:
+    """Admits each evaluation request (``Evaluator.admitted``) before any other layer of the
+    app runs: past ``max_inflight_requests`` (or its client's ``max_inflight_per_client``), or
+    while the server drains, it is refused here, at once, nothing of it read or parsed, with an
+    answer built once per kind of refusal (503 with Retry-After): a refusal costs what any
+    answer costs uvicorn, a small part of an evaluation. The route finds the request's memory
+    reservation with ``usecase.current_reservation``; the place and the reservation are freed
+    once the answer is settled, as it starts to leave. A request cut off at the end of the
+    shutdown grace (before its answer) is answered here too: 503."""
+
+    def __init__(self, app: ASGIApp, evaluator: Evaluator, identity: ClientIdentity | None) -> None:
+        self.app = app
+        self.evaluator = evaluator
+        self.identity = identity
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if (
+            scope["type"] != "http"
+            or scope["method"] != "POST"
+            or scope["path"] not in ADMITTED_PATHS
+        ):
+            await self.app(scope, receive, send)
+            return
+        place = ExitStack()
+
+        async def releasing_send(message: Message) -> None:
+            if message["type"] == "http.response.start":
+                # The answer is settled: its place is free before it leaves. (Every answer of
+                # the admitted routes is sent from the request's own task, where the place was
+                # taken: a response streamed from a task of its own would need another way.)
+                place.close()
+            await send(message)
+
+        try:
+            with place:
+                place.enter_context(self.evaluator.admitted(_client_of(scope, self.identity)))
+                await self.app(scope, receive, releasing_send)
+        except (BusyError, ShuttingDownError) as refusal:  # admission's: the app answers its own
+            await _send_refusal(send, refusal)
+
+
+async def _send_refusal(send: Send, refusal: ServiceError) -> None:
+    info = describe(refusal)
+    assert info is not None
+    status, headers, body = _refusal(info)
+    await send({"type": "http.response.start", "status": status, "headers": list(headers)})
+    await send({"type": "http.response.body", "body": body})
+
+
 # --- the body size limit -----------------------------------------------------------------------
 
 
@@ -561,10 +638,23 @@ async def _service_error(request: Request, exc: Exception) -> Response:
     info = describe(exc)
     if info is None:
         return await _internal_error(request, exc)
+    return _described_response(info)
+
+
+def _described_response(info: ErrorInfo) -> Response:
     response = _error_response(info.http_status, info.code, info.field, info.message)
     if info.retry_after is not None:
         response.headers["retry-after"] = f"{info.retry_after:g}"
     return response
+
+
+@functools.lru_cache(maxsize=16)
+def _refusal(info: ErrorInfo) -> tuple[int, tuple[tuple[bytes, bytes], ...], bytes]:
+    """The status, headers and body of a refusal, built once per kind: busy, client busy,
+    shutting down (each a fixed message and Retry-After while the server runs); the
+    memory-busy message tells sizes, which vary: the oldest drop out."""
+    response = _described_response(info)
+    return response.status_code, tuple(response.raw_headers), bytes(response.body)
 
 
 async def _internal_error(request: Request, exc: Exception) -> Response:
@@ -633,19 +723,19 @@ class _Routes:
         answer = _answer_format(
             request.headers, default="protobuf" if decode is _decode_protobuf else "json"
         )
-        # Admitted, and its memory reserved, before the body is read.
-        with self.evaluator.admitted(_client_of(request)) as reservation:
-            timeout = self.settings.request_read_timeout_seconds
-            body = await _read_body(request, timeout, reservation)
-            if await request.is_disconnected():  # nobody waits: the core call never starts
-                raise ClientDisconnect()
-            content = await _unless_gone(
-                request,
-                self.evaluator.run(
-                    _evaluate_body, decode, body, self.settings, answer,
-                    self.evaluate_observer, reservation,
-                ),
-            )  # fmt: skip
+        # Admitted, and its memory reserved, before the body is read (AdmissionMiddleware).
+        reservation = current_reservation()
+        timeout = self.settings.request_read_timeout_seconds
+        body = await _read_body(request, timeout, reservation)
+        if await request.is_disconnected():  # nobody waits: the core call never starts
+            raise ClientDisconnect()
+        content = await _unless_gone(
+            request,
+            self.evaluator.run(
+                _evaluate_body, decode, body, self.settings, answer,
+                self.evaluate_observer, reservation,
+            ),
+        )  # fmt: skip
         return Response(content, media_type=MEDIA_TYPES[answer])
 
     async def evaluate_stream(self, request: Request) -> Response:
@@ -655,15 +745,14 @@ class _Routes:
                 "content-type", f"expected {NDJSON}, but got {media_type!r}"
             )
         answer = _answer_format(request.headers, default="json")
-        # before the first line is read
-        with self.evaluator.admitted(_client_of(request)) as reservation:
-            stream = _NdjsonStream(self.settings, self.stream_observer, reservation)
-            body_read = asyncio.Event()
-            # A client that leaves stops the stream at its next batch, also when its whole
-            # body has arrived and the batches in it are still being merged.
-            content = await _unless_gone(
-                request, self._merge_stream(request, stream, answer, body_read), body_read
-            )
+        # admitted before the first line is read (AdmissionMiddleware)
+        stream = _NdjsonStream(self.settings, self.stream_observer, current_reservation())
+        body_read = asyncio.Event()
+        # A client that leaves stops the stream at its next batch, also when its whole body
+        # has arrived and the batches in it are still being merged.
+        content = await _unless_gone(
+            request, self._merge_stream(request, stream, answer, body_read), body_read
+        )
         return Response(content, media_type=MEDIA_TYPES[answer])
 
     async def _merge_stream(
@@ -861,8 +950,11 @@ def create_app(
     app.add_exception_handler(RequestValidationError, _validation_error)
     app.add_exception_handler(ClientDisconnect, _client_disconnect)
     app.add_middleware(BodyLimitMiddleware, max_bytes=settings.max_request_bytes)
-    # While the server drains: Connection: close, and a 503's unread body read first.
-    app.add_middleware(DrainMiddleware, draining=lambda: evaluator.draining)
     app.add_middleware(InternalErrorMiddleware)  # it sees every error of the app
+    # before anything else reads the request: a refusal costs little
+    app.add_middleware(AdmissionMiddleware, evaluator=evaluator, identity=settings.identity)
+    # While the server drains: Connection: close, and a 503's unread body read first (the
+    # refusals of admission and its cut-offs at the end of the grace included).
+    app.add_middleware(DrainMiddleware, draining=lambda: evaluator.draining)
     app.add_middleware(RequestMetricsMiddleware, metrics=metrics)  # the outermost: every status
     return app

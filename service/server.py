@@ -127,6 +127,12 @@ async def run(
             # longer for those answers to leave (its own cut-off would answer 500).
             timeout_graceful_shutdown=math.ceil(settings.shutdown_grace_seconds) + CUT_OFF_MARGIN,
             h11_max_incomplete_event_size=1 << 20,
+            # A client is known as client_identity says, on both doors alike: uvicorn must not
+            # put an X-Forwarded-For address in place of a loopback peer's (a sidecar's).
+            proxy_headers=False,
+            # The level is "warning": no access line is ever written, so none is formatted
+            # either (uvicorn formats each before the logger drops it).
+            access_log=False,
             ssl_certfile=settings.tls_cert_file,
             http=PeerAwareH11Protocol,  # a stream sees its client leave (service.connection)
             ssl_keyfile=settings.tls_key_file,

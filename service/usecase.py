@@ -58,6 +58,7 @@ __all__ = [
     "EvaluationObserver",
     "Evaluator",
     "StreamAccumulator",
+    "current_reservation",
     "evaluate_request",
     "reserve_decode",
     "reserve_read",
@@ -369,7 +370,8 @@ class Evaluator:
     """Runs CPU-bound evaluation off the event loop, at most ``workers`` at a time, so a big
     request never stalls health checks or other connections; and admits at most
     ``max_inflight`` evaluation requests at once (both doors), at most ``max_per_client`` of
-    them from one client address, so a burst of large uploads is refused early (clients retry)
+    them from one client (None: no per-client limit; each transport says who the client is,
+    as ``client_identity`` asks), so a burst of large uploads is refused early (clients retry)
     instead of piling up in memory, and one client cannot take every place.
 
     On shutdown (``drain``) new requests are refused with ``ShuttingDownError``, and those still
@@ -391,7 +393,7 @@ class Evaluator:
         )
         self._slots = asyncio.Semaphore(workers)
         self.max_inflight = max_inflight
-        self.max_per_client = max_inflight if max_per_client is None else max_per_client
+        self.max_per_client = max_per_client
         self.inflight = 0
         self._per_client: dict[str, int] = {}
         self._count = threading.Lock()
@@ -401,20 +403,21 @@ class Evaluator:
 
     @contextmanager
     def admitted(self, client: str | None = None) -> Iterator[Reservation]:
-        """Hold one of the ``max_inflight`` places for a request (and one of its client's
-        ``max_per_client``); ``BusyError`` when none is free (raised at once: a request never
-        waits for a place), ``ShuttingDownError`` once the server drains. Yields the request's
-        reservation of the memory budget (0 bytes: the request resizes it as it learns its
-        size), released with the place."""
+        """Hold one of the ``max_inflight`` places for a request (and one of its ``client``'s
+        ``max_per_client``; no client, or no per-client limit: none is counted); ``BusyError``
+        when none is free (raised at once: a request never waits for a place),
+        ``ShuttingDownError`` once the server drains. Yields the request's reservation of the
+        memory budget (0 bytes: the request resizes it as it learns its size), released with
+        the place; ``current_reservation`` finds it too."""
         if self.draining:
             raise ShuttingDownError()
+        if self.max_per_client is None:
+            client = None
         with self._count:
             if self.inflight >= self.max_inflight:
                 raise BusyError(self.max_inflight)
             if client is not None:
-                if self._per_client.get(client, 0) >= self.max_per_client:
-                    raise ClientBusyError(self.max_per_client)
-                self._per_client[client] = self._per_client.get(client, 0) + 1
+                self._client_in(client)
             self.inflight += 1
         task = _current_task()
         if task is not None:
@@ -436,11 +439,21 @@ class Evaluator:
             with self._count:
                 self.inflight -= 1
                 if client is not None:
-                    left = self._per_client[client] - 1
-                    if left:
-                        self._per_client[client] = left
-                    else:
-                        del self._per_client[client]
+                    self._client_out(client)
+
+    def _client_in(self, client: str) -> None:
+        """Count one more request of ``client`` (under ``_count``), or ``ClientBusyError``."""
+        held = self._per_client.get(client, 0)
+        if self.max_per_client is not None and held >= self.max_per_client:
+            raise ClientBusyError(self.max_per_client)
+        self._per_client[client] = held + 1
+
+    def _client_out(self, client: str) -> None:
+        left = self._per_client[client] - 1
+        if left:
+            self._per_client[client] = left
+        else:
+            del self._per_client[client]
 
     async def drain(self, grace: float) -> None:
         """Refuse new requests, give those in flight ``grace`` seconds, then cut off the rest
@@ -493,6 +506,15 @@ def _below_the_loop() -> None:
 
 # The reservation of the request the current task serves (``Evaluator.run`` pins it).
 _reservation: ContextVar[Reservation | None] = ContextVar("reservation", default=None)
+
+
+def current_reservation() -> Reservation:
+    """The reservation of the request the current task serves: a transport that admits a
+    request in one layer (``Evaluator.admitted``) and serves it in another finds it here."""
+    reservation = _reservation.get()
+    if reservation is None:
+        raise RuntimeError("no request is admitted here: serve it inside Evaluator.admitted()")
+    return reservation
 
 
 def _current_task() -> asyncio.Task[Any] | None:

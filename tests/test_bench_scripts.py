@@ -25,6 +25,7 @@ SCRIPTS = {
     "stream_cost.py": "## streams against one-shot (bench/stream_cost.py)",
     "memory_cost.py": "## memory cost per request (bench/memory_cost.py)",
     "load.py": "## the service under load (bench/load.py)",
+    "refusal_cost.py": "## what a refusal costs (bench/refusal_cost.py)",
     "offline_scale.py": "## offline evaluation at scale (bench/offline_scale.py)",
 }
 

@@ -1,7 +1,8 @@
 """Admission: at most ``max_inflight_requests`` evaluation requests at once, over both doors;
 one more is refused at once (503 with Retry-After / UNAVAILABLE) before its body is read, while
 health, readiness, the catalog and /metrics still answer; the place frees when the request
-ends, and the Python client's retries turn "busy" into waiting."""
+ends, and the Python client's retries turn "busy" into waiting. Per client, as
+``client_identity`` knows clients: by a header a proxy sets, by peer address, or not at all."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ import socket
 import threading
 import time
 from collections.abc import Iterator
+from typing import Any
 
 import grpc
 import httpx
@@ -18,6 +20,7 @@ from evalserve_client import Client
 
 from evalserve.service.config import Settings
 from evalserve.service.errors import BusyError
+from evalserve.service.identity import MAX_IDENTITY_CHARS
 from evalserve.service.usecase import Evaluator
 from evalserve.v1 import evaluation_pb2 as pb
 from evalserve.v1 import evaluation_pb2_grpc as pb_grpc
@@ -55,9 +58,10 @@ class _HeldStream:
     """A REST stream that sends its header, then waits for ``release`` before its rows: it holds
     one admission place for as long as the test wants."""
 
-    def __init__(self, service: Service) -> None:
+    def __init__(self, service: Service, headers: dict[str, str] | None = None) -> None:
         self.release = threading.Event()
         self.response: httpx.Response | None = None
+        self.headers = {"content-type": "application/x-ndjson", **(headers or {})}
         self._thread = threading.Thread(target=self._post, args=(service.url,))
 
     def _body(self) -> Iterator[bytes]:
@@ -68,9 +72,7 @@ class _HeldStream:
     def _post(self, url: str) -> None:
         with httpx.Client(base_url=url, timeout=60) as client:
             self.response = client.post(
-                "/v1/evaluate/stream",
-                content=self._body(),
-                headers={"content-type": "application/x-ndjson"},
+                "/v1/evaluate/stream", content=self._body(), headers=self.headers
             )
 
     def __enter__(self) -> _HeldStream:
@@ -143,6 +145,173 @@ def test_the_python_client_waits_out_a_busy_server(one_place: Service, transport
             result = client.evaluate("binary", [0, 0, 1, 1], [0.1, 0.4, 0.35, 0.8])
         assert time.monotonic() - started >= 0.25  # it was refused, then retried
     assert result.metrics["roc_auc"] == 0.75
+
+
+# --- per client ---------------------------------------------------------------------------------
+
+SMALL = pb.EvaluateRequest(task=pb.TASK_BINARY, labels=[0, 1], scores=[0.2, 0.7])
+CLIENT_LIMIT = "max_inflight_per_client"
+
+
+def _service(**settings: Any) -> Iterator[Service]:
+    with running(Settings(host="127.0.0.1", rest_port=0, grpc_port=0, **settings)) as service:
+        yield service
+
+
+@pytest.fixture(scope="module")
+def forwarded() -> Iterator[Service]:
+    """Clients known by the X-Forwarded-For a proxy appends to; one place each."""
+    yield from _service(
+        max_inflight_requests=8, max_inflight_per_client=1, client_identity="header:x-forwarded-for"
+    )
+
+
+@pytest.fixture(scope="module")
+def by_peer() -> Iterator[Service]:
+    yield from _service(max_inflight_requests=8, max_inflight_per_client=1, client_identity="peer")
+
+
+@pytest.fixture(scope="module")
+def by_default() -> Iterator[Service]:
+    yield from _service(max_inflight_requests=3)
+
+
+def _post(service: Service, forwarded: str | list[str] | None = None) -> httpx.Response:
+    values = [forwarded] if isinstance(forwarded, str) else forwarded or []
+    headers = [("X-Forwarded-For", value) for value in values]  # a header's name has no case
+    return service.rest.post("/v1/evaluate", json=ONE_SHOT, headers=headers)
+
+
+def _call(service: Service, forwarded: str | None = None) -> grpc.StatusCode:
+    metadata = () if forwarded is None else (("x-forwarded-for", forwarded),)
+    try:
+        service.stub.Evaluate(SMALL, metadata=metadata, timeout=30)
+    except grpc.RpcError as error:
+        assert error.code() is not grpc.StatusCode.UNAVAILABLE or CLIENT_LIMIT in (
+            error.details() or ""
+        ), error.details()
+        return error.code()
+    return grpc.StatusCode.OK
+
+
+def _refused_by_client(response: httpx.Response) -> bool:
+    return response.status_code == 503 and CLIENT_LIMIT in response.json()["error"]["message"]
+
+
+def test_a_forwarded_header_tells_the_clients_of_one_proxy_apart(forwarded: Service) -> None:
+    # Every request comes from 127.0.0.1, as through an ingress; the held stream's client is
+    # 10.0.0.1, whatever its own client wrote before the proxy appended that.
+    with _HeldStream(forwarded, {"x-forwarded-for": "198.51.100.7, 10.0.0.1"}) as held:
+        _wait_for(forwarded, 1)
+        # the same client, on either door, is refused by its own limit ...
+        assert _refused_by_client(_post(forwarded, "203.0.113.9, 10.0.0.1"))
+        assert _refused_by_client(_post(forwarded, ["10.0.0.2", "10.0.0.1"]))  # the last line
+        assert _call(forwarded, "10.0.0.1") is grpc.StatusCode.UNAVAILABLE
+        assert _call(forwarded, "10.0.0.5,10.0.0.1") is grpc.StatusCode.UNAVAILABLE
+        # ... and the others behind the same address are not, whatever is left of their entry
+        assert _post(forwarded, "10.0.0.1, 10.0.0.2").status_code == 200
+        assert _post(forwarded, ["10.0.0.1", "10.0.0.3"]).status_code == 200
+        assert _call(forwarded, "10.0.0.1, 10.0.0.4") is grpc.StatusCode.OK
+        # without the header a request is known by its peer address: another client
+        assert _post(forwarded).status_code == 200
+        assert _call(forwarded) is grpc.StatusCode.OK
+        held.release.set()
+    assert held.response is not None and held.response.status_code == 200
+    _wait_for(forwarded, 0)
+    assert _post(forwarded, "10.0.0.1").status_code == 200
+
+
+def test_a_client_held_on_one_door_is_the_same_client_on_the_other(forwarded: Service) -> None:
+    release = threading.Event()
+
+    def messages() -> Iterator[pb.EvaluateStreamRequest]:
+        yield pb.EvaluateStreamRequest(header=pb.StreamHeader(task=pb.TASK_BINARY))
+        release.wait(timeout=60)
+
+    call = forwarded.stub.EvaluateStream.future(
+        messages(), metadata=(("x-forwarded-for", "10.0.0.7"),), timeout=60
+    )
+    try:
+        _wait_for(forwarded, 1)
+        assert _refused_by_client(_post(forwarded, "10.0.0.7"))
+        assert _post(forwarded, "10.0.0.8").status_code == 200
+    finally:
+        release.set()
+        call.cancel()
+    _wait_for(forwarded, 0)
+
+
+def test_an_over_long_identity_is_cut_to_its_first_characters(forwarded: Service) -> None:
+    huge = "x" * 20_000
+    with _HeldStream(forwarded, {"x-forwarded-for": f"10.0.0.1, {huge}"}) as held:
+        _wait_for(forwarded, 1)
+        # the held client is known by the first MAX_IDENTITY_CHARS characters of its entry
+        assert _refused_by_client(_post(forwarded, "x" * MAX_IDENTITY_CHARS))
+        assert _refused_by_client(_post(forwarded, "x" * MAX_IDENTITY_CHARS + "y"))
+        assert _post(forwarded, "x" * (MAX_IDENTITY_CHARS - 1) + "y").status_code == 200
+        held.release.set()
+    assert held.response is not None and held.response.status_code == 200
+
+
+def test_by_peer_one_address_is_one_client_whatever_it_forwards(by_peer: Service) -> None:
+    with _HeldStream(by_peer, {"x-forwarded-for": "10.0.0.1"}) as held:
+        _wait_for(by_peer, 1)
+        refused = _post(by_peer, "10.0.0.2")  # no header changes who a peer is
+        assert _refused_by_client(refused)
+        assert refused.headers["retry-after"] == "1"
+        assert _call(by_peer, "10.0.0.3") is grpc.StatusCode.UNAVAILABLE
+        held.release.set()
+    assert held.response is not None and held.response.status_code == 200
+    _wait_for(by_peer, 0)
+    assert _post(by_peer).status_code == 200
+
+
+def test_by_default_no_client_is_refused_by_a_client_limit(by_default: Service) -> None:
+    # max_inflight_requests=3: a per-client limit would be 1 place; off, one address takes all
+    with _HeldStream(by_default) as first, _HeldStream(by_default) as second:
+        _wait_for(by_default, 2)
+        assert _post(by_default, "10.0.0.1").status_code == 200
+        assert _call(by_default) is grpc.StatusCode.OK
+        with _HeldStream(by_default) as third:
+            _wait_for(by_default, 3)
+            refused = _post(by_default)  # the server's limit, not a client's
+            assert refused.status_code == 503
+            assert "max_inflight_requests" in refused.json()["error"]["message"]
+            with pytest.raises(grpc.RpcError) as busy:
+                by_default.stub.Evaluate(SMALL, timeout=30)
+            assert busy.value.code() is grpc.StatusCode.UNAVAILABLE
+            assert "max_inflight_requests" in (busy.value.details() or "")
+            third.release.set()
+        first.release.set()
+        second.release.set()
+    for held in (first, second, third):
+        assert held.response is not None and held.response.status_code == 200
+
+
+def test_refusals_are_answered_the_same_every_time(one_place: Service) -> None:
+    # Built once per kind of refusal: byte for byte the answer of the error table.
+    with _HeldStream(one_place) as held:
+        _wait_for(one_place, 1)
+        answers = [one_place.rest.post("/v1/evaluate", json=ONE_SHOT) for _ in range(3)]
+        statuses = []
+        for _ in range(3):
+            with pytest.raises(grpc.RpcError) as busy:
+                one_place.stub.Evaluate(SMALL, timeout=30)
+            statuses.append(busy.value)
+        held.release.set()
+    assert {answer.content for answer in answers} == {answers[0].content}
+    assert answers[0].json() == {
+        "error": {"code": "unavailable", "field": "", "message": str(BusyError(1))[2:]}
+    }
+    assert {(k, v) for k, v in answers[0].headers.items() if k not in ("date", "server")} == {
+        ("content-type", "application/json"),
+        ("content-length", str(len(answers[0].content))),
+        ("retry-after", "1"),
+    }
+    assert {(s.code(), s.details()) for s in statuses} == {
+        (grpc.StatusCode.UNAVAILABLE, str(BusyError(1)))
+    }
+    assert all(retry_hint(status) == (1.0, "1000") for status in statuses)
 
 
 class _CountingProxy:

@@ -43,8 +43,15 @@ def quick() -> Iterator[Service]:
 
 @pytest.fixture(scope="module")
 def patient() -> Iterator[Service]:
-    """Long timeouts (so only a disconnect can free a place) and the default per-client cap."""
-    settings = Settings(host="127.0.0.1", rest_port=0, grpc_port=0, max_inflight_requests=4)
+    """Long timeouts (so only a disconnect can free a place) and the default per-client cap,
+    clients known by their address."""
+    settings = Settings(
+        host="127.0.0.1",
+        rest_port=0,
+        grpc_port=0,
+        max_inflight_requests=4,
+        client_identity="peer",
+    )
     with running(settings) as service:
         yield service
 
