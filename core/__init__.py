@@ -4,7 +4,12 @@ from evalserve.core._accumulator import Accumulator
 from evalserve.core._catalog import CATALOG, catalog_entries, catalog_entry
 from evalserve.core._coverage import check_coverage
 from evalserve.core._errors import InvalidInputError, StateTooLargeError
-from evalserve.core._evaluate import check_baseline, evaluate, evaluate_binary_stats
+from evalserve.core._evaluate import (
+    check_baseline,
+    check_comparison,
+    evaluate,
+    evaluate_binary_stats,
+)
 from evalserve.core._metric_info import MetricInfo, MetricRange
 from evalserve.core._options import OPTIONS, Options, OptionSpec, parse_options
 from evalserve.core._result import EvaluationResult
@@ -32,6 +37,7 @@ __all__ = [
     "catalog_entries",
     "catalog_entry",
     "check_baseline",
+    "check_comparison",
     "check_coverage",
     "evaluate",
     "evaluate_binary_stats",

@@ -15,6 +15,7 @@ from evalserve.core.binary._result import check_baseline, evaluate_binary_stats
 __all__ = [
     "TASKS",
     "check_baseline",
+    "check_comparison",
     "evaluate",
     "evaluate_binary_stats",
     "with_coverage",
@@ -50,17 +51,27 @@ def evaluate(
     parsed = parse_options(options)
     if coverage is not None:
         check_coverage(coverage)  # before the work; n_predictions >= rows once they are counted
-    if not spec.compares:
-        for name, value in (("baseline", baseline), ("challenger", challenger)):
-            if value is not None:
-                raise InvalidInputError(
-                    name, f"drift tests and comparisons take task {comparing_tasks()}, not "
-                    f"{task!r}",
-                )  # fmt: skip
+    check_comparison(task, baseline, challenger)
     result = spec.evaluate(
         y_true, y_score, y_pred, sample_weight, parsed, classes, baseline, challenger
     )
     return with_coverage(result, coverage)
+
+
+def check_comparison(
+    task: str,
+    baseline: Mapping[str, Any] | None = None,
+    challenger: Mapping[str, Any] | None = None,
+) -> None:
+    """Raise ``InvalidInputError`` naming the field when ``task`` does not compare models but
+    a baseline or a challenger was given."""
+    if task_spec(task).compares:
+        return
+    for name, value in (("baseline", baseline), ("challenger", challenger)):
+        if value is not None:
+            raise InvalidInputError(
+                name, f"drift tests and comparisons take task {comparing_tasks()}, not {task!r}"
+            )
 
 
 def with_coverage(result: EvaluationResult, coverage: Mapping[str, Any] | None) -> EvaluationResult:

@@ -19,13 +19,16 @@ from dataclasses import dataclass
 from typing import Any, Protocol, TypeVar
 
 from evalserve.core import (
+    REGISTRY,
     Accumulator,
     EvaluationResult,
     InvalidInputError,
     StateTooLargeError,
     check_baseline,
+    check_comparison,
     check_coverage,
     evaluate,
+    task_spec,
 )
 from evalserve.service.budget import (
     COST_MODEL,
@@ -66,14 +69,6 @@ __all__ = [
 
 T = TypeVar("T")
 
-# The columns a task's rows may go without: a stream sends each in every batch or in none. (A
-# required one, such as regression's predictions, is the core's to ask for in every batch.)
-OPTIONAL_COLUMNS: dict[str, tuple[str, ...]] = {
-    "binary": ("predictions", "scores"),
-    "multiclass": ("predictions",),
-    "multilabel": ("predictions", "scores"),
-    "regression": (),
-}
 MATRIX_COLUMNS = ("scores", "labels", "predictions")
 # How long a one-payload request that has read its body waits for the memory its next step
 # needs, before it is refused as busy (a burst of large requests would otherwise refuse them
@@ -111,10 +106,10 @@ def evaluate_request(
 
 def _evaluate(request: Request) -> EvaluationResult:
     header, batch = request.header, request.batch
-    if header.task == "detection":
-        targets, predictions = _images_of(batch)
+    if task_spec(header.task).inputs.images:
+        targets, predictions = _images_of(header.task, batch)
         return evaluate(
-            "detection", targets, predictions, options=header.options, classes=header.classes,
+            header.task, targets, predictions, options=header.options, classes=header.classes,
             coverage=header.coverage,
         )  # fmt: skip
     _no_images(header.task, batch)
@@ -162,18 +157,22 @@ def reserve_decode(
     reservation.resize(cost, field, wait=GROW_WAIT_SECONDS if stream is None else 0.0)
 
 
-def _images_of(batch: Batch) -> tuple[tuple[dict[str, Any], ...], tuple[dict[str, Any], ...]]:
-    """The images of a detection request or stream batch, which carries no row column."""
+def _images_of(
+    task: str, batch: Batch
+) -> tuple[tuple[dict[str, Any], ...], tuple[dict[str, Any], ...]]:
+    """The images of a request or stream batch of a task that takes images (detection), which
+    carries no row column."""
     if batch.images is None:
-        raise InvalidInputError("images", "is required for task 'detection'")
+        raise InvalidInputError("images", f"is required for task {task!r}")
     if batch.has_rows:
-        raise InvalidInputError("labels", "task 'detection' takes images, not row columns")
+        raise InvalidInputError("labels", f"task {task!r} takes images, not row columns")
     return batch.images
 
 
 def _no_images(task: str, batch: Batch) -> None:
     if batch.images is not None:
-        raise InvalidInputError("images", f"only task 'detection' takes images, not {task!r}")
+        takers = ", ".join(repr(spec.name) for spec in REGISTRY if spec.inputs.images)
+        raise InvalidInputError("images", f"only task {takers} takes images, not {task!r}")
 
 
 class StreamAccumulator:
@@ -203,11 +202,9 @@ class StreamAccumulator:
         # next batch arrives before it can reserve it raises it to that batch's share).
         self.keep = COST_MODEL.fixed
         task = header.task
+        self.spec = task_spec(task)
         # Everything the header alone decides is checked now, not after the last batch.
-        if header.baseline is not None and task != "binary":
-            raise InvalidInputError(
-                "baseline", f"drift tests and comparisons take task 'binary', not {task!r}"
-            )
+        check_comparison(task, header.baseline)
         self.accumulator = Accumulator(
             task, header.options, header.classes,
             max_state_bytes=settings.max_stream_state_bytes,
@@ -242,14 +239,13 @@ class StreamAccumulator:
         if rows is None:
             return  # a message that carries no rows
         if self.n_rows + rows.count > self.max_rows:
-            unit = "images" if self.header.task == "detection" else "rows"
             raise PayloadTooLargeError(
-                where, f"the stream is over the limit of {self.max_rows} {unit}"
+                where, f"the stream is over the limit of {self.max_rows} {self.spec.unit}"
             )
-        if self.header.task == "detection":
+        if self.spec.inputs.images:
             max_detections = self.accumulator.options.max_detections
             check_detection_pairs(where, (rows.truth, rows.scores), max_detections, self.settings)
-        if self.header.task == "binary":
+        if self.spec.bootstraps:
             replicates = self.accumulator.options.bootstrap_replicates
             check_bootstrap_work(where, replicates, self.n_rows + rows.count, self.settings)
         if self.reservation is not None:
@@ -273,18 +269,21 @@ class StreamAccumulator:
         """The batch as the ``Accumulator`` takes it, checked against the stream's first batch;
         None for a batch without rows."""
         task = self.header.task
-        if task != "detection":
+        images = self.spec.inputs.images
+        if not images:
             _no_images(task, batch)
         if batch.is_empty:
             return None
-        if task == "detection":
-            targets, predictions = _images_of(batch)
+        if images:
+            targets, predictions = _images_of(task, batch)
             return _Rows(len(targets), targets, predictions, None, None, _Layout())
-        if task == "binary" and batch.label_names is not None:
-            raise InvalidInputError("labels", "expected 0/1 labels for task 'binary'")
+        values = self.spec.inputs.label_values
+        if values is not None and batch.label_names is not None:
+            raise InvalidInputError("labels", f"expected {values} labels for task {task!r}")
         batch = shaped(self.header, batch, self.settings)
         # With the header's classes the core checks every batch's width against them.
-        layout = _Layout.of(batch, OPTIONAL_COLUMNS[task], width=self.header.classes is None)
+        optional = self.spec.inputs.optional
+        layout = _Layout.of(batch, optional, width=self.header.classes is None)
         if self.first is not None:
             layout.check_against(self.first)
         truth = batch.labels if batch.labels is not None else batch.label_names
@@ -309,8 +308,9 @@ class StreamAccumulator:
 
     def finish(self) -> EvaluationResult:
         if self.n_rows == 0:
-            unit = "images" if self.header.task == "detection" else "rows"
-            raise StreamProtocolError("rows", f"the stream carried a header but no {unit}")
+            raise StreamProtocolError(
+                "rows", f"the stream carried a header but no {self.spec.unit}"
+            )
         if self.reservation is not None:
             self.reservation.resize(COST_MODEL.result(self.header.task, self.state_bytes), "rows")
         result = self.accumulator.result(

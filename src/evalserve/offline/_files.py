@@ -279,7 +279,10 @@ def _stdin_csv(source: Source, columns: Sequence[str] | None) -> Iterator[Batch]
             raise pa.ArrowInvalid(_shift_rows(str(error), lines)) from None
         if names is None:
             header = block[: block.find(b"\n") + 1] if b"\n" in block else block + b"\n"
-            names = list(pa_csv.read_csv(pa.py_buffer(header)).schema.names)
+            no_threads = pa_csv.ReadOptions(use_threads=False)
+            names = list(
+                pa_csv.read_csv(pa.py_buffer(header), read_options=no_threads).schema.names
+            )
         if types is None and table.num_rows:
             types = table.schema  # inferred from the first rows
         lines += block.count(b"\n")
