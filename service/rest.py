@@ -34,7 +34,7 @@ from starlette.responses import Response
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from evalserve.core import TASKS, EvaluationResult, InvalidInputError
-from evalserve.service import encode, rest_models
+from evalserve.service import decode_proto, encode, rest_models
 from evalserve.service.budget import Reservation
 from evalserve.service.config import Settings
 from evalserve.service.decode import Header as RequestHeader
@@ -185,12 +185,12 @@ def _decode_json(body: bytes, settings: Settings) -> EvaluationRequest:
 
 def _decode_protobuf(body: bytes, settings: Settings) -> EvaluationRequest:
     try:
-        message = pb.EvaluateRequest.FromString(body)
+        message, columns = decode_proto.parse(pb.EvaluateRequest, body)  # large columns sliced
     except DecodeError as error:
         raise MalformedRequestError(
             "body", f"is not a valid evalserve.v1.EvaluateRequest protobuf message: {error}"
         ) from None
-    return request_from_proto(message, settings)
+    return request_from_proto(message, settings, columns)
 
 
 def _evaluate_body(
