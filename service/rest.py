@@ -1,7 +1,8 @@
 """The REST transport: a thin FastAPI adapter over ``service.decode`` and ``service.usecase``.
 
-Bodies are read as raw bytes and decoded by ``service.decode`` (orjson or protobuf straight to
-numpy); FastAPI parses nothing, so its own validation errors never appear. Decoding, evaluating
+Bodies are read as raw bytes (``service.body``) and decoded by ``service.decode`` (orjson or
+protobuf straight to numpy; large protobuf columns a slice at a time, ``service.decode_proto``);
+FastAPI parses nothing, so its own validation errors never appear. Decoding, evaluating
 and encoding run in one ``Evaluator.run`` call, off the event loop, so a large body never
 stalls health checks. Every error answers with the one error table of ``service.errors``:
 ``{"error": {"code", "field", "message"}}``. ``RequestMetricsMiddleware`` counts every answer of
@@ -35,6 +36,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from evalserve.core import TASKS, EvaluationResult, InvalidInputError
 from evalserve.service import decode_proto, encode, rest_models
+from evalserve.service.body import read_body
 from evalserve.service.budget import Reservation
 from evalserve.service.config import Settings
 from evalserve.service.decode import Header as RequestHeader
@@ -265,27 +267,17 @@ def _client_of(request: Request) -> str | None:
 async def _read_body(request: Request, timeout: float, reservation: Reservation) -> bytearray:
     """The whole body, or ``RequestTimeoutError`` (408) if it takes longer than ``timeout``.
     What reading and decoding it costs is reserved before it is read when the request declares
-    its length, else as it arrives (a refusal stops the read)."""
+    its length, else as it arrives (a refusal stops the read). Read without a long hold of the
+    event loop (``service.body``)."""
     declared = request.headers.get("content-length", "")
-    reserved_for = int(declared) if declared.isdigit() else 0
-    if reserved_for:
-        reserve_read(reservation, reserved_for)
-    # Filled in place as it arrives: no join of the chunks (a copy of the whole body that
-    # would hold the GIL, and the event loop, for tens of milliseconds).
-    body = bytearray(reserved_for)
-    received = 0
+    length = int(declared) if declared.isdigit() else None
+    if length:
+        reserve_read(reservation, length)
     try:
         async with asyncio.timeout(timeout):
-            async for chunk in request.stream():
-                end = received + len(chunk)
-                if end > reserved_for:  # no length declared (or a short one): grows
-                    reserved_for = end
-                    reserve_read(reservation, reserved_for)
-                body[received:end] = chunk
-                received = end
-        if received < len(body):
-            del body[received:]
-        return body
+            return await read_body(
+                request.stream(), length, lambda size: reserve_read(reservation, size)
+            )
     except TimeoutError:
         raise RequestTimeoutError(
             "body",
