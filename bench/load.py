@@ -55,6 +55,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
 import grpc
+import httpx
 import numpy as np
 import orjson
 from machine import machine_description  # bench/ is on sys.path when run as a script
@@ -329,16 +330,14 @@ PROBE = str(Path(__file__).with_name("health_probe.py"))
 
 
 def _post(server: ServerProcess, path: str, body: bytes, content_type: str) -> object:
-    connection = http.client.HTTPConnection(server.host, server.rest_port, timeout=120)
+    # httpx reads the answer even when the server closes the connection while the body is
+    # still being sent (as it does after refusing a large body before reading it)
+    url = f"http://{server.host}:{server.rest_port}{path}"
     try:
-        connection.request("POST", path, body, {"content-type": content_type})
-        response = connection.getresponse()
-        response.read()
-        return response.status
-    except (OSError, http.client.HTTPException) as error:
+        headers = {"content-type": content_type}
+        return httpx.post(url, content=body, headers=headers, timeout=120).status_code
+    except httpx.HTTPError as error:
         return type(error).__name__
-    finally:
-        connection.close()
 
 
 def _raw_http(server: ServerProcess, head: bytes, trickle: bytes, every: float) -> object:

@@ -399,9 +399,23 @@ class BodyTooLargeError(PayloadTooLargeError):
         super().__init__("body", f"the request body is over the limit of {limit} bytes")
 
 
+# Past this many bytes of a declared body left unread, an answer given before the body was read
+# whole (a refusal) closes the connection: the server would otherwise read the rest, and drop
+# it, on the event loop, every chunk through its HTTP parser (hundreds of MB for a large body
+# refused with 413, or with 503 while the server is full). A smaller rest is read and the
+# connection kept alive; so is a chunked body, whose rest is unknown (its client sees the answer
+# while it sends, and stops).
+DRAIN_BYTES = 1 << 20
+_CLOSE = (b"connection", b"close")
+
+
 class BodyLimitMiddleware:
     """Refuses a body over ``max_bytes`` with 413 before it is read whole: a Content-Length over
-    the limit before the app runs, a chunked body as soon as the bytes received pass it."""
+    the limit before the app runs (and before any byte of the body is read), a chunked body as
+    soon as the bytes received pass it. An answer that starts while more than ``DRAIN_BYTES``
+    of a declared body are still unread closes the connection (``Connection: close``) rather
+    than let the server read them; an HTTP client reads that answer after its write fails
+    (httpx does, as the evalserve clients)."""
 
     def __init__(self, app: ASGIApp, max_bytes: int) -> None:
         self.app = app
@@ -411,26 +425,25 @@ class BodyLimitMiddleware:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
-        declared = Headers(scope=scope).get("content-length", "")
-        if declared.isdigit() and int(declared) > self.max_bytes:
-            await _too_large(BodyTooLargeError(self.max_bytes))(scope, receive, send)
+        body = _Unread(Headers(scope=scope))
+        closing_send = body.closing(send)
+        if body.declared is not None and body.declared > self.max_bytes:
+            await _too_large(BodyTooLargeError(self.max_bytes))(scope, receive, closing_send)
             return
-        received = 0
         response_started = False
 
         async def counting_receive() -> Message:
-            nonlocal received
             message = await receive()
             if message["type"] == "http.request":
-                received += len(message.get("body", b""))
-                if received > self.max_bytes:
+                body.add(message)
+                if body.received > self.max_bytes:
                     raise BodyTooLargeError(self.max_bytes)
             return message
 
         async def tracking_send(message: Message) -> None:
             nonlocal response_started
             response_started = response_started or message["type"] == "http.response.start"
-            await send(message)
+            await closing_send(message)
 
         try:
             await self.app(scope, counting_receive, tracking_send)
@@ -438,7 +451,42 @@ class BodyLimitMiddleware:
             # Normally the app's error handler has answered already; this is the fallback.
             if response_started:
                 raise
-            await _too_large(error)(scope, receive, send)
+            await _too_large(error)(scope, receive, closing_send)
+
+
+class _Unread:
+    """What is left to read of a request's body: its declared length (None without one), the
+    bytes received, and whether its last part came."""
+
+    def __init__(self, headers: Headers) -> None:
+        declared = headers.get("content-length", "")
+        self.declared = int(declared) if declared.isdigit() else None
+        self.received = 0
+        self.complete = False
+
+    def add(self, message: Message) -> None:
+        self.received += len(message.get("body", b""))
+        self.complete = self.complete or not message.get("more_body", False)
+
+    @property
+    def left(self) -> int:
+        """Declared bytes still to come (0 for a chunked body: unknown)."""
+        if self.complete or self.declared is None:
+            return 0
+        return max(0, self.declared - self.received)
+
+    def closing(self, send: Send) -> Send:
+        """``send``, asking to close the connection after an answer that starts with more
+        than ``DRAIN_BYTES`` of the body unread."""
+
+        async def closing_send(message: Message) -> None:
+            if message["type"] == "http.response.start" and self.left > DRAIN_BYTES:
+                headers = list(message.get("headers", []))
+                if _CLOSE not in headers:
+                    message = {**message, "headers": [*headers, _CLOSE]}
+            await send(message)
+
+        return closing_send
 
 
 def _too_large(error: BodyTooLargeError) -> Response:
