@@ -4,7 +4,7 @@ The service runs in its own process as the shipped pod runs it (``--workers 2`` 
 memory budget, 70% of 4 GiB); the load comes from this process's threads, each with its own
 connection, standing for many clients on other machines: they run at nice 15, below the
 server, and one address may hold every admission place (``--max-inflight-per-client 16``).
-Three parts:
+Four parts:
 
 1. **Capacity.** Small requests (1,000 binary rows, the full default suite) on each door: REST
    JSON, REST protobuf, gRPC. Closed loop at 2, 4, 8 and 16 concurrent clients for
@@ -24,12 +24,20 @@ Three parts:
    probes' p99 under 100 ms, the server's peak resident size (VmHWM) within its baseline plus
    the budget, every hostile request answered with the 4xx/503 it deserves, no 500.
 
-The read and idle timeouts are set to 5 s (30 s by default) so that the slow clients are cut
-off inside the phase. The script prints its tables and rewrites its section of
+4. **Health behind large bodies** (``bench/health_scenarios.py``), on a fresh server with the
+   pod's budget and default timeouts, each scenario for ``--health-seconds`` (20 s) with the
+   probes of part 3: one 10M-row REST protobuf request at a time; 8 and 24 concurrent 5M-row
+   ones; a 33M-row and a 50M-row body over the body limit (413); 16 concurrent 5M-row gRPC
+   messages over the message cap. Target: every probe's p99 under 100 ms in each scenario.
+   ``--health-only`` runs this part alone and rewrites only its subsection.
+
+The read and idle timeouts of parts 1-3 are set to 5 s (30 s by default) so that the slow
+clients are cut off inside the phase. The script prints its tables and rewrites its section of
 ``bench/RESULTS.md``; exit status 1 when a target fails, unless ``--no-fail``.
 
     python bench/load.py [--quick] [--hold-seconds 600] [--capacity-seconds 10]
-        [--hostile-seconds 60] [--no-fail] [--results PATH]
+        [--hostile-seconds 60] [--health-seconds 20] [--health-only] [--no-fail]
+        [--results PATH]
 """
 
 from __future__ import annotations
@@ -44,10 +52,8 @@ import contextlib
 import datetime as dt
 import http.client
 import json
-import os
 import shlex
 import socket
-import subprocess
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -55,10 +61,21 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
 import grpc
+import httpx
 import numpy as np
 import orjson
+from health_scenarios import (
+    HEALTH_TARGET,
+    below_the_server,
+    health_server_flags,
+    probe_summary,
+    render_health,
+    run_scenarios,
+    scenarios,
+    start_probes,
+)
 from machine import machine_description  # bench/ is on sys.path when run as a script
-from results_md import RESULTS_PATH, write_section
+from results_md import RESULTS_PATH, read_section, write_section
 from service_bench import ServerProcess, start_service
 from timing import load_average, progress
 
@@ -73,19 +90,12 @@ CONCURRENCY = (2, 4, 8, 16)
 DOORS = ("rest-json", "rest-protobuf", "grpc")
 SERVICE = "evalserve.v1.EvaluationService"
 BUSY = {503, "UNAVAILABLE", "RESOURCE_EXHAUSTED"}
-P99_TARGET = 0.100
+P99_TARGET = HEALTH_TARGET  # the probes' p99, in every part
 RSS_GROWTH_TARGET = 0.05
 SLOW_TIMEOUT = 5.0
 
 
 # --- requests -------------------------------------------------------------------------------
-
-
-def _below_the_server() -> None:
-    """The calling thread's CPU priority below the server's: the clients stand for other
-    machines, and on this one they must not take the cores from the service under test (its
-    event loop, which answers the probes)."""
-    os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), 15)
 
 
 def _binary(rows: int, seed: int) -> tuple[np.ndarray, np.ndarray]:
@@ -189,7 +199,7 @@ def closed_loop(
     end = [0.0]
 
     def worker() -> None:
-        _below_the_server()
+        below_the_server()
         connection = Door(server, door, bodies)
         try:
             connection.call()  # warm the connection
@@ -260,7 +270,7 @@ def open_loop(
         door = DOORS[index % len(DOORS)]
         connections = getattr(local, "doors", None)
         if connections is None:
-            _below_the_server()
+            below_the_server()
             connections = local.doors = {d: Door(server, d, bodies) for d in DOORS}
         refused = False
         for _attempt in range(5):
@@ -325,20 +335,16 @@ def open_loop(
 
 # --- the hostile mix --------------------------------------------------------------------------
 
-PROBE = str(Path(__file__).with_name("health_probe.py"))
-
 
 def _post(server: ServerProcess, path: str, body: bytes, content_type: str) -> object:
-    connection = http.client.HTTPConnection(server.host, server.rest_port, timeout=120)
+    # httpx reads the answer even when the server closes the connection while the body is
+    # still being sent (as it does after refusing a large body before reading it)
+    url = f"http://{server.host}:{server.rest_port}{path}"
     try:
-        connection.request("POST", path, body, {"content-type": content_type})
-        response = connection.getresponse()
-        response.read()
-        return response.status
-    except (OSError, http.client.HTTPException) as error:
+        headers = {"content-type": content_type}
+        return httpx.post(url, content=body, headers=headers, timeout=120).status_code
+    except httpx.HTTPError as error:
         return type(error).__name__
-    finally:
-        connection.close()
 
 
 def _raw_http(server: ServerProcess, head: bytes, trickle: bytes, every: float) -> object:
@@ -517,20 +523,10 @@ def hostile_mix(
     baseline = server.status_kib("VmRSS") << 10
     Path(f"/proc/{server.pid}/clear_refs").write_text("5")  # peak from here
     outcomes: dict[str, dict[str, int]] = {case: {} for case in cases}
-    probe = subprocess.Popen(
-        [
-            sys.executable,
-            PROBE,
-            f"http://{server.host}:{server.rest_port}",
-            server.grpc_target,
-            str(seconds),
-        ],
-        stdout=subprocess.PIPE,
-        text=True,
-    )
+    probe = start_probes(server, seconds)
 
     def keep(case: str, run: Callable[[], object]) -> None:
-        _below_the_server()
+        below_the_server()
         while not stop.is_set():
             outcome = str(run())
             outcomes[case][outcome] = outcomes[case].get(outcome, 0) + 1
@@ -544,17 +540,9 @@ def hostile_mix(
     for thread in threads:
         thread.join(timeout=180)
     peak = server.status_kib("VmHWM") << 10
-    probes = {}
     if probe.returncode != 0 or not output.strip():
         raise RuntimeError(f"the health probe failed (exit {probe.returncode}); see its stderr")
-    for kind, values in json.loads(output).items():
-        failed = any(v < 0 for v in values)
-        array = np.asarray([v if v >= 0 else np.inf for v in values])
-        probes[kind] = (
-            len(values),
-            float(np.quantile(array, 0.99)) if not failed else np.inf,
-            float(array.max()),
-        )
+    probes = probe_summary(json.loads(output))
     return Hostile(outcomes, probes, baseline, peak, background)
 
 
@@ -651,17 +639,82 @@ def render(
     return "\n".join(lines) + "\n", failures
 
 
+HEALTH_HEADING = "### Health behind large bodies"
+
+
+def health_part(args: argparse.Namespace, command: str) -> tuple[str, list[str]]:
+    """Part 4 on a fresh server: its subsection of the results and its failures."""
+    before = load_average()
+    flags = health_server_flags(POD_BUDGET, args.quick)
+    server = start_service(2, *flags)
+    try:
+        results = run_scenarios(server, scenarios(args.quick), args.health_seconds, progress)
+    finally:
+        server.stop()
+    failures = [
+        f"probe p99 over {P99_TARGET * 1000:.0f} ms behind {r.scenario.name}"
+        for r in results
+        if not r.met
+    ]
+    failures += [
+        f"unexpected answers to {r.scenario.name}: {', '.join(r.unexpected())}"
+        for r in results
+        if r.unexpected()
+    ]
+    lines = [
+        HEALTH_HEADING,
+        "",
+        f"* Command: `{command}`",
+        f"* Date: {dt.datetime.now(dt.UTC):%Y-%m-%d %H:%M} UTC",
+        f"* Machine: {machine_description()}",
+        f"* Server: `python -m evalserve.service --workers 2 {shlex.join(flags)}` (the pod's "
+        "budget, default timeouts); the load from this script's threads at nice 15, on the "
+        f"same 2 cores. 1-minute load average {before:.2f} before, {load_average():.2f} after.",
+        "",
+        "**All targets met.**" if not failures else "**FAIL: " + "; ".join(failures) + ".**",
+        "",
+        *render_health(results, args.health_seconds),
+    ]
+    return "\n".join(lines) + "\n", failures
+
+
+def _with_health(section: str | None, health: str) -> str:
+    """``section`` with its health subsection (everything from ``HEALTH_HEADING``) replaced."""
+    rest = (section or "").split(HEALTH_HEADING)[0].strip("\n")
+    return f"{rest}\n\n{health}" if rest else health
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--quick", action="store_true", help="seconds, not minutes")
     parser.add_argument("--capacity-seconds", type=float, default=10.0)
     parser.add_argument("--hold-seconds", type=float, default=600.0)
     parser.add_argument("--hostile-seconds", type=float, default=60.0)
+    parser.add_argument("--health-seconds", type=float, default=20.0)
+    parser.add_argument(
+        "--health-only", action="store_true", help="only part 4, health behind large bodies"
+    )
     parser.add_argument("--no-fail", action="store_true")
     parser.add_argument("--results", type=Path, default=RESULTS_PATH)
     args = parser.parse_args(argv)
     if args.quick:
         args.capacity_seconds, args.hold_seconds, args.hostile_seconds = 2.0, 10.0, 12.0
+        args.health_seconds = 3.0
+    command = shlex.join(["python", SCRIPT, *(argv if argv is not None else sys.argv[1:])])
+    failures: list[str] = []
+    section = read_section(SECTION_TITLE, args.results)
+    if not args.health_only:
+        section, failures = load_parts(args, command)
+        print(section)
+    health, health_failures = health_part(args, command)
+    print(health)
+    write_section(SECTION_TITLE, _with_health(section, health), args.results)
+    failures += health_failures
+    return 0 if not failures or args.no_fail else 1
+
+
+def load_parts(args: argparse.Namespace, command: str) -> tuple[str, list[str]]:
+    """Parts 1 to 3: their text and their failures."""
     before = load_average()
     server = start_service(
         2,
@@ -688,11 +741,7 @@ def main(argv: list[str] | None = None) -> int:
         hostile = hostile_mix(server, args.hostile_seconds, 0.4 * slowest, bodies)
     finally:
         server.stop()
-    command = shlex.join(["python", SCRIPT, *(argv if argv is not None else sys.argv[1:])])
-    body, failures = render(capacities, hold, hostile, command, (before, load_average()))
-    print(body)
-    write_section(SECTION_TITLE, body, args.results)
-    return 0 if not failures or args.no_fail else 1
+    return render(capacities, hold, hostile, command, (before, load_average()))
 
 
 if __name__ == "__main__":

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-__all__ = ["RESULTS_PATH", "write_section"]
+__all__ = ["RESULTS_PATH", "read_section", "write_section"]
 
 RESULTS_PATH = Path(__file__).with_name("RESULTS.md")
 
@@ -26,6 +26,13 @@ def write_section(title: str, body: str, path: Path = RESULTS_PATH) -> None:
     parts = [preamble] if preamble else []
     parts += [f"## {name}\n\n{content}" for name, content in sections.items()]
     path.write_text("\n\n".join(parts) + "\n", encoding="utf-8")
+
+
+def read_section(title: str, path: Path = RESULTS_PATH) -> str | None:
+    """The body of the section ``## {title}`` of ``path``; None when there is none."""
+    if not path.exists():
+        return None
+    return _split(path.read_text(encoding="utf-8"))[1].get(title)
 
 
 def _split(text: str) -> tuple[str, dict[str, str]]:

@@ -33,6 +33,7 @@ __all__ = [
     "Header",
     "Images",
     "ModelRef",
+    "ProtoColumns",
     "Request",
     "batch_from_json",
     "batch_from_proto",
@@ -916,11 +917,37 @@ def _flat_numbers(array: Any) -> bool:
 # --- protobuf ---------------------------------------------------------------------------------
 
 
+@dataclass(frozen=True, slots=True)
+class ProtoColumns:
+    """The columns of a protobuf message that were decoded apart from it
+    (``service.decode_proto``): packed doubles as float64 arrays and ``*_f64`` bytes as
+    read-only views, by field name; those of a submessage (``baseline``, ``challenger``, a
+    stream's ``header``) by its field name in ``parts``. A field not here is the message's."""
+
+    values: Mapping[str, Column | memoryview] = field(default_factory=dict)
+    parts: Mapping[str, ProtoColumns] = field(default_factory=dict)
+
+    def value(self, message: Message, name: str) -> Any:
+        """The field ``name`` of ``message``: as decoded here, else the message's own."""
+        return self.values[name] if name in self.values else getattr(message, name)
+
+    def part(self, name: str) -> ProtoColumns:
+        return self.parts.get(name, NO_COLUMNS)
+
+
+NO_COLUMNS = ProtoColumns()
+
+
 def _proto_column(
-    message: Message, name: str, settings: Settings, *, where: str = ""
+    message: Message,
+    name: str,
+    settings: Settings,
+    *,
+    where: str = "",
+    columns: ProtoColumns = NO_COLUMNS,
 ) -> Column | None:
-    packed = getattr(message, name)
-    raw = getattr(message, f"{name}_f64")
+    packed = columns.value(message, name)
+    raw = columns.value(message, f"{name}_f64")
     if len(packed) and len(raw):
         raise MalformedRequestError(f"{where}{name}", f"send {name} or {name}_f64, not both")
     if len(raw):
@@ -932,9 +959,14 @@ def _proto_column(
 
 
 def batch_from_proto(
-    message: pb.EvaluateRequest | pb.EvaluateStreamRequest, settings: Settings
+    message: pb.EvaluateRequest | pb.EvaluateStreamRequest,
+    settings: Settings,
+    decoded: ProtoColumns = NO_COLUMNS,
 ) -> Batch:
-    columns: dict[str, Any] = {name: _proto_column(message, name, settings) for name in COLUMNS}
+    """The rows of a message; ``decoded``: its columns decoded apart from it, if any."""
+    columns: dict[str, Any] = {
+        name: _proto_column(message, name, settings, columns=decoded) for name in COLUMNS
+    }
     names = tuple(message.label_names)
     if names:
         _check_rows("label_names", len(names), settings)
@@ -953,7 +985,11 @@ def _options_from_proto(options: pb.Options) -> dict[str, Any]:
     return parsed
 
 
-def header_from_proto(message: pb.EvaluateRequest | pb.StreamHeader, settings: Settings) -> Header:
+def header_from_proto(
+    message: pb.EvaluateRequest | pb.StreamHeader,
+    settings: Settings,
+    decoded: ProtoColumns = NO_COLUMNS,
+) -> Header:
     task = TASK_NAMES.get(message.task)
     if task is None and message.task != pb.TASK_UNSPECIFIED:
         # proto3 enums are open: a newer client may send a value this server does not know.
@@ -980,7 +1016,13 @@ def header_from_proto(message: pb.EvaluateRequest | pb.StreamHeader, settings: S
             if name in BASELINE_SUMMARY
         }
         for name in BASELINE_COLUMNS:
-            column = _proto_column(message.baseline, name, settings, where="baseline.")
+            column = _proto_column(
+                message.baseline,
+                name,
+                settings,
+                where="baseline.",
+                columns=decoded.part("baseline"),
+            )
             if column is not None and column.size:
                 baseline[name] = column
     n_classes = message.n_classes if message.HasField("n_classes") else None
@@ -1009,13 +1051,23 @@ def _fields(message: Message) -> dict[str, Any]:
     }
 
 
-def request_from_proto(message: pb.EvaluateRequest, settings: Settings) -> Request:
+def request_from_proto(
+    message: pb.EvaluateRequest, settings: Settings, decoded: ProtoColumns = NO_COLUMNS
+) -> Request:
+    """A whole ``EvaluateRequest``; ``decoded``: its columns decoded apart from it
+    (``service.decode_proto.parse``), if any."""
     challenger = None
     if message.HasField("challenger"):
-        scores = _proto_column(message.challenger, "scores", settings, where="challenger.")
+        scores = _proto_column(
+            message.challenger,
+            "scores",
+            settings,
+            where="challenger.",
+            columns=decoded.part("challenger"),
+        )
         challenger = {"scores": scores}
-    header = header_from_proto(message, settings)
-    batch = shaped(header, batch_from_proto(message, settings), settings)
+    header = header_from_proto(message, settings, decoded)
+    batch = shaped(header, batch_from_proto(message, settings, decoded), settings)
     _check_bootstrap(header, batch, settings)
     _check_detection(header, batch, settings)
     return Request(

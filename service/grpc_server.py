@@ -38,7 +38,7 @@ from grpc_reflection.v1alpha import reflection
 from grpc_status import rpc_status
 
 from evalserve.core import TASKS, InvalidInputError
-from evalserve.service import decode, encode
+from evalserve.service import decode, decode_proto, encode
 from evalserve.service.budget import Reservation, grpc_message_limit, receive_share
 from evalserve.service.config import Settings
 from evalserve.service.errors import (
@@ -252,11 +252,12 @@ def _since(start: float) -> float:
 _M = TypeVar("_M", bound=Message)
 
 
-def _parsed(message_type: type[_M], data: bytes, where: str) -> _M:
-    """``data`` as a ``message_type``; a malformed ``body`` error (gRPC itself would answer
+def _parsed(message_type: type[_M], data: bytes, where: str) -> tuple[_M, decode.ProtoColumns]:
+    """``data`` as a ``message_type`` (its large columns decoded apart from it, a slice at a
+    time: ``service.decode_proto``); a malformed ``body`` error (gRPC itself would answer
     UNKNOWN) when it is not one."""
     try:
-        return message_type.FromString(data)
+        return decode_proto.parse(message_type, data)
     except DecodeError as error:
         raise MalformedRequestError(
             "body", f"{where} is not a valid evalserve.v1 protobuf message ({error})"
@@ -269,9 +270,9 @@ def _evaluate_message(
     """Decode, evaluate, encode one ``Evaluate`` call: the CPU-bound part, run off the event
     loop (the message arrives as bytes, so not even its parsing holds the loop)."""
     reserve_decode(reservation, "protobuf", data)
-    message = _parsed(pb.EvaluateRequest, data, "the request")
-    request = decode.request_from_proto(message, settings)
-    del message  # the decoded arrays are copies
+    message, columns = _parsed(pb.EvaluateRequest, data, "the request")
+    request = decode.request_from_proto(message, settings, columns)
+    del message, columns  # the decoded arrays are copies
     result = evaluate_request(request, observer, reservation, held_bytes=len(data))
     return encode.checked_response(result, settings).SerializeToString()
 
@@ -296,14 +297,14 @@ class _GrpcStream:
 
     def feed(self, index: int, data: bytes) -> None:
         reserve_decode(self.reservation, "protobuf", data, self.accumulator, f"message {index}")
-        message = _parsed(pb.EvaluateStreamRequest, data, f"message {index}")
+        message, columns = _parsed(pb.EvaluateStreamRequest, data, f"message {index}")
         has_header = message.HasField("header")
         if self.accumulator is None:
             if not has_header:
                 raise StreamProtocolError(
                     "header", "expected the header in message 1, but message 1 has none"
                 )
-            header = decode.header_from_proto(message.header, self.settings)
+            header = decode.header_from_proto(message.header, self.settings, columns.part("header"))
             self.accumulator = StreamAccumulator(
                 header, self.settings, self.observer, self.reservation
             )
@@ -313,10 +314,10 @@ class _GrpcStream:
                 "header", f"header twice: message {index} carries a header; only message 1 may"
             )
         try:
-            batch = decode.batch_from_proto(message, self.settings)
+            batch = decode.batch_from_proto(message, self.settings, columns)
         except (ServiceError, InvalidInputError) as error:  # named as the accumulator names
             raise type(error)(f"batch {index}.{error.field}", error.message) from None
-        del message
+        del message, columns
         self.accumulator.add(batch, held_bytes=len(data))
 
     def finish(self) -> bytes:
@@ -428,7 +429,7 @@ class EvaluationServicer:
     async def ListMetrics(  # noqa: N802 (the proto's name)
         self, data: bytes, context: Context
     ) -> bytes:
-        request = _parsed(pb.ListMetricsRequest, data, "the request")
+        request, _ = _parsed(pb.ListMetricsRequest, data, "the request")
         return self._catalogs[decode.catalog_task_from_proto(request)]
 
 

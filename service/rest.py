@@ -1,7 +1,8 @@
 """The REST transport: a thin FastAPI adapter over ``service.decode`` and ``service.usecase``.
 
-Bodies are read as raw bytes and decoded by ``service.decode`` (orjson or protobuf straight to
-numpy); FastAPI parses nothing, so its own validation errors never appear. Decoding, evaluating
+Bodies are read as raw bytes (``service.body``) and decoded by ``service.decode`` (orjson or
+protobuf straight to numpy; large protobuf columns a slice at a time, ``service.decode_proto``);
+FastAPI parses nothing, so its own validation errors never appear. Decoding, evaluating
 and encoding run in one ``Evaluator.run`` call, off the event loop, so a large body never
 stalls health checks. Every error answers with the one error table of ``service.errors``:
 ``{"error": {"code", "field", "message"}}``. ``AdmissionMiddleware`` admits each evaluation
@@ -38,7 +39,8 @@ from starlette.responses import Response
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from evalserve.core import TASKS, EvaluationResult, InvalidInputError
-from evalserve.service import encode, rest_models
+from evalserve.service import decode_proto, encode, rest_models
+from evalserve.service.body import read_body
 from evalserve.service.budget import Reservation
 from evalserve.service.config import Settings
 from evalserve.service.connection import PEER_CLOSED
@@ -197,12 +199,12 @@ def _decode_json(body: bytes, settings: Settings) -> EvaluationRequest:
 
 def _decode_protobuf(body: bytes, settings: Settings) -> EvaluationRequest:
     try:
-        message = pb.EvaluateRequest.FromString(body)
+        message, columns = decode_proto.parse(pb.EvaluateRequest, body)  # large columns sliced
     except DecodeError as error:
         raise MalformedRequestError(
             "body", f"is not a valid evalserve.v1.EvaluateRequest protobuf message: {error}"
         ) from None
-    return request_from_proto(message, settings)
+    return request_from_proto(message, settings, columns)
 
 
 def _evaluate_body(
@@ -275,27 +277,17 @@ def _blank(line: bytearray) -> bool:
 async def _read_body(request: Request, timeout: float, reservation: Reservation) -> bytearray:
     """The whole body, or ``RequestTimeoutError`` (408) if it takes longer than ``timeout``.
     What reading and decoding it costs is reserved before it is read when the request declares
-    its length, else as it arrives (a refusal stops the read)."""
+    its length, else as it arrives (a refusal stops the read). Read without a long hold of the
+    event loop (``service.body``)."""
     declared = request.headers.get("content-length", "")
-    reserved_for = int(declared) if declared.isdigit() else 0
-    if reserved_for:
-        reserve_read(reservation, reserved_for)
-    # Filled in place as it arrives: no join of the chunks (a copy of the whole body that
-    # would hold the GIL, and the event loop, for tens of milliseconds).
-    body = bytearray(reserved_for)
-    received = 0
+    length = int(declared) if declared.isdigit() else None
+    if length:
+        reserve_read(reservation, length)
     try:
         async with asyncio.timeout(timeout):
-            async for chunk in request.stream():
-                end = received + len(chunk)
-                if end > reserved_for:  # no length declared (or a short one): grows
-                    reserved_for = end
-                    reserve_read(reservation, reserved_for)
-                body[received:end] = chunk
-                received = end
-        if received < len(body):
-            del body[received:]
-        return body
+            return await read_body(
+                request.stream(), length, lambda size: reserve_read(reservation, size)
+            )
     except TimeoutError:
         raise RequestTimeoutError(
             "body",
@@ -511,9 +503,23 @@ class BodyTooLargeError(PayloadTooLargeError):
         super().__init__("body", f"the request body is over the limit of {limit} bytes")
 
 
+# Past this many bytes of a declared body left unread, an answer given before the body was read
+# whole (a refusal) closes the connection: the server would otherwise read the rest, and drop
+# it, on the event loop, every chunk through its HTTP parser (hundreds of MB for a large body
+# refused with 413, or with 503 while the server is full). A smaller rest is read and the
+# connection kept alive; so is a chunked body, whose rest is unknown (its client sees the answer
+# while it sends, and stops).
+DRAIN_BYTES = 1 << 20
+_CLOSE = (b"connection", b"close")
+
+
 class BodyLimitMiddleware:
     """Refuses a body over ``max_bytes`` with 413 before it is read whole: a Content-Length over
-    the limit before the app runs, a chunked body as soon as the bytes received pass it."""
+    the limit before the app runs (and before any byte of the body is read), a chunked body as
+    soon as the bytes received pass it. An answer that starts while more than ``DRAIN_BYTES``
+    of a declared body are still unread closes the connection (``Connection: close``) rather
+    than let the server read them; an HTTP client reads that answer after its write fails
+    (httpx does, as the evalserve clients)."""
 
     def __init__(self, app: ASGIApp, max_bytes: int) -> None:
         self.app = app
@@ -523,26 +529,25 @@ class BodyLimitMiddleware:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
-        declared = Headers(scope=scope).get("content-length", "")
-        if declared.isdigit() and int(declared) > self.max_bytes:
-            await _too_large(BodyTooLargeError(self.max_bytes))(scope, receive, send)
+        body = _Unread(Headers(scope=scope))
+        closing_send = body.closing(send)
+        if body.declared is not None and body.declared > self.max_bytes:
+            await _too_large(BodyTooLargeError(self.max_bytes))(scope, receive, closing_send)
             return
-        received = 0
         response_started = False
 
         async def counting_receive() -> Message:
-            nonlocal received
             message = await receive()
             if message["type"] == "http.request":
-                received += len(message.get("body", b""))
-                if received > self.max_bytes:
+                body.add(message)
+                if body.received > self.max_bytes:
                     raise BodyTooLargeError(self.max_bytes)
             return message
 
         async def tracking_send(message: Message) -> None:
             nonlocal response_started
             response_started = response_started or message["type"] == "http.response.start"
-            await send(message)
+            await closing_send(message)
 
         try:
             await self.app(scope, counting_receive, tracking_send)
@@ -550,7 +555,42 @@ class BodyLimitMiddleware:
             # Normally the app's error handler has answered already; this is the fallback.
             if response_started:
                 raise
-            await _too_large(error)(scope, receive, send)
+            await _too_large(error)(scope, receive, closing_send)
+
+
+class _Unread:
+    """What is left to read of a request's body: its declared length (None without one), the
+    bytes received, and whether its last part came."""
+
+    def __init__(self, headers: Headers) -> None:
+        declared = headers.get("content-length", "")
+        self.declared = int(declared) if declared.isdigit() else None
+        self.received = 0
+        self.complete = False
+
+    def add(self, message: Message) -> None:
+        self.received += len(message.get("body", b""))
+        self.complete = self.complete or not message.get("more_body", False)
+
+    @property
+    def left(self) -> int:
+        """Declared bytes still to come (0 for a chunked body: unknown)."""
+        if self.complete or self.declared is None:
+            return 0
+        return max(0, self.declared - self.received)
+
+    def closing(self, send: Send) -> Send:
+        """``send``, asking to close the connection after an answer that starts with more
+        than ``DRAIN_BYTES`` of the body unread."""
+
+        async def closing_send(message: Message) -> None:
+            if message["type"] == "http.response.start" and self.left > DRAIN_BYTES:
+                headers = list(message.get("headers", []))
+                if _CLOSE not in headers:
+                    message = {**message, "headers": [*headers, _CLOSE]}
+            await send(message)
+
+        return closing_send
 
 
 def _too_large(error: BodyTooLargeError) -> Response:

@@ -16,6 +16,8 @@ from typing import Any
 import numpy as np
 import pytest
 
+from evalserve.v1 import evaluation_pb2 as pb
+
 REPO = Path(__file__).resolve().parents[1]
 SCRIPTS = {
     "binary_core.py": "## binary core (bench/binary_core.py)",
@@ -61,7 +63,7 @@ def bench() -> Iterator[dict[str, ModuleType]]:
     try:
         yield {
             name: importlib.import_module(name)
-            for name in ("binary_worker", "binary_workload", "machine")
+            for name in ("binary_worker", "binary_workload", "machine", "health_scenarios")
         }
     finally:
         sys.path.remove(folder)
@@ -127,3 +129,31 @@ def test_the_memory_probe_measures_the_call_above_its_inputs(
     for weighted in (False, True):
         peak = bench["binary_worker"].extra_peak_bytes(tmp_path, weighted=weighted)
         assert 8 * ROWS <= peak < 1000 * ROWS
+
+
+def test_the_health_scenarios_encode_bodies_as_protobuf_does(
+    bench: dict[str, ModuleType],
+) -> None:
+    data = bench["health_scenarios"].protobuf_body(1000, 3)
+    rng = np.random.default_rng(3)
+    labels = rng.integers(0, 2, 1000)
+    scores = rng.random(1000) * 0.7 + labels * 0.3
+    message = pb.EvaluateRequest(task=pb.TASK_BINARY, labels=labels, scores=scores)
+    assert data == message.SerializeToString()
+
+
+def test_the_health_table_gives_each_scenario_its_verdict(bench: dict[str, ModuleType]) -> None:
+    health = bench["health_scenarios"]
+    fast, slow = (health.ScenarioResult(scenario) for scenario in health.scenarios(False)[:2])
+    kinds = ("healthz", "readyz", "grpc health")
+    fast.probes = health.probe_summary(dict.fromkeys(kinds, [0.01] * 99 + [0.2]))
+    slow.probes = health.probe_summary(
+        {"healthz": [0.01] * 90 + [0.2] * 10, "readyz": [-1.0], "grpc health": [0.01]}
+    )
+    fast.answers, slow.answers = {"200": 3}, {"200": 1, "500": 1}
+    assert fast.met and not slow.met
+    assert (fast.unexpected(), slow.unexpected()) == ([], ["500"])
+    table = "\n".join(health.render_health([fast, slow], 20.0))
+    assert "| 10M rows, REST protobuf | 200 (3) | 11.9 / 200.0 | 11.9 / 200.0 |" in table
+    assert "| 8 x 5M rows, REST protobuf | 200 (1), 500 (1) | 200.0 / 200.0 | failed /" in table
+    assert table.count("**missed**") == 1
