@@ -11,7 +11,11 @@ budget (``--workers 2``, 70% of 4 GiB) and default timeouts.
    refused busy, before their body is read);
 3. a 33M-row and a 50M-row REST protobuf body (528 MB, 800 MB), over the 256 MiB body limit:
    refused with 413 on their Content-Length;
-4. 16 concurrent 5M-row gRPC messages (80 MB), over the 32 MiB message cap: refused by gRPC.
+4. 16 concurrent 5M-row gRPC messages (80 MB), over the 32 MiB message cap: refused by gRPC;
+5. a proxied fleet: 32 callers behind one address (this process), half on REST and half on
+   gRPC, each sending 1,000-row requests in a closed loop with its own ``X-Forwarded-For`` (gRPC:
+   ``x-forwarded-for`` metadata), as an ingress forwards them; the server knows clients by that
+   header (``--client-identity header:x-forwarded-for``), so none is refused by a client limit.
 
 Bodies are encoded by hand (a packed field is a tag, a length and little-endian doubles: the
 bytes protobuf writes, a test checks), without a trip of every value through protobuf's
@@ -100,7 +104,7 @@ def protobuf_body(rows: int, seed: int) -> bytes:
 
 @dataclass(frozen=True)
 class Scenario:
-    door: str  # "rest" or "grpc"
+    door: str  # "rest", "grpc", or "fleet" (small requests on both, one address)
     rows: int
     clients: int
     expected: frozenset[str]
@@ -108,6 +112,8 @@ class Scenario:
 
     @property
     def name(self) -> str:
+        if self.door == "fleet":
+            return f"proxied fleet: {self.clients} callers behind one address, REST and gRPC"
         clients = f"{self.clients} x " if self.clients > 1 else ""
         door = "gRPC" if self.door == "grpc" else "REST protobuf"
         refused = f", over the {self.refused}" if self.refused else ""
@@ -132,11 +138,14 @@ def scenarios(quick: bool) -> list[Scenario]:
         Scenario(
             "grpc", 5_000_000, min(16, most), frozenset({"RESOURCE_EXHAUSTED"}), "message cap"
         ),
+        Scenario("fleet", FLEET_ROWS, 32 if not quick else 8, frozenset({"200"})),
     ]
 
 
 def health_server_flags(pod_budget: int, quick: bool) -> list[str]:
-    flags = ["--memory-budget-bytes", str(pod_budget), "--max-inflight-per-client", "16"]
+    # Clients are known by X-Forwarded-For (the fleet's); a request without it, by its address.
+    flags = ["--memory-budget-bytes", str(pod_budget), "--max-inflight-per-client", "16",
+             "--client-identity", "header:x-forwarded-for"]  # fmt: skip
     if quick:  # a tenth of the default limit, for a tenth of the rows
         flags += ["--max-request-bytes", str((256 << 20) // 10)]
     return flags
@@ -168,6 +177,41 @@ def _grpc_sender(server: ServerProcess, body: bytes) -> Callable[[], str]:
             except grpc.RpcError as error:
                 return str(error.code().name)
             return "200"
+
+    return send
+
+
+FLEET_ROWS = 1_000
+
+
+def _fleet_sender(server: ServerProcess, body: bytes) -> Callable[[], str]:
+    """Each calling thread is a caller of its own: even ones on REST, odd ones on gRPC, each
+    with the X-Forwarded-For an ingress would send (its client, then itself)."""
+    count = iter(range(1_000_000))
+    lock = threading.Lock()
+    mine = threading.local()
+    url = f"http://{server.host}:{server.rest_port}/v1/evaluate"
+
+    def send() -> str:
+        if not hasattr(mine, "index"):
+            with lock:
+                mine.index = next(count)
+            mine.forwarded = f"198.51.100.7, 10.1.{mine.index // 250}.{mine.index % 250}"
+            mine.channel = grpc.insecure_channel(server.grpc_target)
+            mine.client = httpx.Client(timeout=60)
+        if mine.index % 2 == 0:
+            headers = {"content-type": "application/x-protobuf", "x-forwarded-for": mine.forwarded}
+            try:
+                return str(mine.client.post(url, content=body, headers=headers).status_code)
+            except httpx.HTTPError as error:
+                return type(error).__name__
+        call: grpc.UnaryUnaryMultiCallable[bytes, bytes]
+        call = mine.channel.unary_unary(f"/{SERVICE}/Evaluate")
+        try:
+            call(body, timeout=60, metadata=(("x-forwarded-for", mine.forwarded),))
+        except grpc.RpcError as error:
+            return str(error.code().name)
+        return "200"
 
     return send
 
@@ -209,8 +253,8 @@ def run_scenario(
     server: ServerProcess, scenario: Scenario, body: bytes, seconds: float
 ) -> ScenarioResult:
     """Keep ``scenario.clients`` senders busy while the probes run for ``seconds``."""
-    sender = _grpc_sender if scenario.door == "grpc" else _rest_sender
-    send = sender(server, body)
+    senders = {"grpc": _grpc_sender, "rest": _rest_sender, "fleet": _fleet_sender}
+    send = senders[scenario.door](server, body)
     result = ScenarioResult(scenario)
     stop = threading.Event()
     lock = threading.Lock()
