@@ -126,10 +126,11 @@ class OutputComputer(Protocol):
         self,
         y_true: Any,
         y_score: Any,
+        *,
         y_pred: Any,
         sample_weight: Any,
+        classes: Any,
         options: Options,
-        classes: Sequence[str] | None,
     ) -> TaskOutput: ...
 
 
@@ -169,7 +170,10 @@ def evaluators_of(
         baseline: Mapping[str, Any] | None,
         challenger: Mapping[str, Any] | None,
     ) -> EvaluationResult:
-        output = compute(y_true, y_score, y_pred, sample_weight, options, classes)
+        output = compute(
+            y_true, y_score, y_pred=y_pred, sample_weight=sample_weight, classes=classes,
+            options=options,
+        )  # fmt: skip
         return output_result(task, conventions, output)
 
     def from_state(

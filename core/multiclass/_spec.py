@@ -2,11 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import Any
-
-from evalserve.core._options import Options
-from evalserve.core._result import TaskOutput
 from evalserve.core._task_spec import MemoryCost, TaskInputs, TaskSpec, evaluators_of
 from evalserve.core.multiclass._catalog import CATALOG_ENTRIES, CONVENTIONS
 from evalserve.core.multiclass._state import MULTICLASS_STATE
@@ -15,21 +10,7 @@ from evalserve.core.multiclass._suite import compute_multiclass
 __all__ = ["SPEC"]
 
 
-def _compute(
-    y_true: Any,
-    y_score: Any,
-    y_pred: Any,
-    sample_weight: Any,
-    options: Options,
-    classes: Sequence[str] | None,
-) -> TaskOutput:
-    return compute_multiclass(
-        y_true, y_score, y_pred=y_pred, sample_weight=sample_weight, classes=classes,
-        options=options,
-    )  # fmt: skip
-
-
-_FROM_ROWS, _FROM_STATE = evaluators_of("multiclass", CONVENTIONS, _compute)
+_FROM_ROWS, _FROM_STATE = evaluators_of("multiclass", CONVENTIONS, compute_multiclass)
 
 SPEC = TaskSpec(
     name="multiclass",

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from typing import Any
 
 from evalserve.core._options import Options
@@ -19,10 +18,11 @@ __all__ = ["SPEC"]
 def _compute(
     y_true: Any,
     y_score: Any,
+    *,
     y_pred: Any,
     sample_weight: Any,
+    classes: Any,
     options: Options,
-    classes: Sequence[str] | None,
 ) -> TaskOutput:
     predicted = regression_predictions(y_score, y_pred, classes)
     return compute_regression(y_true, predicted, sample_weight=sample_weight, options=options)
