@@ -23,7 +23,7 @@ import simdjson
 from google.protobuf.message import Message
 from numpy.typing import NDArray
 
-from evalserve.core import OPTIONS, TASKS, InvalidInputError
+from evalserve.core import OPTIONS, TASKS, InvalidInputError, task_spec
 from evalserve.service.config import Settings
 from evalserve.service.errors import MalformedRequestError, PayloadTooLargeError
 from evalserve.v1 import evaluation_pb2 as pb
@@ -62,7 +62,6 @@ REQUEST_FIELDS = (
     "images",
 )
 IMAGE_FIELDS = tuple(f.name for f in pb.DetectionImage.DESCRIPTOR.fields)
-MATRIX_TASKS = ("multiclass", "multilabel")
 BASELINE_COLUMNS = ("labels", "scores", "weights")
 BASELINE_SUMMARY = ("roc_auc", "roc_auc_variance", "n_positive", "n_negative")
 BASELINE_FIELDS = tuple(f.name for f in pb.Baseline.DESCRIPTOR.fields)
@@ -468,14 +467,14 @@ def _same_class_pairs(truth: Column, predicted: Column) -> int:
 
 
 def _check_detection(header: Header, batch: Batch, settings: Settings) -> None:
-    if header.task == "detection" and batch.images is not None:
+    if task_spec(header.task).inputs.images and batch.images is not None:
         max_detections = _whole_option(header.options, "max_detections") or 100
         check_detection_pairs("images", batch.images, max_detections, settings)
 
 
 def _check_bootstrap(header: Header, batch: Batch, settings: Settings) -> None:
-    if header.task != "binary":
-        return  # the one task that bootstraps
+    if not task_spec(header.task).bootstraps:
+        return
     truth = batch.labels if batch.labels is not None else batch.label_names
     if truth is not None:
         replicates = _whole_option(header.options, "bootstrap_replicates")
@@ -490,10 +489,11 @@ def _check_classes(name: str, count: int | None, settings: Settings) -> None:
 
 
 def shaped(header: Header, batch: Batch, settings: Settings) -> Batch:
-    """Score matrices sent flat (protobuf, raw bytes) as n x k arrays; multilabel labels and
-    predictions too. The width comes from ``n_classes``, ``classes`` or, for multiclass, the
-    ratio of scores to labels."""
-    if header.task not in MATRIX_TASKS:
+    """Score matrices sent flat (protobuf, raw bytes) as n x k arrays; labels and predictions
+    too where the task's are matrices (multilabel). The width comes from ``n_classes``,
+    ``classes`` or, where the task says so (multiclass), the ratio of scores to labels."""
+    inputs = task_spec(header.task).inputs
+    if not inputs.score_matrix:
         return batch
     scores = batch.scores
     if scores is not None and scores.ndim == 2:
@@ -501,8 +501,8 @@ def shaped(header: Header, batch: Batch, settings: Settings) -> Batch:
         return batch
     width = header.n_classes or (len(header.classes) if header.classes else None)
     rows = batch.labels if batch.labels is not None else batch.label_names
-    multiclass = header.task == "multiclass"
-    if width is None and multiclass and scores is not None and rows is not None and len(rows):
+    from_scores = inputs.width_from_scores
+    if width is None and from_scores and scores is not None and rows is not None and len(rows):
         width = len(scores) // len(rows) or None
     if width is None:
         if scores is None and batch.labels is not None and batch.labels.ndim == 2:
@@ -512,7 +512,7 @@ def shaped(header: Header, batch: Batch, settings: Settings) -> Batch:
         )
     _check_classes("n_classes", width, settings)
     matrices = {"scores": scores}
-    if header.task == "multilabel":
+    if inputs.label_matrix:
         matrices |= {"labels": batch.labels, "predictions": batch.predictions}
     reshaped = {}
     for name, values in matrices.items():

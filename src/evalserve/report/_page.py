@@ -16,7 +16,14 @@ from html import escape
 from types import MappingProxyType
 from typing import Any
 
-from evalserve.core import REGISTRY, EvaluationResult, Options, catalog_entry, parse_options
+from evalserve.core import (
+    REGISTRY,
+    EvaluationResult,
+    Options,
+    catalog_entry,
+    parse_options,
+    task_spec,
+)
 from evalserve.report._charts import Chart, charts_of
 from evalserve.report._vendor import scripts
 
@@ -80,7 +87,7 @@ def render_report(
     charts = charts_of(result, threshold=parsed.threshold)
     heading = title or f"Evaluation report: {result.task}"
     stamp = (now or dt.datetime.now(dt.UTC)).strftime("%Y-%m-%d %H:%M UTC")
-    unit = "images" if result.task == "detection" else "samples"
+    unit = "images" if task_spec(result.task).inputs.images else "samples"
     facts = [f"task {result.task}", f"{result.n_samples:,} {unit}", f"made {stamp}"]
     if source:
         facts.append(source)
@@ -284,7 +291,7 @@ def _per_class_section(result: EvaluationResult) -> str:
         rows.append(
             f'<tr><th scope="row">{escape(str(entry.get("class")))}</th>{"".join(cells)}</tr>'
         )
-    noun = "label" if result.task == "multilabel" else "class"
+    noun = "label" if task_spec(result.task).inputs.label_matrix else "class"
     return _section(
         "per-class",
         f"Per {noun}",
