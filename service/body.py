@@ -1,13 +1,12 @@
 """A REST request body, read on the event loop without a long hold of it.
 
-The body is copied as it arrives into one buffer, which the decoders read. Two copies of a
-whole body would each hold the loop (and the GIL) for as long as they take, page faults
-included (this machine's kernel faults in a fresh page in about 2 microseconds): a
-``bytearray(size)``, zeroed before it is filled, took 0.16-0.7 s for 160 MB, and a body
-grown chunk by chunk is copied whole at each of its reallocations. So the buffer of a
-declared length is allocated without being zeroed (its pages are faulted in chunk by chunk
-as the body fills it), and a chunked body is kept as its chunks, joined a few MiB per turn
-of the loop once it has all arrived.
+The body is copied as it arrives into one buffer, which the decoders read. Any operation on
+the whole buffer at once holds the loop (and the GIL) for as long as it takes, page faults
+included: ``bytearray(size)`` zeroes the buffer before it is filled, which took 0.16-0.7 s
+for 160 MB on a 2-core VM, and a buffer grown chunk by chunk is copied whole at each of its
+reallocations. So the buffer of a declared length is allocated without being zeroed (its
+pages fault in chunk by chunk as the body fills it), and a chunked body is kept as its
+chunks, joined a few MiB per turn of the loop once it has all arrived.
 """
 
 from __future__ import annotations
