@@ -39,6 +39,7 @@ import httpx
 import numpy as np
 from service_bench import ServerProcess
 
+from evalserve.service.decode_proto import encode_varint
 from evalserve.v1 import evaluation_pb2 as pb
 
 __all__ = [
@@ -71,19 +72,10 @@ def below_the_server() -> None:
     os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), 15)
 
 
-def _varint(value: int) -> bytes:
-    out = bytearray()
-    while value >= 0x80:
-        out.append(value & 0x7F | 0x80)
-        value >>= 7
-    out.append(value)
-    return bytes(out)
-
-
 def _packed(number: int, values: np.ndarray) -> bytes:
     """A packed ``repeated double`` field: its tag (wire type 2), length and values."""
     data = values.astype("<f8").tobytes()
-    return _varint(number << 3 | 2) + _varint(len(data)) + data
+    return encode_varint(number << 3 | 2) + encode_varint(len(data)) + data
 
 
 def protobuf_body(rows: int, seed: int) -> bytes:

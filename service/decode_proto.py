@@ -38,7 +38,7 @@ from evalserve.service.decode import (
 )
 from evalserve.v1 import evaluation_pb2 as pb
 
-__all__ = ["DOUBLE_SLICE_BYTES", "MAX_FIELDS", "SLICED_PROTO_BYTES", "parse"]
+__all__ = ["DOUBLE_SLICE_BYTES", "MAX_FIELDS", "SLICED_PROTO_BYTES", "encode_varint", "parse"]
 
 # Smaller messages are parsed whole: upb reads 1 MiB in well under a millisecond.
 SLICED_PROTO_BYTES: Final = 1 << 20
@@ -206,7 +206,7 @@ def _column(
     if number in layout.packed:
         if (end - start) % 8:  # a double cut short: kept so, on a few bytes
             odd = 8 + (end - start) % 8 if end - start > 8 else end - start
-            raise _CorruptError(tag + _encode_varint(odd) + data[start : start + odd].tobytes())
+            raise _CorruptError(tag + encode_varint(odd) + data[start : start + odd].tobytes())
         spans.packed.setdefault(layout.packed[number], []).append((start, end))
         return b""
     if number in layout.raw:
@@ -216,8 +216,8 @@ def _column(
     try:
         inner = _scan(data, start, end, part, spans.parts.setdefault(name, _Spans()), count)
     except _CorruptError as corrupt:
-        raise _CorruptError(tag + _encode_varint(len(corrupt.prefix)) + corrupt.prefix) from None
-    return tag + _encode_varint(len(inner)) + inner
+        raise _CorruptError(tag + encode_varint(len(corrupt.prefix)) + corrupt.prefix) from None
+    return tag + encode_varint(len(inner)) + inner
 
 
 def _tag(data: memoryview, position: int, end: int) -> tuple[int, int, int]:
@@ -257,7 +257,8 @@ def _varint(data: memoryview, position: int, end: int, most: int) -> tuple[int, 
     raise _CorruptError(b"")  # past the end, or longer than ``most`` bytes
 
 
-def _encode_varint(value: int) -> bytes:
+def encode_varint(value: int) -> bytes:
+    """``value`` as a protobuf varint."""
     out = bytearray()
     while value >= 0x80:
         out.append(value & 0x7F | 0x80)

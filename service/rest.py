@@ -68,7 +68,7 @@ from evalserve.service.errors import (
 )
 from evalserve.service.identity import ClientIdentity
 from evalserve.service.metrics import ServiceMetrics
-from evalserve.service.rest_drain import DrainMiddleware
+from evalserve.service.rest_drain import DrainMiddleware, closing
 from evalserve.service.usecase import (
     EvaluationObserver,
     Evaluator,
@@ -510,7 +510,6 @@ class BodyTooLargeError(PayloadTooLargeError):
 # connection kept alive; so is a chunked body, whose rest is unknown (its client sees the answer
 # while it sends, and stops).
 DRAIN_BYTES = 1 << 20
-_CLOSE = (b"connection", b"close")
 
 
 class BodyLimitMiddleware:
@@ -585,9 +584,7 @@ class _Unread:
 
         async def closing_send(message: Message) -> None:
             if message["type"] == "http.response.start" and self.left > DRAIN_BYTES:
-                headers = list(message.get("headers", []))
-                if _CLOSE not in headers:
-                    message = {**message, "headers": [*headers, _CLOSE]}
+                message = closing(message)
             await send(message)
 
         return closing_send

@@ -19,10 +19,16 @@ from collections.abc import Callable
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-__all__ = ["DrainMiddleware"]
+__all__ = ["DrainMiddleware", "closing"]
 
 # Seconds a refused request's unread body is read and dropped before its 503 leaves.
 LINGER_SECONDS = 2.0
+
+
+def closing(start: Message) -> Message:
+    """A response's start message that asks to close the connection after the response."""
+    headers = [(key, value) for key, value in start.get("headers", []) if key != b"connection"]
+    return {**start, "headers": [*headers, (b"connection", b"close")]}
 
 
 class DrainMiddleware:
@@ -52,8 +58,7 @@ class DrainMiddleware:
             if message["type"] == "http.response.start" and self.draining():
                 if message["status"] == 503 and not body_done:
                     await self._drop_body(tracking_receive)
-                headers = [(k, v) for k, v in message.get("headers", []) if k != b"connection"]
-                message = {**message, "headers": [*headers, (b"connection", b"close")]}
+                message = closing(message)
             await send(message)
 
         await self.app(scope, tracking_receive, closing_send)

@@ -19,7 +19,7 @@ import orjson
 import pytest
 
 from evalserve.v1 import evaluation_pb2 as pb
-from tests.service.test_server import Running, _start
+from tests.service.test_server import Running, started
 
 pytestmark = pytest.mark.slow
 
@@ -146,13 +146,7 @@ def _grpc_stream(service: Running, batches: int, every: float, out: Outcomes) ->
 
 @pytest.fixture
 def service() -> Iterator[Running]:
-    running = _start()  # the default settings: workers, grace period, admission
-    yield running
-    if running.process.poll() is None:
-        running.process.kill()
-        running.process.wait(timeout=30)
-    if running.process.stderr is not None:
-        running.process.stderr.close()
+    yield from started()  # the default settings: workers, grace period, admission
 
 
 def test_sigterm_under_load_answers_everything_in_flight(service: Running) -> None:

@@ -60,15 +60,21 @@ def _start(*flags: str) -> Running:
     raise AssertionError(f"the service did not start: {''.join(lines)}")
 
 
-@pytest.fixture
-def service() -> Iterator[Running]:
-    running = _start("--workers", "1")
+def started(*flags: str) -> Iterator[Running]:
+    """A fixture's body: the service started with ``flags``, killed (if still running) after
+    the test."""
+    running = _start(*flags)
     yield running
     if running.process.poll() is None:
         running.process.kill()
         running.process.wait(timeout=30)
     if running.process.stderr is not None:
         running.process.stderr.close()
+
+
+@pytest.fixture
+def service() -> Iterator[Running]:
+    yield from started("--workers", "1")
 
 
 def _big_request(rows: int) -> bytes:

@@ -15,7 +15,7 @@ import pytest
 
 from evalserve.v1 import evaluation_pb2 as pb
 from evalserve.v1 import evaluation_pb2_grpc as pb_grpc
-from tests.service.test_server import Running, _big_request, _start
+from tests.service.test_server import Running, _big_request, started
 
 pytestmark = pytest.mark.slow
 
@@ -29,13 +29,7 @@ def _chunk(data: bytes) -> bytes:
 
 @pytest.fixture
 def service() -> Iterator[Running]:
-    running = _start("--workers", "1", "--shutdown-grace-seconds", "1")
-    yield running
-    if running.process.poll() is None:
-        running.process.kill()
-        running.process.wait(timeout=30)
-    if running.process.stderr is not None:
-        running.process.stderr.close()
+    yield from started("--workers", "1", "--shutdown-grace-seconds", "1")
 
 
 def test_sigterm_cuts_off_long_requests_with_503_and_unavailable(service: Running) -> None:
@@ -90,13 +84,7 @@ def test_sigterm_cuts_off_long_requests_with_503_and_unavailable(service: Runnin
 
 @pytest.fixture
 def no_grace() -> Iterator[Running]:
-    running = _start("--workers", "1", "--shutdown-grace-seconds", "0")
-    yield running
-    if running.process.poll() is None:
-        running.process.kill()
-        running.process.wait(timeout=30)
-    if running.process.stderr is not None:
-        running.process.stderr.close()
+    yield from started("--workers", "1", "--shutdown-grace-seconds", "0")
 
 
 def test_sigterm_during_a_long_evaluation_gives_503(no_grace: Running) -> None:
