@@ -39,7 +39,7 @@ import httpx
 import numpy as np
 from service_bench import ServerProcess
 
-from evalserve.service.decode_proto import encode_varint
+from evalserve.service.proto_parse import encode_varint
 from evalserve.v1 import evaluation_pb2 as pb
 
 __all__ = [

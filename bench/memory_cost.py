@@ -185,27 +185,24 @@ class _Recorder:
 
 
 def _one_payload(encoding: str, body: bytes, settings: Any) -> Callable[[Any], Any]:
-    from evalserve.service import rest
+    from evalserve.service.rest import payload_codec
+    from evalserve.service.usecase import evaluate_payload
 
-    decode = rest._decode_protobuf if encoding == "protobuf" else rest._decode_json
+    if encoding == "protobuf":
+        codec = payload_codec("protobuf", "protobuf", settings)
+    else:
+        codec = payload_codec("json", "json", settings)
 
     def run(reservation: Any) -> Any:
-        observer: Any = None  # no model series to record
-        return rest._evaluate_body(
-            decode,
-            body,
-            settings,
-            "protobuf" if encoding == "protobuf" else "json",
-            observer,
-            reservation,
-        )
+        return evaluate_payload(body, codec, settings, None, reservation)  # no model series
 
     return run
 
 
 def _streamed(lines: list[bytes], settings: Any) -> Callable[[Any], Any]:
-    from evalserve.service.decode import parse_json, stream_line_from_json
-    from evalserve.service.usecase import StreamAccumulator
+    from evalserve.service.json_codec import stream_line_from_json
+    from evalserve.service.json_parse import parse_json
+    from evalserve.service.streams import StreamAccumulator
 
     def run(reservation: Any) -> Any:
         accumulator = None
@@ -226,7 +223,8 @@ def measure(task: str, encoding: str, scale: float, seed: int) -> dict[str, Any]
     """One (task, encoding) in this process: run in a fresh one (``--worker``)."""
     from evalserve.service.budget import COST_MODEL, input_bytes, json_counts
     from evalserve.service.config import Settings
-    from evalserve.service.decode import parse_json, request_from_json
+    from evalserve.service.json_codec import request_from_json
+    from evalserve.service.json_parse import parse_json
     from evalserve.service.memory import retain_freed_memory
 
     retain_freed_memory()

@@ -83,11 +83,13 @@ from timing import Usage, best_runs, load_average, progress, warn_if_busy
 from evalserve.core import EvaluationResult, evaluate
 from evalserve.service.budget import MemoryBudget
 from evalserve.service.config import Settings
-from evalserve.service.decode import parse_json, request_from_json, request_from_proto
 from evalserve.service.encode import result_to_proto
+from evalserve.service.json_codec import request_from_json
+from evalserve.service.json_parse import parse_json
 from evalserve.service.memory import retain_freed_memory
-from evalserve.service.rest import _decode_json, _decode_protobuf, _evaluate_body
-from evalserve.service.usecase import evaluate_request
+from evalserve.service.proto_codec import request_from_proto
+from evalserve.service.rest import payload_codec
+from evalserve.service.usecase import evaluate_payload, evaluate_request
 from evalserve.v1 import evaluation_pb2 as pb
 
 SECTION_TITLE = "service (bench/service_bench.py)"
@@ -670,9 +672,9 @@ NO_OBSERVER = _NoObserver()
 # The stages are timed without a memory budget (nothing else runs).
 UNBUDGETED = MemoryBudget(1 << 62)
 STAGE_LOADS_FREE = "server: orjson.loads + freeing the parsed document"
-STAGE_FROM_JSON = "server: decode.request_from_json (lists to numpy)"
-STAGE_PARSE_JSON = "server: decode.parse_json (simdjson columns, the server's path)"
-STAGE_REST_JSON = "server: REST off-loop work (rest._evaluate_body), JSON"
+STAGE_FROM_JSON = "server: request_from_json (lists to numpy)"
+STAGE_PARSE_JSON = "server: parse_json (simdjson columns, the server's path)"
+STAGE_REST_JSON = "server: REST off-loop work (usecase.evaluate_payload), JSON"
 STAGE_CORE = "server: usecase.evaluate_request (the core)"
 STAGE_RESULT_JSON = "server: orjson.dumps(result.to_dict())"
 STAGE_JSON_ENCODE = "client: JSON body encode (orjson.dumps)"
@@ -705,6 +707,8 @@ def bench_stages(rows: Rows, repeats: int) -> dict[str, Usage]:
     """The server's work on one request, stage by stage, timed in this process (a separate
     in-process instance: the same functions the server calls), and the client's encoding."""
     settings = Settings()
+    protobuf_codec = payload_codec("protobuf", "protobuf", settings)
+    json_codec = payload_codec("json", "json", settings)
     raw_body = raw_request(rows).SerializeToString()
     packed_body = packed_request_bytes(rows)
     body = json_body(rows)
@@ -722,12 +726,8 @@ def bench_stages(rows: Rows, repeats: int) -> dict[str, Usage]:
         "server: protobuf parse (FromString), packed": lambda: pb.EvaluateRequest.FromString(
             packed_body
         ),
-        "server: decode.request_from_proto, raw bytes": lambda: request_from_proto(
-            raw_message, settings
-        ),
-        "server: decode.request_from_proto, packed": lambda: request_from_proto(
-            packed_message, settings
-        ),
+        "server: request_from_proto, raw bytes": lambda: request_from_proto(raw_message, settings),
+        "server: request_from_proto, packed": lambda: request_from_proto(packed_message, settings),
         "server: orjson.loads (JSON body)": lambda: orjson.loads(body),
         STAGE_LOADS_FREE: lambda: _loads_and_free(body),
         STAGE_FROM_JSON: lambda: request_from_json(loaded, settings),
@@ -739,11 +739,11 @@ def bench_stages(rows: Rows, repeats: int) -> dict[str, Usage]:
         STAGE_RESULT_JSON: lambda: orjson.dumps(
             result.to_dict(), option=orjson.OPT_SERIALIZE_NUMPY
         ),
-        "server: REST off-loop work (rest._evaluate_body), protobuf": lambda: _evaluate_body(
-            _decode_protobuf, raw_body, settings, "protobuf", NO_OBSERVER, UNBUDGETED.reservation()
+        "server: REST off-loop work (usecase.evaluate_payload), protobuf": lambda: evaluate_payload(
+            raw_body, protobuf_codec, settings, NO_OBSERVER, UNBUDGETED.reservation()
         ),
-        STAGE_REST_JSON: lambda: _evaluate_body(
-            _decode_json, body, settings, "json", NO_OBSERVER, UNBUDGETED.reservation()
+        STAGE_REST_JSON: lambda: evaluate_payload(
+            body, json_codec, settings, NO_OBSERVER, UNBUDGETED.reservation()
         ),
         "client: raw request encode (SerializeToString)": lambda: raw_request(
             rows

@@ -31,8 +31,9 @@ from timing import Row, progress
 
 from evalserve.core import evaluate
 from evalserve.service.config import Settings
-from evalserve.service.decode import parse_json, stream_line_from_json
-from evalserve.service.usecase import StreamAccumulator
+from evalserve.service.json_codec import stream_line_from_json
+from evalserve.service.json_parse import parse_json
+from evalserve.service.streams import StreamAccumulator
 from evalserve.v1 import evaluation_pb2 as pb
 
 SHORT, LONG = 500, 20_000

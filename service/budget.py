@@ -36,8 +36,8 @@ from typing import Any, Final
 import numpy as np
 
 from evalserve.core import task_spec
-from evalserve.service.decode import Batch
 from evalserve.service.errors import MemoryBusyError, OverBudgetError
+from evalserve.service.records import Batch
 
 __all__ = [
     "COST_MODEL",
@@ -49,6 +49,8 @@ __all__ = [
     "input_bytes",
     "json_counts",
     "receive_share",
+    "reserve_decode",
+    "reserve_read",
 ]
 
 MIB: Final = 1 << 20
@@ -325,3 +327,34 @@ def grpc_message_limit(max_request_bytes: int, budget: int, max_inflight: int) -
     Larger evaluations stream (REST bodies are read in chunks and are not bound by this)."""
     share = receive_share(budget, max_inflight) // 2
     return max(1024, min(max_request_bytes, share, GRPC_MESSAGE_CAP))
+
+
+# How long a one-payload request that has read its body waits for the memory its next step
+# needs, before it is refused as busy (a burst of large requests would otherwise refuse them
+# all: each holding its body, none with room to decode).
+GROW_WAIT_SECONDS = 5.0
+
+
+def reserve_read(
+    reservation: Reservation, body_bytes: int, held: int = 0, field: str = "body"
+) -> None:
+    """Resize ``reservation`` to what receiving a body of ``body_bytes`` costs (before it is
+    read), on top of ``held`` bytes (a stream's state, for one of its batches)."""
+    reservation.resize(held + COST_MODEL.read(body_bytes), field)
+
+
+def reserve_decode(
+    reservation: Reservation,
+    encoding: str,
+    body: bytes | bytearray,
+    held: int | None = None,
+    field: str = "body",
+) -> None:
+    """Resize ``reservation`` to what decoding ``body`` costs (``encoding``: "json" or
+    "protobuf"), before it is decoded; ``held``: a stream's state, for one of its batches
+    (None: a whole request)."""
+    values, strings = json_counts(body) if encoding == "json" else (0, 0)
+    cost = (held or 0) + COST_MODEL.decode(encoding, len(body), values, strings)
+    # One payload decodes on a worker thread: it may wait there for room (a stream's batch
+    # is refused at once, its client sends it again).
+    reservation.resize(cost, field, wait=GROW_WAIT_SECONDS if held is None else 0.0)

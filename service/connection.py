@@ -19,13 +19,17 @@ from __future__ import annotations
 
 import asyncio
 import socket
-from collections.abc import Callable
-from typing import Any, Final
+from collections.abc import Awaitable, Callable
+from contextlib import suppress
+from typing import Any, Final, TypeVar
 
+from starlette.requests import ClientDisconnect, Request
 from starlette.types import ASGIApp, Receive, Scope, Send
 from uvicorn.protocols.http.h11_impl import H11Protocol
 
-__all__ = ["PEER_CLOSED", "PeerAwareH11Protocol", "peer_closed"]
+__all__ = ["PEER_CLOSED", "PeerAwareH11Protocol", "peer_closed", "unless_gone"]
+
+T = TypeVar("T")
 
 PEER_CLOSED: Final = "evalserve.peer_closed"
 # Linux's TCP states once the peer has sent FIN (include/net/tcp_states.h): CLOSE, CLOSE_WAIT,
@@ -62,3 +66,43 @@ class PeerAwareH11Protocol(H11Protocol):
         super().connection_made(transport)
         sock = transport.get_extra_info("socket")
         self.app = _with_peer_check(self.app, lambda: peer_closed(sock))
+
+
+# How often a stream whose body is still arriving checks whether its client has closed.
+PEER_POLL_SECONDS = 0.1
+
+
+async def _disconnected(request: Request, body_read: asyncio.Event | None = None) -> None:
+    """Returns when the client has gone. Listens to the connection once the body has been read
+    whole (at once, or when ``body_read`` is set); before that, polls the socket's state where
+    the server tells it (``PEER_CLOSED``): the client's close waits behind the unread
+    bytes of its body, which may take long to read."""
+    if body_read is not None:
+        peer_closed = request.scope.get("extensions", {}).get(PEER_CLOSED)
+        while not body_read.is_set():
+            if peer_closed is not None and peer_closed():
+                return
+            with suppress(TimeoutError):
+                async with asyncio.timeout(PEER_POLL_SECONDS):
+                    await body_read.wait()
+    while (await request.receive())["type"] != "http.disconnect":
+        pass
+
+
+async def unless_gone(
+    request: Request, work: Awaitable[T], body_read: asyncio.Event | None = None
+) -> T:
+    """``work``'s result, or ``ClientDisconnect`` as soon as the client goes: the call is then
+    cancelled (dropped if no worker has started it yet). ``body_read``: ``work`` reads the
+    body itself, and sets it once the body has arrived whole."""
+    task = asyncio.ensure_future(work)
+    gone = asyncio.ensure_future(_disconnected(request, body_read))
+    try:
+        await asyncio.wait({task, gone}, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        if not task.done():
+            task.cancel()
+        gone.cancel()
+    if task.done() and not task.cancelled():
+        return task.result()
+    raise ClientDisconnect()

@@ -1,7 +1,8 @@
 """The gRPC door: ``EvaluationService`` on ``grpc.aio``, with health checking and reflection.
 
-A thin adapter over ``service.usecase``: decode (``service.decode``), evaluate off the event loop
-(``Evaluator.run``), encode (``service.encode``). Errors leave through one place,
+A thin adapter over ``service.usecase``: its one-shot pipeline (``evaluate_payload``) and its
+stream protocol (``service.streams``), given the protobuf codec (``service.proto_codec``,
+``service.encode``), run off the event loop (``Evaluator.run``). Errors leave through one place,
 ``abort_with_error``, which reads the service's one error table (``service.errors.describe``):
 a request error becomes INVALID_ARGUMENT, RESOURCE_EXHAUSTED, UNAVAILABLE, ... with a message
 naming the field and a ``google.rpc.BadRequest`` detail (read it with
@@ -37,9 +38,9 @@ from grpc_health.v1.health import aio as health_aio
 from grpc_reflection.v1alpha import reflection
 from grpc_status import rpc_status
 
-from evalserve.core import TASKS, InvalidInputError
-from evalserve.service import decode, decode_proto, encode
-from evalserve.service.budget import Reservation, grpc_message_limit, receive_share
+from evalserve.core import TASKS, EvaluationResult, InvalidInputError
+from evalserve.service import encode, proto_codec, proto_parse
+from evalserve.service.budget import grpc_message_limit, receive_share
 from evalserve.service.config import Settings
 from evalserve.service.errors import (
     ErrorInfo,
@@ -49,15 +50,13 @@ from evalserve.service.errors import (
     StreamProtocolError,
     describe,
 )
+from evalserve.service.evaluator import Evaluator
 from evalserve.service.identity import ClientIdentity
 from evalserve.service.metrics import ServiceMetrics
-from evalserve.service.usecase import (
-    EvaluationObserver,
-    Evaluator,
-    StreamAccumulator,
-    evaluate_request,
-    reserve_decode,
-)
+from evalserve.service.proto_parse import ProtoColumns
+from evalserve.service.records import Batch, Header, Request
+from evalserve.service.streams import StreamMessage, StreamSession
+from evalserve.service.usecase import PayloadCodec, evaluate_payload
 from evalserve.v1 import evaluation_pb2 as pb
 
 __all__ = [
@@ -252,81 +251,79 @@ def _since(start: float) -> float:
 _M = TypeVar("_M", bound=Message)
 
 
-def _parsed(message_type: type[_M], data: bytes, where: str) -> tuple[_M, decode.ProtoColumns]:
+def _parsed(message_type: type[_M], data: bytes | bytearray, where: str) -> tuple[_M, ProtoColumns]:
     """``data`` as a ``message_type`` (its large columns decoded apart from it, a slice at a
-    time: ``service.decode_proto``); a malformed ``body`` error (gRPC itself would answer
+    time: ``service.proto_parse``); a malformed ``body`` error (gRPC itself would answer
     UNKNOWN) when it is not one."""
     try:
-        return decode_proto.parse(message_type, data)
+        return proto_parse.parse(message_type, data)
     except DecodeError as error:
         raise MalformedRequestError(
             "body", f"{where} is not a valid evalserve.v1 protobuf message ({error})"
         ) from None
 
 
-def _evaluate_message(
-    data: bytes, settings: Settings, observer: EvaluationObserver, reservation: Reservation
-) -> bytes:
-    """Decode, evaluate, encode one ``Evaluate`` call: the CPU-bound part, run off the event
-    loop (the message arrives as bytes, so not even its parsing holds the loop)."""
-    reserve_decode(reservation, "protobuf", data)
+def _decode_request(data: bytes | bytearray, settings: Settings) -> Request:
     message, columns = _parsed(pb.EvaluateRequest, data, "the request")
-    request = decode.request_from_proto(message, settings, columns)
-    del message, columns  # the decoded arrays are copies
-    result = evaluate_request(request, observer, reservation, held_bytes=len(data))
-    return encode.checked_response(result, settings).SerializeToString()
+    return proto_codec.request_from_proto(message, settings, columns)  # arrays are copies
 
 
-class _GrpcStream:
-    """One ``EvaluateStream`` call: message 1 carries the header, every message may carry rows,
-    merged as they come. Its methods are CPU-bound and run through ``Evaluator.run``, one at a
-    time."""
+def _encode_response(settings: Settings) -> Callable[[EvaluationResult, Header], bytes]:
+    def encoded(result: EvaluationResult, header: Header) -> bytes:
+        return encode.checked_response(result, settings).SerializeToString()
 
-    def __init__(
-        self,
-        settings: Settings,
-        observer: EvaluationObserver,
-        reservation: Reservation,
-        keep: int,
-    ) -> None:
-        self.settings = settings
-        self.observer = observer
-        self.reservation = reservation
-        self.keep = keep
-        self.accumulator: StreamAccumulator | None = None
+    return encoded
 
-    def feed(self, index: int, data: bytes) -> None:
-        reserve_decode(self.reservation, "protobuf", data, self.accumulator, f"message {index}")
-        message, columns = _parsed(pb.EvaluateStreamRequest, data, f"message {index}")
-        has_header = message.HasField("header")
-        if self.accumulator is None:
-            if not has_header:
-                raise StreamProtocolError(
-                    "header", "expected the header in message 1, but message 1 has none"
+
+class _MessagePlaces:
+    """How the errors of a gRPC stream name its places: message k (batch k: every message is
+    one), the header by its field."""
+
+    def place(self, position: int) -> str:
+        return f"message {position}"
+
+    def no_header(self, position: int) -> StreamProtocolError:
+        return StreamProtocolError(
+            "header", "expected the header in message 1, but message 1 has none"
+        )
+
+    def second_header(self, position: int, header_position: int) -> StreamProtocolError:
+        return StreamProtocolError(
+            "header", f"header twice: message {position} carries a header; only message 1 may"
+        )
+
+    def empty(self) -> StreamProtocolError:
+        return StreamProtocolError(
+            "header", "the stream is empty; expected the header in message 1"
+        )
+
+    def located(
+        self, error: ServiceError | InvalidInputError, position: int, batch: str
+    ) -> Exception:
+        return error  # named where they arise: the header's fields, its batch's ``batch k``
+
+
+def _stream_message(
+    settings: Settings, position: int
+) -> Callable[[bytes | bytearray], StreamMessage]:
+    def read(data: bytes | bytearray) -> StreamMessage:
+        message, columns = _parsed(pb.EvaluateStreamRequest, data, f"message {position}")
+
+        def decoded() -> tuple[Header | None, Batch]:
+            header = None
+            if message.HasField("header"):
+                header = proto_codec.header_from_proto(
+                    message.header, settings, columns.part("header")
                 )
-            header = decode.header_from_proto(message.header, self.settings, columns.part("header"))
-            self.accumulator = StreamAccumulator(
-                header, self.settings, self.observer, self.reservation
-            )
-            self.accumulator.keep = self.keep  # the next message arrives before it is reserved
-        elif has_header:
-            raise StreamProtocolError(
-                "header", f"header twice: message {index} carries a header; only message 1 may"
-            )
-        try:
-            batch = decode.batch_from_proto(message, self.settings, columns)
-        except (ServiceError, InvalidInputError) as error:  # named as the accumulator names
-            raise type(error)(f"batch {index}.{error.field}", error.message) from None
-        del message, columns
-        self.accumulator.add(batch, held_bytes=len(data))
+            try:
+                batch = proto_codec.batch_from_proto(message, settings, columns)
+            except (ServiceError, InvalidInputError) as error:  # as the accumulator names them
+                raise type(error)(f"batch {position}.{error.field}", error.message) from None
+            return header, batch
 
-    def finish(self) -> bytes:
-        if self.accumulator is None:
-            raise StreamProtocolError(
-                "header", "the stream is empty; expected the header in message 1"
-            )
-        result = self.accumulator.finish()
-        return encode.checked_response(result, self.settings).SerializeToString()
+        return StreamMessage(message.HasField("header"), decoded)
+
+    return read
 
 
 def _add_servicer(servicer: EvaluationServicer, server: grpc.aio.Server) -> None:
@@ -366,6 +363,8 @@ class EvaluationServicer:
         self._identity = settings.identity
         self.metrics = metrics
         self._evaluate_observer = metrics.observer("grpc", "evaluate")
+        self._encode = _encode_response(settings)
+        self._codec = PayloadCodec("protobuf", _decode_request, self._encode)
         # A call's message arrives whole before its size is known: each call reserves this
         # share of the budget before it is received (gRPC refuses larger messages).
         self._receive_allowance = receive_share(evaluator.budget.total, evaluator.max_inflight)
@@ -393,8 +392,9 @@ class EvaluationServicer:
             if data is None:
                 raise MalformedRequestError("body", "the call carried no request message")
             return await self._evaluator.run(
-                _evaluate_message, data, self._settings, self._evaluate_observer, reservation
-            )
+                evaluate_payload, data, self._codec, self._settings, self._evaluate_observer,
+                reservation,
+            )  # fmt: skip
 
     @_reported("evaluate_stream")
     async def EvaluateStream(  # noqa: N802 (the proto's name)
@@ -405,13 +405,14 @@ class EvaluationServicer:
         # Admitted before the first message is read; each message reserves as it comes.
         with self._evaluator.admitted(_client_of(context, self._identity)) as reservation:
             reservation.resize(self._receive_allowance)
-            stream = _GrpcStream(
-                self._settings, self._stream_observer, reservation, self._receive_allowance
-            )
+            stream = StreamSession(
+                self._settings, self._stream_observer, reservation, _MessagePlaces(),
+                keep=self._receive_allowance,
+            )  # fmt: skip
             idle = self._settings.stream_idle_timeout_seconds
             return await self._stream(stream, context, idle)
 
-    async def _stream(self, stream: _GrpcStream, context: Context, idle: float) -> bytes:
+    async def _stream(self, stream: StreamSession, context: Context, idle: float) -> bytes:
         index = 0
         while True:
             data = await _next_message(
@@ -421,16 +422,17 @@ class EvaluationServicer:
                 f"after {index} messages; it was not evaluated",
             )
             if data is None:
-                return await self._evaluator.run(stream.finish)
+                return await self._evaluator.run(stream.finish, self._encode)
             index += 1
-            await self._evaluator.run(stream.feed, index, data)
+            read = _stream_message(self._settings, index)
+            await self._evaluator.run(stream.feed, index, data, "protobuf", read)
 
     @_reported("list_metrics")
     async def ListMetrics(  # noqa: N802 (the proto's name)
         self, data: bytes, context: Context
     ) -> bytes:
         request, _ = _parsed(pb.ListMetricsRequest, data, "the request")
-        return self._catalogs[decode.catalog_task_from_proto(request)]
+        return self._catalogs[proto_codec.catalog_task_from_proto(request)]
 
 
 async def create_grpc_server(

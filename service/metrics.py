@@ -52,7 +52,7 @@ from prometheus_client.registry import Collector
 
 from evalserve.core import EvaluationResult, catalog_entry
 from evalserve.service.config import Settings
-from evalserve.service.decode import ModelRef
+from evalserve.service.records import ModelRef
 
 __all__ = [
     "DURATION_BUCKETS",

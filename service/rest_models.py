@@ -1,7 +1,7 @@
 """The REST API's documentation models: the proto messages of ``evalserve.v1``, field by field.
 
 They give ``/docs`` its schemas and nothing else: request bodies are parsed by
-``service.decode`` straight to numpy (a pydantic ``list[float]`` of a million scores costs more
+``service.json_codec`` straight to numpy (a pydantic ``list[float]`` of a million scores costs more
 than the evaluation). ``tests/service/test_rest.py`` fails when a model and its proto message
 have different field names.
 """
@@ -14,7 +14,7 @@ from pydantic import BaseModel, ConfigDict, Field, confloat, conint, conlist, cr
 from pydantic.json_schema import models_json_schema
 
 from evalserve.core import OPTIONS, OptionSpec
-from evalserve.service.decode import MAX_MODEL_LABEL, MODEL_LABEL_CHARS
+from evalserve.service.records import MAX_MODEL_LABEL, MODEL_LABEL_CHARS
 
 __all__ = [
     "REQUEST_MODELS",

@@ -26,6 +26,7 @@ from prometheus_client import CollectorRegistry, GCCollector, PlatformCollector,
 from evalserve.service.budget import MemoryBudget
 from evalserve.service.config import Settings
 from evalserve.service.connection import PeerAwareH11Protocol
+from evalserve.service.evaluator import Evaluator
 from evalserve.service.grpc_server import create_grpc_server
 from evalserve.service.memory import (
     Trimmer,
@@ -35,7 +36,6 @@ from evalserve.service.memory import (
 )
 from evalserve.service.metrics import ServiceMetrics
 from evalserve.service.rest import Readiness, create_app
-from evalserve.service.usecase import Evaluator
 
 __all__ = ["Ports", "run", "serve"]
 

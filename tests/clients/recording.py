@@ -38,7 +38,7 @@ import numpy as np
 from google.protobuf.message import Message
 
 from evalserve import core
-from evalserve.service import decode, encode
+from evalserve.service import encode, json_codec
 from evalserve.service.config import Settings
 from evalserve.service.usecase import evaluate_request
 from evalserve.v1 import evaluation_pb2 as pb
@@ -222,7 +222,7 @@ def one_request(units: Sequence[Unit]) -> dict[str, Any]:
 
 def evaluated(units: Sequence[Unit]) -> pb.EvaluateResponse:
     """The service's one-shot answer to what arrived."""
-    request = decode.request_from_json(one_request(units), SETTINGS)
+    request = json_codec.request_from_json(one_request(units), SETTINGS)
     return encode.result_to_proto(evaluate_request(request))
 
 

@@ -19,8 +19,9 @@ import yaml
 
 from evalserve.service.budget import COST_MODEL, grpc_message_limit, input_bytes, json_counts
 from evalserve.service.config import Settings
-from evalserve.service.decode import request_from_json, request_from_proto
+from evalserve.service.json_codec import request_from_json
 from evalserve.service.memory import BUDGET_SHARE
+from evalserve.service.proto_codec import request_from_proto
 from evalserve.v1 import evaluation_pb2 as pb
 
 ROOT = Path(__file__).resolve().parents[2]

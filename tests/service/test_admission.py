@@ -20,8 +20,8 @@ from evalserve_client import Client
 
 from evalserve.service.config import Settings
 from evalserve.service.errors import BusyError
+from evalserve.service.evaluator import Evaluator
 from evalserve.service.identity import MAX_IDENTITY_CHARS
-from evalserve.service.usecase import Evaluator
 from evalserve.v1 import evaluation_pb2 as pb
 from evalserve.v1 import evaluation_pb2_grpc as pb_grpc
 from tests.contract.servers import Service, running

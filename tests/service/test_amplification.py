@@ -13,8 +13,10 @@ import pytest
 
 from evalserve.core import InvalidInputError
 from evalserve.service.config import Settings
-from evalserve.service.decode import parse_json, request_from_json, request_from_proto
 from evalserve.service.errors import MalformedRequestError, PayloadTooLargeError
+from evalserve.service.json_codec import request_from_json
+from evalserve.service.json_parse import parse_json
+from evalserve.service.proto_codec import request_from_proto
 from evalserve.v1 import evaluation_pb2 as pb
 
 SETTINGS = Settings()

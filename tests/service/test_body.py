@@ -16,8 +16,9 @@ from starlette.types import Message, Receive, Scope, Send
 from evalserve.service import body
 from evalserve.service.budget import MemoryBudget
 from evalserve.service.config import Settings
-from evalserve.service.rest import DRAIN_BYTES, BodyLimitMiddleware, create_app
-from evalserve.service.usecase import Evaluator
+from evalserve.service.evaluator import Evaluator
+from evalserve.service.rest import create_app
+from evalserve.service.rest_middleware import DRAIN_BYTES, BodyLimitMiddleware
 from tests.service.test_rest import serving
 
 MIB = 1 << 20

@@ -29,9 +29,9 @@ from evalserve.service.budget import (
     receive_share,
 )
 from evalserve.service.config import Settings
-from evalserve.service.decode import Batch
 from evalserve.service.errors import MemoryBusyError, OverBudgetError, describe
-from evalserve.service.usecase import Evaluator
+from evalserve.service.evaluator import Evaluator
+from evalserve.service.records import Batch
 from evalserve.v1 import evaluation_pb2 as pb
 from tests.service import test_grpc, test_rest
 

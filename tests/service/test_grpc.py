@@ -29,8 +29,8 @@ from hypothesis import strategies as st
 from numpy.typing import ArrayLike
 
 from evalserve.service.config import Settings
+from evalserve.service.evaluator import Evaluator
 from evalserve.service.grpc_server import SERVICE_NAME, HealthServicer, create_grpc_server
-from evalserve.service.usecase import Evaluator
 from evalserve.v1 import evaluation_pb2 as pb
 from evalserve.v1 import evaluation_pb2_grpc as pb_grpc
 from tests.core.test_worked_examples import FAWCETT_LABELS, FAWCETT_SCORES

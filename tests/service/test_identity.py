@@ -10,13 +10,13 @@ from pydantic import ValidationError
 from evalserve import cli
 from evalserve.service.config import Settings
 from evalserve.service.errors import BusyError, ClientBusyError
+from evalserve.service.evaluator import Evaluator
 from evalserve.service.identity import (
     MAX_IDENTITY_CHARS,
     ClientIdentity,
     parse_client_identity,
     rightmost_entry,
 )
-from evalserve.service.usecase import Evaluator
 
 FORWARDED = ClientIdentity("x-forwarded-for")
 

@@ -24,11 +24,11 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from evalserve.core import catalog_entry, evaluate
 from evalserve.service.config import Settings
-from evalserve.service.decode import ModelRef
+from evalserve.service.evaluator import Evaluator
 from evalserve.service.grpc_server import create_grpc_server
 from evalserve.service.metrics import ModelQualityCollector, ModelSeriesStore, ServiceMetrics
+from evalserve.service.records import ModelRef
 from evalserve.service.rest import create_app
-from evalserve.service.usecase import Evaluator
 from evalserve.v1 import evaluation_pb2 as pb
 from evalserve.v1 import evaluation_pb2_grpc as pb_grpc
 from tests.core.test_worked_examples import FAWCETT_LABELS, FAWCETT_SCORES

@@ -13,8 +13,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from evalserve.service import rest
-from evalserve.service.rest import _lines
+from evalserve.service import rest_stream
+from evalserve.service.rest_stream import _lines
 
 LINE = st.one_of(
     st.sampled_from([b"", b" ", b"\t", b"\r", b" \x0b\x0c ", b"{}", b'{"a": 1}', b" x "]),
@@ -58,14 +58,14 @@ def test_every_line_that_is_not_blank_with_its_number(
 
 def test_a_run_of_blank_lines_costs_no_step_per_line(monkeypatch: pytest.MonkeyPatch) -> None:
     searches = []
-    content = rest._CONTENT
+    content = rest_stream._CONTENT
 
     class Counted:
         def search(self, buffer: bytearray, start: int) -> re.Match[bytes] | None:
             searches.append(start)
             return content.search(buffer, start)
 
-    monkeypatch.setattr(rest, "_CONTENT", Counted())
+    monkeypatch.setattr(rest_stream, "_CONTENT", Counted())
     body = b'{"task": "binary"}\n' + b" \n\n\r\n" * 100_000 + b'{"labels": [1]}\n'
     chunks = list(range(0, len(body), 65_536))
     got, _ = _collect(_split(body, chunks))

@@ -17,7 +17,7 @@ from google.protobuf.descriptor import FieldDescriptor
 from pydantic import ValidationError
 
 from evalserve.core import OPTIONS, OptionSpec, parse_options
-from evalserve.service import decode, rest_models
+from evalserve.service import json_codec, proto_codec, records, rest_models
 from evalserve.service.config import Settings
 from evalserve.v1 import evaluation_pb2 as pb
 from tests.core.test_options import CHANGED, EDGES, Edge
@@ -53,7 +53,7 @@ def test_each_proto_field_has_the_type_of_its_option(spec: OptionSpec) -> None:
 
 
 def test_both_decoders_take_exactly_the_options_of_the_table() -> None:
-    assert sorted(decode.OPTION_FIELDS) == sorted(OPTIONS)
+    assert sorted(records.OPTION_FIELDS) == sorted(OPTIONS)
 
 
 @pytest.mark.parametrize("spec", SPECS)
@@ -63,8 +63,8 @@ def test_both_decoders_carry_each_option_to_the_core(spec: OptionSpec) -> None:
     assert expected != spec.default
     settings = Settings()
     message = pb.EvaluateRequest(task=pb.TASK_BINARY, options=pb.Options(**{spec.name: value}))
-    from_proto = decode.header_from_proto(message, settings).options
-    from_json = decode.header_from_json(
+    from_proto = proto_codec.header_from_proto(message, settings).options
+    from_json = json_codec.header_from_json(
         {"task": "binary", "options": {spec.name: value}}, settings
     ).options
     for options in (from_proto, from_json):

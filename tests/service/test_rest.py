@@ -26,10 +26,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from pydantic import BaseModel
 
-from evalserve.service import decode, rest_models
+from evalserve.service import records, rest_models
 from evalserve.service.config import Settings
+from evalserve.service.evaluator import Evaluator
 from evalserve.service.rest import Readiness, create_app
-from evalserve.service.usecase import Evaluator
 from evalserve.v1 import evaluation_pb2 as pb
 from tests.core.test_worked_examples import FAWCETT_LABELS, FAWCETT_SCORES
 
@@ -508,13 +508,13 @@ def test_every_message_of_the_rest_api_has_a_mirror() -> None:
 
 
 def test_the_json_decoder_reads_exactly_the_documented_fields() -> None:
-    assert set(decode.REQUEST_FIELDS) == set(rest_models.EvaluateRequest.model_fields)
-    assert set(decode.BATCH_FIELDS) == set(rest_models.StreamBatchLine.model_fields)
-    header_only = set(rest_models.StreamHeaderLine.model_fields) - set(decode.BATCH_FIELDS)
-    assert header_only == set(decode.HEADER_FIELDS)
-    assert set(decode.OPTION_FIELDS) == set(rest_models.Options.model_fields)
-    assert set(decode.MODEL_FIELDS) == set(rest_models.Model.model_fields)
-    assert set(decode.COVERAGE_FIELDS) == set(rest_models.Coverage.model_fields)
+    assert set(records.REQUEST_FIELDS) == set(rest_models.EvaluateRequest.model_fields)
+    assert set(records.BATCH_FIELDS) == set(rest_models.StreamBatchLine.model_fields)
+    header_only = set(rest_models.StreamHeaderLine.model_fields) - set(records.BATCH_FIELDS)
+    assert header_only == set(records.HEADER_FIELDS)
+    assert set(records.OPTION_FIELDS) == set(rest_models.Options.model_fields)
+    assert set(records.MODEL_FIELDS) == set(rest_models.Model.model_fields)
+    assert set(records.COVERAGE_FIELDS) == set(rest_models.Coverage.model_fields)
 
 
 # --- bad input: one clear error each ------------------------------------------------------------

@@ -12,14 +12,14 @@ import pytest
 
 from evalserve.core import Accumulator, InvalidInputError, StateTooLargeError, evaluate
 from evalserve.service.config import Settings
-from evalserve.service.decode import Batch, Header
 from evalserve.service.errors import (
     MalformedRequestError,
     PayloadTooLargeError,
     StreamProtocolError,
     describe,
 )
-from evalserve.service.usecase import StreamAccumulator
+from evalserve.service.records import Baseline, Batch, Coverage, Header
+from evalserve.service.streams import StreamAccumulator
 from tests.contract.doors import assert_close
 
 HEADER = Header(task="binary", options={})
@@ -162,19 +162,19 @@ def test_a_bad_binary_batch_names_itself(batch: Batch, field: str, says: str) ->
             id="classes-for-regression",
         ),
         pytest.param(
-            Header(task="multiclass", baseline={"roc_auc": 0.9}),
+            Header(task="multiclass", baseline=Baseline(roc_auc=0.9)),
             "baseline",
             "binary",
             id="baseline-for-multiclass",
         ),
         pytest.param(
-            Header(task="binary", baseline={"roc_auc": 0.9}),
+            Header(task="binary", baseline=Baseline(roc_auc=0.9)),
             "baseline",
             "roc_auc_variance",
             id="baseline-incomplete",
         ),
         pytest.param(
-            Header(task="binary", coverage={"n_predictions": 0}),
+            Header(task="binary", coverage=Coverage(n_predictions=0)),
             "coverage.n_predictions",
             "at least 1",
             id="coverage",

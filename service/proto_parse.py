@@ -22,23 +22,46 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Final, TypeVar
+from typing import Any, Final, TypeVar, cast
 
 import numpy as np
 from google.protobuf.descriptor import Descriptor, FieldDescriptor
 from google.protobuf.message import Message
 from numpy.typing import NDArray
 
-from evalserve.service.decode import (
-    BASELINE_COLUMNS,
-    COLUMNS,
-    NO_COLUMNS,
-    Column,
-    ProtoColumns,
-)
+from evalserve.service.records import BASELINE_COLUMNS, COLUMNS, Column
 from evalserve.v1 import evaluation_pb2 as pb
 
-__all__ = ["DOUBLE_SLICE_BYTES", "MAX_FIELDS", "SLICED_PROTO_BYTES", "encode_varint", "parse"]
+__all__ = [
+    "DOUBLE_SLICE_BYTES",
+    "MAX_FIELDS",
+    "NO_COLUMNS",
+    "SLICED_PROTO_BYTES",
+    "ProtoColumns",
+    "encode_varint",
+    "parse",
+]
+
+
+@dataclass(frozen=True, slots=True)
+class ProtoColumns:
+    """The columns of a protobuf message that were decoded apart from it
+    (``parse``): packed doubles as float64 arrays and ``*_f64`` bytes as
+    read-only views, by field name; those of a submessage (``baseline``, ``challenger``, a
+    stream's ``header``) by its field name in ``parts``. A field not here is the message's."""
+
+    values: Mapping[str, Column | memoryview] = field(default_factory=dict)
+    parts: Mapping[str, ProtoColumns] = field(default_factory=dict)
+
+    def value(self, message: Message, name: str) -> Any:
+        """The field ``name`` of ``message``: as decoded here, else the message's own."""
+        return self.values[name] if name in self.values else getattr(message, name)
+
+    def part(self, name: str) -> ProtoColumns:
+        return self.parts.get(name, NO_COLUMNS)
+
+
+NO_COLUMNS = ProtoColumns()
 
 # Smaller messages are parsed whole: upb reads 1 MiB in well under a millisecond.
 SLICED_PROTO_BYTES: Final = 1 << 20
@@ -102,24 +125,25 @@ _LAYOUTS: Final = {
 }
 
 
-def parse(message_type: type[_M], data: bytes) -> tuple[_M, ProtoColumns]:
+def parse(message_type: type[_M], data: bytes | bytearray) -> tuple[_M, ProtoColumns]:
     """``message_type.FromString(data)``, with its large columns decoded apart from it: the
-    message without them and the columns (``decode.ProtoColumns``, which the ``*_from_proto``
-    functions of ``service.decode`` take). Raises protobuf's ``DecodeError`` as
+    message without them and the columns (``ProtoColumns``, which the ``*_from_proto``
+    functions of ``service.proto_codec`` take). Raises protobuf's ``DecodeError`` as
     ``FromString`` does."""
     layout = _LAYOUTS.get(message_type.DESCRIPTOR.full_name)
+    whole = cast(bytes, data)  # protobuf reads any bytes-like object (a body's bytearray)
     if layout is None or len(data) < SLICED_PROTO_BYTES:
-        return message_type.FromString(data), NO_COLUMNS
+        return message_type.FromString(whole), NO_COLUMNS
     view = memoryview(data).cast("B")
     spans = _Spans()
     try:
         rest = _scan(view, 0, len(view), layout, spans, _Count())
     except _UnsureError:
-        return message_type.FromString(data), NO_COLUMNS
+        return message_type.FromString(whole), NO_COLUMNS
     except _CorruptError as corrupt:
         # protobuf meets the same first error in the fields up to the corrupt one
         message_type.FromString(corrupt.prefix)
-        return message_type.FromString(data), NO_COLUMNS  # not reached: raised above
+        return message_type.FromString(whole), NO_COLUMNS  # not reached: raised above
     message = message_type.FromString(bytes(rest))  # the rest's own errors, if any
     return message, spans.decode(view)
 

@@ -1,4 +1,4 @@
-"""``decode.parse_json``: large JSON bodies read their numeric columns straight to float64,
+"""``json_parse.parse_json``: large JSON bodies read their numeric columns straight to float64,
 and every body the fast path does not take gets exactly the errors of the plain path."""
 
 from __future__ import annotations
@@ -10,10 +10,11 @@ import orjson
 import pytest
 
 from evalserve.core import InvalidInputError
-from evalserve.service import decode
+from evalserve.service import json_codec, json_parse, limits
 from evalserve.service.config import Settings
-from evalserve.service.decode import FAST_JSON_BYTES, parse_json, request_from_json
 from evalserve.service.errors import MalformedRequestError
+from evalserve.service.json_codec import request_from_json
+from evalserve.service.json_parse import FAST_JSON_BYTES, parse_json
 
 ROWS = 120_000  # about 3 MB of JSON: over the fast-path size
 
@@ -103,12 +104,12 @@ def test_bodies_over_the_reuse_size_get_a_parser_of_their_own(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     # below the slice size: the slices (and the whole-body path) get a parser of their own
-    monkeypatch.setattr(decode, "REUSED_PARSER_BYTES", decode.JSON_SLICE_BYTES // 2)
+    monkeypatch.setattr(json_parse, "REUSED_PARSER_BYTES", json_parse.JSON_SLICE_BYTES // 2)
     body = _body()
 
     def read() -> tuple[object, object]:  # in a fresh thread: no parser kept before
         column = parse_json(orjson.dumps(body))["scores"]
-        return column, getattr(decode._parsers, "parser", None)
+        return column, getattr(json_parse._parsers, "parser", None)
 
     with ThreadPoolExecutor(max_workers=1) as pool:
         column, kept = pool.submit(read).result()
@@ -121,9 +122,9 @@ def test_bodies_over_the_reuse_size_get_a_parser_of_their_own(
 def small_slices(monkeypatch: pytest.MonkeyPatch) -> None:
     """Slices of 4 KiB: a column of a 3 MB body is read in hundreds of them; other values a
     few bytes at a time (every comma is a cut to try); the body searched 256 bytes at a time."""
-    monkeypatch.setattr(decode, "JSON_SLICE_BYTES", 4096)
-    monkeypatch.setattr(decode, "VALUE_SLICE_BYTES", 4)
-    monkeypatch.setattr(decode, "SEARCH_BYTES", 256)
+    monkeypatch.setattr(json_parse, "JSON_SLICE_BYTES", 4096)
+    monkeypatch.setattr(json_parse, "VALUE_SLICE_BYTES", 4)
+    monkeypatch.setattr(json_parse, "SEARCH_BYTES", 256)
 
 
 def _same(raw: bytes) -> None:
@@ -141,9 +142,9 @@ def _same(raw: bytes) -> None:
 def test_columns_are_read_in_slices_with_the_same_values(small_slices: None) -> None:
     body = _body(predictions=list(range(ROWS)), challenger={"scores": [0.5, 0.25]})
     raw = orjson.dumps(body)
-    spans = [m.group(1) for m in decode._COLUMN_START.finditer(raw)]
+    spans = [m.group(1) for m in json_parse._COLUMN_START.finditer(raw)]
     assert b"labels" in spans and b"scores" in spans
-    document = decode._parse_columns_sliced(raw)
+    document = json_parse._parse_columns_sliced(raw)
     assert document is not None  # the sliced path took it ...
     _same(raw)  # ... and read every value, and the nested challenger, as orjson does
     assert document["challenger"] == {"scores": [0.5, 0.25]}
@@ -209,7 +210,7 @@ def test_a_column_of_strings_is_read_in_slices(small_slices: None, scores: str) 
         "scores": [0.5] * 2_000 if scores == "flat" else [[0.5] * 6 for _ in range(20)],
     }
     raw = orjson.dumps(body)
-    document = decode._parse_columns_sliced(raw)
+    document = json_parse._parse_columns_sliced(raw)
     assert document is not None  # the sliced path took the strings too
     assert document["labels"] == labels
     assert document["classes"] == classes
@@ -219,16 +220,17 @@ def test_a_column_of_strings_is_read_in_slices(small_slices: None, scores: str) 
 
 
 def test_names_full_of_commas_are_cut_between_strings(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(decode, "VALUE_SLICE_BYTES", 64)
+    monkeypatch.setattr(json_parse, "VALUE_SLICE_BYTES", 64)
     names = [",".join("abcdefghijkl") + f" {i}" for i in range(500)]  # 11 commas each
     raw = orjson.dumps({"task": "multiclass", "labels": names, "scores": [0.5] * 500})
-    document = decode._parse_columns_sliced(raw)
+    document = json_parse._parse_columns_sliced(raw)
     assert document is not None
     assert document["labels"] == names
 
 
 def test_long_name_checks_scan_in_parts(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(decode, "SCAN_ITEMS", 3)
+    monkeypatch.setattr(limits, "SCAN_ITEMS", 3)  # the class-name check
+    monkeypatch.setattr(json_codec, "SCAN_ITEMS", 3)  # the string check of number columns
     names = ["a"] * 7 + ["b" * 200] + ["c"] * 5
     body = {"task": "multiclass", "labels": names, "scores": [0.5] * len(names)}
     with pytest.raises(InvalidInputError, match=r"row 7 has 200"):

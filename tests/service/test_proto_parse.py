@@ -1,4 +1,4 @@
-"""``decode_proto.parse``: large protobuf messages decoded with their columns apart, a slice at
+"""``proto_parse.parse``: large protobuf messages decoded with their columns apart, a slice at
 a time, give exactly what protobuf's own parse gives: the same requests (arrays bit for bit),
 the same service errors, and for malformed bytes the same ``DecodeError``. Checked on messages
 Hypothesis makes, merges, pads with unknown fields, encodes unusually and corrupts."""
@@ -18,7 +18,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from evalserve.core import InvalidInputError
-from evalserve.service import decode, decode_proto
+from evalserve.service import proto_codec, proto_parse, records
 from evalserve.service.config import Settings
 from evalserve.service.errors import ServiceError
 from evalserve.v1 import evaluation_pb2 as pb
@@ -27,12 +27,12 @@ SETTINGS = Settings(max_rows=1000)
 
 
 @contextmanager
-def sliced_from(size: int, slice_bytes: int = decode_proto.DOUBLE_SLICE_BYTES) -> Iterator[None]:
+def sliced_from(size: int, slice_bytes: int = proto_parse.DOUBLE_SLICE_BYTES) -> Iterator[None]:
     """Every message of ``size`` bytes or more takes the sliced path, in slices of
     ``slice_bytes``."""
     with pytest.MonkeyPatch.context() as patch:
-        patch.setattr(decode_proto, "SLICED_PROTO_BYTES", size)
-        patch.setattr(decode_proto, "DOUBLE_SLICE_BYTES", slice_bytes)
+        patch.setattr(proto_parse, "SLICED_PROTO_BYTES", size)
+        patch.setattr(proto_parse, "DOUBLE_SLICE_BYTES", slice_bytes)
         yield
 
 
@@ -80,12 +80,12 @@ Outcomes = tuple[tuple[str, Any], tuple[str, Any]]
 def request_outcomes(data: bytes, limits: Settings = SETTINGS) -> Outcomes:
     """(sliced, whole) outcomes of decoding ``data`` as an ``EvaluateRequest``."""
 
-    def sliced() -> decode.Request:
-        message, columns = decode_proto.parse(pb.EvaluateRequest, data)
-        return decode.request_from_proto(message, limits, columns)
+    def sliced() -> records.Request:
+        message, columns = proto_parse.parse(pb.EvaluateRequest, data)
+        return proto_codec.request_from_proto(message, limits, columns)
 
-    def whole() -> decode.Request:
-        return decode.request_from_proto(pb.EvaluateRequest.FromString(data), limits)
+    def whole() -> records.Request:
+        return proto_codec.request_from_proto(pb.EvaluateRequest.FromString(data), limits)
 
     return outcome(sliced), outcome(whole)
 
@@ -93,15 +93,15 @@ def request_outcomes(data: bytes, limits: Settings = SETTINGS) -> Outcomes:
 def stream_outcomes(data: bytes, limits: Settings = SETTINGS) -> Outcomes:
     """(sliced, whole) outcomes of decoding ``data`` as an ``EvaluateStreamRequest``."""
 
-    def decoded(message: pb.EvaluateStreamRequest, columns: decode.ProtoColumns) -> Any:
-        header = decode.header_from_proto(message.header, limits, columns.part("header"))
-        return header, decode.batch_from_proto(message, limits, columns)
+    def decoded(message: pb.EvaluateStreamRequest, columns: proto_parse.ProtoColumns) -> Any:
+        header = proto_codec.header_from_proto(message.header, limits, columns.part("header"))
+        return header, proto_codec.batch_from_proto(message, limits, columns)
 
     def sliced() -> Any:
-        return decoded(*decode_proto.parse(pb.EvaluateStreamRequest, data))
+        return decoded(*proto_parse.parse(pb.EvaluateStreamRequest, data))
 
     def whole() -> Any:
-        return decoded(pb.EvaluateStreamRequest.FromString(data), decode.NO_COLUMNS)
+        return decoded(pb.EvaluateStreamRequest.FromString(data), proto_parse.NO_COLUMNS)
 
     return outcome(sliced), outcome(whole)
 
@@ -157,7 +157,7 @@ def baselines() -> st.SearchStrategy[pb.Baseline]:
 def requests(draw: st.DrawFn) -> pb.EvaluateRequest:
     message = pb.EvaluateRequest(
         task=draw(tasks(0, 1, 2, 3, 4, 5, 99)),  # 99: a task this server does not know
-        **draw(columns(decode.COLUMNS)),
+        **draw(columns(records.COLUMNS)),
         classes=draw(names),
         label_names=draw(names),
     )
@@ -179,7 +179,7 @@ def requests(draw: st.DrawFn) -> pb.EvaluateRequest:
 
 @st.composite
 def stream_messages(draw: st.DrawFn) -> pb.EvaluateStreamRequest:
-    message = pb.EvaluateStreamRequest(**draw(columns(decode.COLUMNS)))
+    message = pb.EvaluateStreamRequest(**draw(columns(records.COLUMNS)))
     if draw(st.booleans()):
         message.header.task = draw(tasks(1, 2, 4))
         message.header.classes.extend(draw(names))
@@ -290,24 +290,24 @@ def large_request(**more: Any) -> pb.EvaluateRequest:
 
 def test_a_large_request_leaves_only_its_small_rest_to_protobuf() -> None:
     data = large_request().SerializeToString()
-    assert len(data) >= decode_proto.SLICED_PROTO_BYTES
-    message, columns = decode_proto.parse(pb.EvaluateRequest, data)
+    assert len(data) >= proto_parse.SLICED_PROTO_BYTES
+    message, columns = proto_parse.parse(pb.EvaluateRequest, data)
     assert message.ByteSize() < 100  # task, model and an empty challenger
     assert set(columns.values) == {"labels", "scores", "weights_f64"}
     assert set(columns.part("challenger").values) == {"scores_f64"}
     big = Settings()
-    sliced = decode.request_from_proto(message, big, columns)
-    same(sliced, decode.request_from_proto(pb.EvaluateRequest.FromString(data), big))
+    sliced = proto_codec.request_from_proto(message, big, columns)
+    same(sliced, proto_codec.request_from_proto(pb.EvaluateRequest.FromString(data), big))
     assert sliced.batch.scores is not None and sliced.batch.scores.flags.writeable
     assert sliced.batch.weights is not None and not sliced.batch.weights.flags.writeable
 
 
 def test_a_large_request_in_a_bytearray_decodes_alike() -> None:
     data = large_request().SerializeToString()
-    message, columns = decode_proto.parse(pb.EvaluateRequest, bytearray(data))  # type: ignore[arg-type]
+    message, columns = proto_parse.parse(pb.EvaluateRequest, bytearray(data))
     same(
-        decode.request_from_proto(message, Settings(), columns),
-        decode.request_from_proto(pb.EvaluateRequest.FromString(data), Settings()),
+        proto_codec.request_from_proto(message, Settings(), columns),
+        proto_codec.request_from_proto(pb.EvaluateRequest.FromString(data), Settings()),
     )
 
 
@@ -327,15 +327,15 @@ def test_a_large_malformed_request_gets_protobufs_error(tail: bytes) -> None:
     with pytest.raises(DecodeError) as whole:
         pb.EvaluateRequest.FromString(data)
     with pytest.raises(DecodeError) as sliced:
-        decode_proto.parse(pb.EvaluateRequest, data)
+        proto_parse.parse(pb.EvaluateRequest, data)
     assert str(sliced.value) == str(whole.value)
 
 
 def test_a_large_request_with_an_unusual_shape_is_parsed_whole() -> None:
     unpacked = b"".join(varint(4 << 3 | 1) + struct.pack("<d", v) for v in (1.0, 2.0))
     data = large_request().SerializeToString() + unpacked
-    message, columns = decode_proto.parse(pb.EvaluateRequest, data)
-    assert columns is decode.NO_COLUMNS and list(message.predictions) == [1.0, 2.0]
+    message, columns = proto_parse.parse(pb.EvaluateRequest, data)
+    assert columns is proto_parse.NO_COLUMNS and list(message.predictions) == [1.0, 2.0]
 
 
 def test_a_large_request_over_the_row_limit_is_refused_as_before() -> None:
@@ -345,10 +345,10 @@ def test_a_large_request_over_the_row_limit_is_refused_as_before() -> None:
 
 
 def test_a_large_message_of_many_small_fields_is_parsed_whole() -> None:
-    names = [f"c{i}" for i in range(decode_proto.MAX_FIELDS)]
+    names = [f"c{i}" for i in range(proto_parse.MAX_FIELDS)]
     data = large_request(label_names=names).SerializeToString()
-    message, columns = decode_proto.parse(pb.EvaluateRequest, data)
-    assert columns is decode.NO_COLUMNS and list(message.label_names) == names
+    message, columns = proto_parse.parse(pb.EvaluateRequest, data)
+    assert columns is proto_parse.NO_COLUMNS and list(message.label_names) == names
 
 
 def test_a_large_stream_message_decodes_its_header_and_rows_alike() -> None:
@@ -363,8 +363,8 @@ def test_a_large_stream_message_decodes_its_header_and_rows_alike() -> None:
         header=header, labels=rng.integers(0, 40, 5000), scores=rng.random(200_000)
     )
     data = message.SerializeToString()
-    assert len(data) >= decode_proto.SLICED_PROTO_BYTES
-    parsed, columns = decode_proto.parse(pb.EvaluateStreamRequest, data)
+    assert len(data) >= proto_parse.SLICED_PROTO_BYTES
+    parsed, columns = proto_parse.parse(pb.EvaluateStreamRequest, data)
     assert parsed.ByteSize() < 600
     assert set(columns.part("header").part("baseline").values) == {"labels_f64"}
     sliced, whole = stream_outcomes(data, Settings())
