@@ -315,7 +315,7 @@ def receive_share(budget: int, max_inflight: int) -> int:
 
 # grpcio hands each received message over as one Python bytes object, copied out of its
 # buffers while it holds the interpreter lock (measured: 65-77 ms for 60 MB on an idle AMD EPYC
-# core, ~1.2 ms per MB): a larger message would hold up every door, health checks included.
+# core, ~1.2 ms per MB): a larger message would hold up every endpoint, health checks included.
 # 32 MiB is 2M rows of binary float64 columns; the clients stream inputs over 1M values.
 GRPC_MESSAGE_CAP = 32 << 20
 

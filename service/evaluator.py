@@ -29,7 +29,7 @@ T = TypeVar("T")
 class Evaluator:
     """Runs CPU-bound evaluation off the event loop, at most ``workers`` at a time, so a big
     request never stalls health checks or other connections; and admits at most
-    ``max_inflight`` evaluation requests at once (both doors), at most ``max_per_client`` of
+    ``max_inflight`` evaluation requests at once (both transports), at most ``max_per_client`` of
     them from one client (None: no per-client limit; each transport says who the client is,
     as ``client_identity`` asks), so a burst of large uploads is refused early (clients retry)
     instead of piling up in memory, and one client cannot take every place.

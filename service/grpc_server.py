@@ -1,4 +1,4 @@
-"""The gRPC door: ``EvaluationService`` on ``grpc.aio``, with health checking and reflection.
+"""The gRPC transport: ``EvaluationService`` on ``grpc.aio``, with health checking and reflection.
 
 A thin adapter over ``service.usecase``: its one-shot pipeline (``evaluate_payload``) and its
 stream protocol (``service.streams``), given the protobuf codec (``service.proto_codec``,
@@ -235,7 +235,7 @@ def _client_of(context: Context, identity: ClientIdentity | None) -> str | None:
 
 
 def _peer_address(context: Context) -> str | None:
-    """The peer's address as the REST door sees it (``ipv4:10.0.0.7:52144`` -> ``10.0.0.7``,
+    """The peer's address as the REST transport sees it (``ipv4:10.0.0.7:52144`` -> ``10.0.0.7``,
     ``ipv6:[::1]:52144`` -> ``::1``)."""
     peer = urllib.parse.unquote(context.peer() or "")
     kind, _, address = peer.partition(":")

@@ -336,7 +336,7 @@ class ModelQualityCollector(Collector):
 class ServiceMetrics:
     """Every metric of the service, registered on ``registry`` (the one ``/metrics`` serves).
 
-    One instance serves both transports: the model series are one store, whichever door the
+    One instance serves both transports: the model series are one store, whichever transport the
     evaluation came through.
     """
 
@@ -353,7 +353,7 @@ class ServiceMetrics:
         if inflight is not None:
             Gauge(
                 "evalserve_inflight_requests",
-                "Evaluation requests admitted and not yet answered (both doors, streams too).",
+                "Evaluation requests admitted and not yet answered (both transports, streams too).",
                 registry=registry,
             ).set_function(inflight)
             Gauge(

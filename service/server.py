@@ -1,4 +1,4 @@
-"""One process, three doors: REST (FastAPI on uvicorn), gRPC (grpc.aio) and ``/metrics``.
+"""One process, three listeners: REST (FastAPI on uvicorn), gRPC (grpc.aio) and ``/metrics``.
 
 Both servers share one event loop and one ``Evaluator`` (the bounded thread pool that keeps
 numpy work off the loop). On SIGTERM or SIGINT: readiness and gRPC health turn NOT_SERVING, both
@@ -111,7 +111,7 @@ async def run(
     )
     readiness = Readiness()
     registry = default_registry()
-    # one for both doors
+    # one for both transports
     metrics = ServiceMetrics(settings, registry, inflight=lambda: evaluator.inflight)
     app = create_app(settings, evaluator, registry, readiness, metrics)
     grpc_server, grpc_port, health = await create_grpc_server(settings, evaluator, metrics=metrics)
@@ -127,7 +127,7 @@ async def run(
             # longer for those answers to leave (its own cut-off would answer 500).
             timeout_graceful_shutdown=math.ceil(settings.shutdown_grace_seconds) + CUT_OFF_MARGIN,
             h11_max_incomplete_event_size=1 << 20,
-            # A client is known as client_identity says, on both doors alike: uvicorn must not
+            # A client is known as client_identity says, on both transports alike: uvicorn must not
             # put an X-Forwarded-For address in place of a loopback peer's (a sidecar's).
             proxy_headers=False,
             # The level is "warning": no access line is ever written, so none is formatted
@@ -150,7 +150,7 @@ async def run(
     rest_port = int(rest.servers[0].sockets[0].getsockname()[1])
     ports = Ports(rest=rest_port, grpc=grpc_port)
     # What startup made lives as long as the process: out of every later cycle collection,
-    # which holds the GIL (and so every door) for as long as it scans.
+    # which holds the GIL (and so every endpoint) for as long as it scans.
     gc.freeze()
     # The event loop gives up the GIL at every system call and must win it back from the
     # evaluation threads; they hand it over at most every switch interval (5 ms by default),

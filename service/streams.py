@@ -1,8 +1,8 @@
 """Streams: the one stream protocol both transports speak, and a stream's merged state.
 
 A stream is a header (the task and how to evaluate it) and batches of rows, sent as NDJSON
-lines (REST) or as messages (gRPC). ``StreamSession`` holds the protocol, the same on both
-doors: the header comes in the first message and only there, any message may carry rows, a
+lines (REST) or as messages (gRPC). ``StreamSession`` holds the protocol, the same for both
+transports: the header comes in the first message and only there, any message may carry rows, a
 stream without a header is refused. Each transport reads its messages (``StreamMessage``) and
 says how its errors name a place in the stream (``StreamPlaces``: "line 3", "message 3").
 ``StreamAccumulator`` merges the batches into the core's ``Accumulator``.
