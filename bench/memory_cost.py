@@ -59,26 +59,31 @@ MIB = 1 << 20
 # --- workloads: the wire form of each task's request ----------------------------------------
 
 
-def _columns(task: str, scale: float, seed: int) -> dict[str, Any]:
-    """The request's columns as arrays (detection: its images)."""
-    rng = np.random.default_rng(seed)
-    n, m, k = int(2_000_000 * scale), int(200_000 * scale), 10
-    if task == "binary":
-        labels = rng.integers(0, 2, n)
-        return {"labels": labels, "scores": rng.random(n) + labels * 0.3}
-    if task == "multiclass":
-        labels = rng.integers(0, k, m)
-        scores = rng.random((m, k))
-        scores[np.arange(m), labels] += 1.0
-        return {"labels": labels, "scores": scores / scores.sum(axis=1, keepdims=True)}
-    if task == "multilabel":
-        cells = (rng.random((m, k)) < 0.3).astype(np.int64)
-        return {"labels": cells, "scores": rng.random((m, k)) + cells * 0.4}
-    if task == "regression":
-        targets = rng.standard_normal(n) * 10
-        return {"labels": targets, "predictions": targets + rng.standard_normal(n)}
+def _binary(rng: np.random.Generator, n: int, m: int, k: int) -> dict[str, Any]:
+    labels = rng.integers(0, 2, n)
+    return {"labels": labels, "scores": rng.random(n) + labels * 0.3}
+
+
+def _multiclass(rng: np.random.Generator, n: int, m: int, k: int) -> dict[str, Any]:
+    labels = rng.integers(0, k, m)
+    scores = rng.random((m, k))
+    scores[np.arange(m), labels] += 1.0
+    return {"labels": labels, "scores": scores / scores.sum(axis=1, keepdims=True)}
+
+
+def _multilabel(rng: np.random.Generator, n: int, m: int, k: int) -> dict[str, Any]:
+    cells = (rng.random((m, k)) < 0.3).astype(np.int64)
+    return {"labels": cells, "scores": rng.random((m, k)) + cells * 0.4}
+
+
+def _regression(rng: np.random.Generator, n: int, m: int, k: int) -> dict[str, Any]:
+    targets = rng.standard_normal(n) * 10
+    return {"labels": targets, "predictions": targets + rng.standard_normal(n)}
+
+
+def _detection(rng: np.random.Generator, n: int, m: int, k: int) -> dict[str, Any]:
     images = []
-    for _ in range(int(20_000 * scale)):
+    for _ in range(m // 10):
         corners = rng.random((10, 2)) * 80
         truth = np.hstack([corners, corners + 5 + rng.random((10, 2)) * 15])
         found = np.vstack([truth + rng.standard_normal((10, 4)), rng.random((10, 4)) * 80])
@@ -96,8 +101,24 @@ def _columns(task: str, scale: float, seed: int) -> dict[str, Any]:
     return {"images": images}
 
 
+# Each task's workload: n rows (binary, regression), m rows of k classes, m / 10 images.
+WORKLOADS: dict[str, Callable[[np.random.Generator, int, int, int], dict[str, Any]]] = {
+    "binary": _binary,
+    "multiclass": _multiclass,
+    "multilabel": _multilabel,
+    "regression": _regression,
+    "detection": _detection,
+}
+
+
+def _columns(task: str, scale: float, seed: int) -> dict[str, Any]:
+    """The request's columns as arrays (detection: its images)."""
+    rng = np.random.default_rng(seed)
+    return WORKLOADS[task](rng, int(2_000_000 * scale), int(200_000 * scale), 10)
+
+
 def _rows(task: str, columns: dict[str, Any]) -> int:
-    return len(columns["images"]) if task == "detection" else len(columns["labels"])
+    return len(columns["images"]) if "images" in columns else len(columns["labels"])
 
 
 def json_body(task: str, columns: dict[str, Any]) -> bytes:
@@ -108,7 +129,7 @@ def protobuf_body(task: str, columns: dict[str, Any]) -> bytes:
     from evalserve.v1 import evaluation_pb2 as pb
 
     request = pb.EvaluateRequest(task=pb.Task.Value(f"TASK_{task.upper()}"))
-    if task == "detection":
+    if "images" in columns:
         for image in columns["images"]:
             request.images.add(**{name: np.ravel(value) for name, value in image.items()})
         return request.SerializeToString()

@@ -44,7 +44,7 @@ from machine import machine_description  # bench/ is on sys.path when run as a s
 from results_md import RESULTS_PATH, write_section
 from timing import Row, Usage, best_runs, load_average, progress, render_table, verdict
 
-from evalserve.core import Accumulator, EvaluationResult, evaluate
+from evalserve.core import Accumulator, EvaluationResult, evaluate, task_spec
 
 SECTION_TITLE = "streams against one-shot (bench/stream_cost.py)"
 SCRIPT = "bench/stream_cost.py"
@@ -157,7 +157,7 @@ def run(scale: float, count: int, repeats: int, seed: int) -> tuple[list[Row], l
         }
         usage: dict[str, Usage] = best_runs(tasks, repeats, check=same_answer)
         ours, reference = usage["100 batches"].wall, usage["one-shot"].wall
-        unit = "images" if work.task == "detection" else "rows"
+        unit = task_spec(work.task).unit
         rows.append(
             Row(
                 f"{work.task}: {count} batches / one payload",
