@@ -46,15 +46,16 @@ def raw_column(fd: FieldDescriptor) -> JsonField | None:
     return JsonField(doc=doc if fd.name.endswith("_f64") else None, schema=BASE64)
 
 
-def _model_label(description: str, default: str | None = None) -> JsonField:
-    """A Prometheus label value; ``name`` is required, its version and segment are not."""
+def _model_label(default: str | None = None) -> JsonField:
+    """A Prometheus label value: a string, not null; ``name`` is required, its version and
+    segment default to empty."""
     repeat = "+" if default is None else "*"
     return JsonField(
         required=default is None,
         nullable=False,
         default=default,
-        doc=f"{description}; at most {MAX_MODEL_LABEL} characters of [{MODEL_LABEL_CHARS}]"
-        " (a Prometheus label value)",
+        note=f"At most {MAX_MODEL_LABEL} characters of [{MODEL_LABEL_CHARS}] (a Prometheus label"
+        " value).",
         schema={"max_length": MAX_MODEL_LABEL, "pattern": f"^[{MODEL_LABEL_CHARS}]{repeat}$"},
     )
 
@@ -111,16 +112,13 @@ MESSAGES: dict[str, JsonMessage] = {
         base="EvaluateStreamRequest",
         doc="The first line of ``POST /v1/evaluate/stream``: the stream's header (it may carry "
         "rows too).",
-        fields={
-            "task": TASK,
-            "n_classes": JsonField(schema=POSITIVE, doc="Columns of flat score matrices."),
-        },
+        fields={"task": TASK, "n_classes": JsonField(schema=POSITIVE)},
     ),
     "Model": _request(
         "Model",
-        name=_model_label("the model (label `model`), required"),
-        version=_model_label("its version (label `version`)", ""),
-        segment=_model_label("the slice of traffic (label `segment`)", ""),
+        name=_model_label(),
+        version=_model_label(""),
+        segment=_model_label(""),
     ),
     "Baseline": _request("Baseline"),
     "Challenger": _request("Challenger", scores=JsonField(type=Scores)),
@@ -163,8 +161,7 @@ MESSAGES: dict[str, JsonMessage] = {
         "``confusion_matrix``). In protobuf those are ``Curves.other``.",
     ),
     "RocCurve": _response(
-        "RocCurve",
-        thresholds=JsonField(type=list[float | None], note="It is null in JSON."),
+        "RocCurve", thresholds=JsonField(type=list[float | None], note="JSON has it as null.")
     ),
     "PrCurve": _response("PrCurve", thresholds=JsonField(type=list[float | None])),
     "Interval": _response(
@@ -174,11 +171,7 @@ MESSAGES: dict[str, JsonMessage] = {
         seed=JsonField(required=False),
     ),
     "DriftTest": _response("DriftTest", status=JsonField(type=Status)),
-    "Comparison": _response(
-        "Comparison",
-        status=JsonField(type=Status),
-        df=JsonField(doc="Always null: the paired test is normal."),
-    ),
+    "Comparison": _response("Comparison", status=JsonField(type=Status)),
     "CoverageReport": JsonMessage(
         "CoverageReport",
         absent=True,
