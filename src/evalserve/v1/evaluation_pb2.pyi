@@ -45,7 +45,9 @@ Global___Task: _TypeAlias = Task  # noqa: Y015
 
 @_typing.final
 class Options(_message.Message):
-    """Options tune the evaluation; an unset field takes its default."""
+    """Options tune the evaluation; an unset field takes its default. Each option's default, bounds
+    and tasks are in the options table (evalserve.core.OPTIONS, docs/reference/options.md).
+    """
 
     DESCRIPTOR: _descriptor.Descriptor
 
@@ -66,36 +68,36 @@ class Options(_message.Message):
     FULL_MODEL_VARIANCE_FIELD_NUMBER: _builtins.int
     MAX_DETECTIONS_FIELD_NUMBER: _builtins.int
     threshold: _builtins.float
-    """A score >= threshold is predicted positive (default 0.5)."""
+    """A score >= threshold is predicted positive."""
     beta: _builtins.float
-    """F-beta weight of recall, > 0 (default 1)."""
+    """F-beta weight of recall, > 0."""
     max_fpr: _builtins.float
     """FPR bound of the McClish-standardized partial AUC, in (0, 1]."""
     max_curve_points: _builtins.int
-    """Curves are thinned to at most this many points; 0 omits them (default 1000)."""
+    """Curves are thinned to at most this many points; 0 omits them."""
     confidence_level: _builtins.float
-    """Level of every interval, in (0, 1) (default 0.95)."""
+    """Level of every interval, in (0, 1)."""
     n_params: _builtins.int
     """Parameters of a regression model, for adjusted R2, AIC, BIC and Mallows' Cp."""
     calibration_bins: _builtins.int
-    """Equal-width bins of the expected calibration error (default 10)."""
+    """Equal-width bins of the expected calibration error."""
     auc_interval: _builtins.str
-    """DeLong interval of the ROC AUC: "logit" (default) or "wald" (as pROC)."""
+    """DeLong interval of the ROC AUC: "logit" or "wald" (as pROC)."""
     alpha: _builtins.float
-    """Significance level of the drift test and the challenger comparison (default 0.05)."""
+    """Significance level of the drift test and the challenger comparison."""
     drift_min_samples: _builtins.float
-    """Fewest positives and negatives (each) for a drift or comparison verdict (default 20)."""
+    """Fewest positives and negatives (each) for a drift or comparison verdict."""
     bootstrap_replicates: _builtins.int
-    """Replicates of the bootstrap intervals; 0 (the default) skips them."""
+    """Replicates of the bootstrap intervals; 0 skips them."""
     bootstrap_seed: _builtins.int
-    """Seed of the bootstrap (default 0): the same request gives the same intervals."""
+    """Seed of the bootstrap: the same request gives the same intervals."""
     full_model_variance: _builtins.float
     """Regression: residual variance of the full model, for Mallows' Cp."""
     max_detections: _builtins.int
-    """Detection: the highest-scoring predictions kept per image (default 100, as COCO)."""
+    """Detection: the highest-scoring predictions kept per image (as COCO's maxDets)."""
     @_builtins.property
     def top_k(self) -> _containers.RepeatedScalarFieldContainer[_builtins.int]:
-        """k of multiclass top-k accuracy (default 1 and 5)."""
+        """k of multiclass top-k accuracy."""
 
     @_builtins.property
     def head_k(self) -> _containers.RepeatedScalarFieldContainer[_builtins.float]:
@@ -194,8 +196,11 @@ class Model(_message.Message):
     VERSION_FIELD_NUMBER: _builtins.int
     SEGMENT_FIELD_NUMBER: _builtins.int
     name: _builtins.str
+    """The model's name (Prometheus label `model`); required."""
     version: _builtins.str
+    """Its version (label `version`)."""
     segment: _builtins.str
+    """The slice of traffic (label `segment`)."""
     def __init__(
         self,
         *,
@@ -468,15 +473,25 @@ class DetectionImage(_message.Message):
     PRED_SCORES_FIELD_NUMBER: _builtins.int
     image_id: _builtins.str
     @_builtins.property
-    def gt_boxes(self) -> _containers.RepeatedScalarFieldContainer[_builtins.float]: ...
+    def gt_boxes(self) -> _containers.RepeatedScalarFieldContainer[_builtins.float]:
+        """Ground-truth boxes, m x 4 row-major."""
+
     @_builtins.property
-    def gt_classes(self) -> _containers.RepeatedScalarFieldContainer[_builtins.int]: ...
+    def gt_classes(self) -> _containers.RepeatedScalarFieldContainer[_builtins.int]:
+        """Class id of each ground-truth box."""
+
     @_builtins.property
-    def pred_boxes(self) -> _containers.RepeatedScalarFieldContainer[_builtins.float]: ...
+    def pred_boxes(self) -> _containers.RepeatedScalarFieldContainer[_builtins.float]:
+        """Predicted boxes, p x 4 row-major."""
+
     @_builtins.property
-    def pred_classes(self) -> _containers.RepeatedScalarFieldContainer[_builtins.int]: ...
+    def pred_classes(self) -> _containers.RepeatedScalarFieldContainer[_builtins.int]:
+        """Class id of each predicted box."""
+
     @_builtins.property
-    def pred_scores(self) -> _containers.RepeatedScalarFieldContainer[_builtins.float]: ...
+    def pred_scores(self) -> _containers.RepeatedScalarFieldContainer[_builtins.float]:
+        """Score of each predicted box."""
+
     def __init__(
         self,
         *,
@@ -510,6 +525,7 @@ class StreamHeader(_message.Message):
     COVERAGE_FIELD_NUMBER: _builtins.int
     task: Global___Task.ValueType
     n_classes: _builtins.int
+    """Columns of the batches' flat (row-major) score matrices, as EvaluateRequest's n_classes."""
     @_builtins.property
     def classes(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]: ...
     @_builtins.property
@@ -570,9 +586,13 @@ class EvaluateStreamRequest(_message.Message):
     @_builtins.property
     def header(self) -> Global___StreamHeader: ...
     @_builtins.property
-    def labels(self) -> _containers.RepeatedScalarFieldContainer[_builtins.float]: ...
+    def labels(self) -> _containers.RepeatedScalarFieldContainer[_builtins.float]:
+        """Ground truth of this batch's rows, as in EvaluateRequest."""
+
     @_builtins.property
-    def scores(self) -> _containers.RepeatedScalarFieldContainer[_builtins.float]: ...
+    def scores(self) -> _containers.RepeatedScalarFieldContainer[_builtins.float]:
+        """Scores of this batch's rows, as in EvaluateRequest."""
+
     @_builtins.property
     def predictions(self) -> _containers.RepeatedScalarFieldContainer[_builtins.float]: ...
     @_builtins.property
@@ -799,8 +819,9 @@ class Interval(_message.Message):
     std_error: _builtins.float
     """Standard error of the metric (bootstrap: the replicates' standard deviation)."""
     replicates: _builtins.int
-    """Bootstrap only: replicates and seed."""
+    """Bootstrap only: its replicates."""
     seed: _builtins.int
+    """Bootstrap only: its seed."""
     def __init__(
         self,
         *,
@@ -933,6 +954,7 @@ class Comparison(_message.Message):
     status: _builtins.str
     reason: _builtins.str
     df: _builtins.float
+    """Always unset: the paired test is normal."""
     def __init__(
         self,
         *,

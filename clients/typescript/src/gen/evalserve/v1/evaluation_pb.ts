@@ -15,27 +15,28 @@ export const file_evalserve_v1_evaluation: GenFile = /*@__PURE__*/
   fileDesc("Ch1ldmFsc2VydmUvdjEvZXZhbHVhdGlvbi5wcm90bxIMZXZhbHNlcnZlLnYxIqIFCgdPcHRpb25zEhYKCXRocmVzaG9sZBgBIAEoAUgAiAEBEhEKBGJldGEYAiABKAFIAYgBARINCgV0b3BfaxgDIAMoAxIOCgZoZWFkX2sYBCADKAESFAoHbWF4X2ZwchgFIAEoAUgCiAEBEh0KEG1heF9jdXJ2ZV9wb2ludHMYBiABKANIA4gBARIdChBjb25maWRlbmNlX2xldmVsGAcgASgBSASIAQESFQoIbl9wYXJhbXMYCCABKANIBYgBARIdChBjYWxpYnJhdGlvbl9iaW5zGAkgASgDSAaIAQESGQoMYXVjX2ludGVydmFsGAogASgJSAeIAQESEgoFYWxwaGEYCyABKAFICIgBARIeChFkcmlmdF9taW5fc2FtcGxlcxgMIAEoAUgJiAEBEiEKFGJvb3RzdHJhcF9yZXBsaWNhdGVzGA0gASgDSAqIAQESGwoOYm9vdHN0cmFwX3NlZWQYDiABKANIC4gBARIgChNmdWxsX21vZGVsX3ZhcmlhbmNlGA8gASgBSAyIAQESGwoObWF4X2RldGVjdGlvbnMYECABKANIDYgBAUIMCgpfdGhyZXNob2xkQgcKBV9iZXRhQgoKCF9tYXhfZnByQhMKEV9tYXhfY3VydmVfcG9pbnRzQhMKEV9jb25maWRlbmNlX2xldmVsQgsKCV9uX3BhcmFtc0ITChFfY2FsaWJyYXRpb25fYmluc0IPCg1fYXVjX2ludGVydmFsQggKBl9hbHBoYUIUChJfZHJpZnRfbWluX3NhbXBsZXNCFwoVX2Jvb3RzdHJhcF9yZXBsaWNhdGVzQhEKD19ib290c3RyYXBfc2VlZEIWChRfZnVsbF9tb2RlbF92YXJpYW5jZUIRCg9fbWF4X2RldGVjdGlvbnMiNwoFTW9kZWwSDAoEbmFtZRgBIAEoCRIPCgd2ZXJzaW9uGAIgASgJEg8KB3NlZ21lbnQYAyABKAkingIKCEJhc2VsaW5lEhQKB3JvY19hdWMYASABKAFIAIgBARIdChByb2NfYXVjX3ZhcmlhbmNlGAIgASgBSAGIAQESFwoKbl9wb3NpdGl2ZRgDIAEoAUgCiAEBEhcKCm5fbmVnYXRpdmUYBCABKAFIA4gBARIOCgZsYWJlbHMYBSADKAESDgoGc2NvcmVzGAYgAygBEhIKCmxhYmVsc19mNjQYByABKAwSEgoKc2NvcmVzX2Y2NBgIIAEoDBIPCgd3ZWlnaHRzGAkgAygBEhMKC3dlaWdodHNfZjY0GAogASgMQgoKCF9yb2NfYXVjQhMKEV9yb2NfYXVjX3ZhcmlhbmNlQg0KC19uX3Bvc2l0aXZlQg0KC19uX25lZ2F0aXZlIjAKCkNoYWxsZW5nZXISDgoGc2NvcmVzGAEgAygBEhIKCnNjb3Jlc19mNjQYAiABKAwilwQKD0V2YWx1YXRlUmVxdWVzdBIgCgR0YXNrGAEgASgOMhIuZXZhbHNlcnZlLnYxLlRhc2sSDgoGbGFiZWxzGAIgAygBEg4KBnNjb3JlcxgDIAMoARITCgtwcmVkaWN0aW9ucxgEIAMoARIPCgd3ZWlnaHRzGAUgAygBEg8KB2NsYXNzZXMYBiADKAkSEwoLbGFiZWxfbmFtZXMYByADKAkSJgoHb3B0aW9ucxgIIAEoCzIVLmV2YWxzZXJ2ZS52MS5PcHRpb25zEiIKBW1vZGVsGAkgASgLMhMuZXZhbHNlcnZlLnYxLk1vZGVsEigKCGJhc2VsaW5lGAogASgLMhYuZXZhbHNlcnZlLnYxLkJhc2VsaW5lEiwKCmNoYWxsZW5nZXIYCyABKAsyGC5ldmFsc2VydmUudjEuQ2hhbGxlbmdlchISCgpsYWJlbHNfZjY0GAwgASgMEhIKCnNjb3Jlc19mNjQYDSABKAwSFwoPcHJlZGljdGlvbnNfZjY0GA4gASgMEhMKC3dlaWdodHNfZjY0GA8gASgMEhYKCW5fY2xhc3NlcxgQIAEoA0gAiAEBEiwKBmltYWdlcxgRIAMoCzIcLmV2YWxzZXJ2ZS52MS5EZXRlY3Rpb25JbWFnZRIoCghjb3ZlcmFnZRgSIAEoCzIWLmV2YWxzZXJ2ZS52MS5Db3ZlcmFnZUIMCgpfbl9jbGFzc2VzInIKCENvdmVyYWdlEhoKDW5fcHJlZGljdGlvbnMYASABKANIAIgBARIgChNsYWJlbF9kZWxheV9zZWNvbmRzGAIgASgBSAGIAQFCEAoOX25fcHJlZGljdGlvbnNCFgoUX2xhYmVsX2RlbGF5X3NlY29uZHMihwEKDkRldGVjdGlvbkltYWdlEhAKCGltYWdlX2lkGAEgASgJEhAKCGd0X2JveGVzGAIgAygBEhIKCmd0X2NsYXNzZXMYAyADKAMSEgoKcHJlZF9ib3hlcxgEIAMoARIUCgxwcmVkX2NsYXNzZXMYBSADKAMSEwoLcHJlZF9zY29yZXMYBiADKAEihwIKDFN0cmVhbUhlYWRlchIgCgR0YXNrGAEgASgOMhIuZXZhbHNlcnZlLnYxLlRhc2sSDwoHY2xhc3NlcxgCIAMoCRImCgdvcHRpb25zGAMgASgLMhUuZXZhbHNlcnZlLnYxLk9wdGlvbnMSIgoFbW9kZWwYBCABKAsyEy5ldmFsc2VydmUudjEuTW9kZWwSKAoIYmFzZWxpbmUYBSABKAsyFi5ldmFsc2VydmUudjEuQmFzZWxpbmUSFgoJbl9jbGFzc2VzGAYgASgDSACIAQESKAoIY292ZXJhZ2UYByABKAsyFi5ldmFsc2VydmUudjEuQ292ZXJhZ2VCDAoKX25fY2xhc3NlcyKiAgoVRXZhbHVhdGVTdHJlYW1SZXF1ZXN0EioKBmhlYWRlchgBIAEoCzIaLmV2YWxzZXJ2ZS52MS5TdHJlYW1IZWFkZXISDgoGbGFiZWxzGAIgAygBEg4KBnNjb3JlcxgDIAMoARITCgtwcmVkaWN0aW9ucxgEIAMoARIPCgd3ZWlnaHRzGAUgAygBEhMKC2xhYmVsX25hbWVzGAcgAygJEhIKCmxhYmVsc19mNjQYDCABKAwSEgoKc2NvcmVzX2Y2NBgNIAEoDBIXCg9wcmVkaWN0aW9uc19mNjQYDiABKAwSEwoLd2VpZ2h0c19mNjQYDyABKAwSLAoGaW1hZ2VzGBEgAygLMhwuZXZhbHNlcnZlLnYxLkRldGVjdGlvbkltYWdlIjgKCFJvY0N1cnZlEgsKA2ZwchgBIAMoARILCgN0cHIYAiADKAESEgoKdGhyZXNob2xkcxgDIAMoASJACgdQckN1cnZlEhEKCXByZWNpc2lvbhgBIAMoARIOCgZyZWNhbGwYAiADKAESEgoKdGhyZXNob2xkcxgDIAMoASLJAQoGQ3VydmVzEiMKA3JvYxgBIAEoCzIWLmV2YWxzZXJ2ZS52MS5Sb2NDdXJ2ZRIhCgJwchgCIAEoCzIVLmV2YWxzZXJ2ZS52MS5QckN1cnZlEi4KBW90aGVyGAMgAygLMh8uZXZhbHNlcnZlLnYxLkN1cnZlcy5PdGhlckVudHJ5GkcKCk90aGVyRW50cnkSCwoDa2V5GAEgASgJEigKBXZhbHVlGAIgASgLMhkuZXZhbHNlcnZlLnYxLk5hbWVkQXJyYXlzOgI4ASKJAQoLTmFtZWRBcnJheXMSNQoGYXJyYXlzGAEgAygLMiUuZXZhbHNlcnZlLnYxLk5hbWVkQXJyYXlzLkFycmF5c0VudHJ5GkMKC0FycmF5c0VudHJ5EgsKA2tleRgBIAEoCRIjCgV2YWx1ZRgCIAEoCzIULmV2YWxzZXJ2ZS52MS5WYWx1ZXM6AjgBIhgKBlZhbHVlcxIOCgZ2YWx1ZXMYASADKAEingEKCEludGVydmFsEg0KBWxvd2VyGAEgASgBEg0KBXVwcGVyGAIgASgBEg0KBWxldmVsGAMgASgBEg4KBm1ldGhvZBgEIAEoCRIRCglzdGRfZXJyb3IYBSABKAESFwoKcmVwbGljYXRlcxgGIAEoA0gAiAEBEhEKBHNlZWQYByABKANIAYgBAUINCgtfcmVwbGljYXRlc0IHCgVfc2VlZCKbAgoJRHJpZnRUZXN0EhAKCGJhc2VsaW5lGAEgASgBEhIKBWRlbHRhGAIgASgBSACIAQESDgoBehgDIAEoAUgBiAEBEhQKB3BfdmFsdWUYBCABKAFIAogBARIYCgtzaWduaWZpY2FudBgFIAEoCEgDiAEBEg4KBm1ldGhvZBgGIAEoCRIPCgJkZhgHIAEoAUgEiAEBEhYKCXN0ZF9lcnJvchgIIAEoAUgFiAEBEg4KBnN0YXR1cxgJIAEoCRITCgZyZWFzb24YCiABKAlIBogBAUIICgZfZGVsdGFCBAoCX3pCCgoIX3BfdmFsdWVCDgoMX3NpZ25pZmljYW50QgUKA19kZkIMCgpfc3RkX2Vycm9yQgkKB19yZWFzb24isgIKCkNvbXBhcmlzb24SFwoKY2hhbGxlbmdlchgBIAEoAUgAiAEBEhIKBWRlbHRhGAIgASgBSAGIAQESDgoBehgDIAEoAUgCiAEBEhQKB3BfdmFsdWUYBCABKAFIA4gBARIYCgtzaWduaWZpY2FudBgFIAEoCEgEiAEBEg4KBm1ldGhvZBgGIAEoCRIWCglzdGRfZXJyb3IYByABKAFIBYgBARIOCgZzdGF0dXMYCCABKAkSEwoGcmVhc29uGAkgASgJSAaIAQESDwoCZGYYCiABKAFIB4gBAUINCgtfY2hhbGxlbmdlckIICgZfZGVsdGFCBAoCX3pCCgoIX3BfdmFsdWVCDgoMX3NpZ25pZmljYW50QgwKCl9zdGRfZXJyb3JCCQoHX3JlYXNvbkIFCgNfZGYihAMKDENsYXNzTWV0cmljcxISCgpjbGFzc19uYW1lGAEgASgJEjgKB21ldHJpY3MYAiADKAsyJy5ldmFsc2VydmUudjEuQ2xhc3NNZXRyaWNzLk1ldHJpY3NFbnRyeRI8Cgl1bmRlZmluZWQYAyADKAsyKS5ldmFsc2VydmUudjEuQ2xhc3NNZXRyaWNzLlVuZGVmaW5lZEVudHJ5EjwKCWludGVydmFscxgEIAMoCzIpLmV2YWxzZXJ2ZS52MS5DbGFzc01ldHJpY3MuSW50ZXJ2YWxzRW50cnkaLgoMTWV0cmljc0VudHJ5EgsKA2tleRgBIAEoCRINCgV2YWx1ZRgCIAEoAToCOAEaMAoOVW5kZWZpbmVkRW50cnkSCwoDa2V5GAEgASgJEg0KBXZhbHVlGAIgASgJOgI4ARpICg5JbnRlcnZhbHNFbnRyeRILCgNrZXkYASABKAkSJQoFdmFsdWUYAiABKAsyFi5ldmFsc2VydmUudjEuSW50ZXJ2YWw6AjgBItgHChBFdmFsdWF0ZVJlc3BvbnNlEiAKBHRhc2sYASABKA4yEi5ldmFsc2VydmUudjEuVGFzaxIRCgluX3NhbXBsZXMYAiABKAMSPAoHbWV0cmljcxgDIAMoCzIrLmV2YWxzZXJ2ZS52MS5FdmFsdWF0ZVJlc3BvbnNlLk1ldHJpY3NFbnRyeRJACgl1bmRlZmluZWQYBCADKAsyLS5ldmFsc2VydmUudjEuRXZhbHVhdGVSZXNwb25zZS5VbmRlZmluZWRFbnRyeRItCglwZXJfY2xhc3MYBSADKAsyGi5ldmFsc2VydmUudjEuQ2xhc3NNZXRyaWNzEiQKBmN1cnZlcxgGIAEoCzIULmV2YWxzZXJ2ZS52MS5DdXJ2ZXMSQAoJaW50ZXJ2YWxzGAcgAygLMi0uZXZhbHNlcnZlLnYxLkV2YWx1YXRlUmVzcG9uc2UuSW50ZXJ2YWxzRW50cnkSOAoFZHJpZnQYCCADKAsyKS5ldmFsc2VydmUudjEuRXZhbHVhdGVSZXNwb25zZS5EcmlmdEVudHJ5EkIKCmNvbXBhcmlzb24YCSADKAsyLi5ldmFsc2VydmUudjEuRXZhbHVhdGVSZXNwb25zZS5Db21wYXJpc29uRW50cnkSRAoLY29udmVudGlvbnMYCiADKAsyLy5ldmFsc2VydmUudjEuRXZhbHVhdGVSZXNwb25zZS5Db252ZW50aW9uc0VudHJ5EhAKCHdhcm5pbmdzGAsgAygJEi4KCGNvdmVyYWdlGAwgASgLMhwuZXZhbHNlcnZlLnYxLkNvdmVyYWdlUmVwb3J0Gi4KDE1ldHJpY3NFbnRyeRILCgNrZXkYASABKAkSDQoFdmFsdWUYAiABKAE6AjgBGjAKDlVuZGVmaW5lZEVudHJ5EgsKA2tleRgBIAEoCRINCgV2YWx1ZRgCIAEoCToCOAEaSAoOSW50ZXJ2YWxzRW50cnkSCwoDa2V5GAEgASgJEiUKBXZhbHVlGAIgASgLMhYuZXZhbHNlcnZlLnYxLkludGVydmFsOgI4ARpFCgpEcmlmdEVudHJ5EgsKA2tleRgBIAEoCRImCgV2YWx1ZRgCIAEoCzIXLmV2YWxzZXJ2ZS52MS5EcmlmdFRlc3Q6AjgBGksKD0NvbXBhcmlzb25FbnRyeRILCgNrZXkYASABKAkSJwoFdmFsdWUYAiABKAsyGC5ldmFsc2VydmUudjEuQ29tcGFyaXNvbjoCOAEaMgoQQ29udmVudGlvbnNFbnRyeRILCgNrZXkYASABKAkSDQoFdmFsdWUYAiABKAk6AjgBIrwBCg5Db3ZlcmFnZVJlcG9ydBIaCg1uX3ByZWRpY3Rpb25zGAEgASgDSACIAQESEgoKbl9sYWJlbGxlZBgCIAEoAxIbCg5sYWJlbF9jb3ZlcmFnZRgDIAEoAUgBiAEBEiAKE2xhYmVsX2RlbGF5X3NlY29uZHMYBCABKAFIAogBAUIQCg5fbl9wcmVkaWN0aW9uc0IRCg9fbGFiZWxfY292ZXJhZ2VCFgoUX2xhYmVsX2RlbGF5X3NlY29uZHMiNgoSTGlzdE1ldHJpY3NSZXF1ZXN0EiAKBHRhc2sYASABKA4yEi5ldmFsc2VydmUudjEuVGFzayJJCgtNZXRyaWNSYW5nZRISCgVsb3dlchgBIAEoAUgAiAEBEhIKBXVwcGVyGAIgASgBSAGIAQFCCAoGX2xvd2VyQggKBl91cHBlciKXAgoKTWV0cmljSW5mbxIMCgRuYW1lGAEgASgJEiEKBXRhc2tzGAIgAygOMhIuZXZhbHNlcnZlLnYxLlRhc2sSHQoQaGlnaGVyX2lzX2JldHRlchgDIAEoCEgAiAEBEhIKCmRlZmluaXRpb24YBCABKAkSDwoHYWxpYXNlcxgFIAMoCRIgCgR0YXNrGAYgASgOMhIuZXZhbHNlcnZlLnYxLlRhc2sSKAoFcmFuZ2UYByABKAsyGS5ldmFsc2VydmUudjEuTWV0cmljUmFuZ2USEgoKY29udmVudGlvbhgIIAEoCRIRCglyZWZlcmVuY2UYCSABKAkSDAoEdGVzdBgKIAEoCUITChFfaGlnaGVyX2lzX2JldHRlciJAChNMaXN0TWV0cmljc1Jlc3BvbnNlEikKB21ldHJpY3MYASADKAsyGC5ldmFsc2VydmUudjEuTWV0cmljSW5mbyqAAQoEVGFzaxIUChBUQVNLX1VOU1BFQ0lGSUVEEAASDwoLVEFTS19CSU5BUlkQARITCg9UQVNLX01VTFRJQ0xBU1MQAhITCg9UQVNLX01VTFRJTEFCRUwQAxITCg9UQVNLX1JFR1JFU1NJT04QBBISCg5UQVNLX0RFVEVDVElPThAFMosCChFFdmFsdWF0aW9uU2VydmljZRJJCghFdmFsdWF0ZRIdLmV2YWxzZXJ2ZS52MS5FdmFsdWF0ZVJlcXVlc3QaHi5ldmFsc2VydmUudjEuRXZhbHVhdGVSZXNwb25zZRJXCg5FdmFsdWF0ZVN0cmVhbRIjLmV2YWxzZXJ2ZS52MS5FdmFsdWF0ZVN0cmVhbVJlcXVlc3QaHi5ldmFsc2VydmUudjEuRXZhbHVhdGVSZXNwb25zZSgBElIKC0xpc3RNZXRyaWNzEiAuZXZhbHNlcnZlLnYxLkxpc3RNZXRyaWNzUmVxdWVzdBohLmV2YWxzZXJ2ZS52MS5MaXN0TWV0cmljc1Jlc3BvbnNlQkJQAVo+Z2l0aHViLmNvbS9ldmFsc2VydmUvZXZhbHNlcnZlL2dlbi9nby9ldmFsc2VydmUvdjE7ZXZhbHNlcnZldjFiBnByb3RvMw");
 
 /**
- * Options tune the evaluation; an unset field takes its default.
+ * Options tune the evaluation; an unset field takes its default. Each option's default, bounds
+ * and tasks are in the options table (evalserve.core.OPTIONS, docs/reference/options.md).
  *
  * @generated from message evalserve.v1.Options
  */
 export type Options = Message<"evalserve.v1.Options"> & {
   /**
-   * A score >= threshold is predicted positive (default 0.5).
+   * A score >= threshold is predicted positive.
    *
    * @generated from field: optional double threshold = 1;
    */
   threshold?: number | undefined;
 
   /**
-   * F-beta weight of recall, > 0 (default 1).
+   * F-beta weight of recall, > 0.
    *
    * @generated from field: optional double beta = 2;
    */
   beta?: number | undefined;
 
   /**
-   * k of multiclass top-k accuracy (default 1 and 5).
+   * k of multiclass top-k accuracy.
    *
    * @generated from field: repeated int64 top_k = 3;
    */
@@ -56,14 +57,14 @@ export type Options = Message<"evalserve.v1.Options"> & {
   maxFpr?: number | undefined;
 
   /**
-   * Curves are thinned to at most this many points; 0 omits them (default 1000).
+   * Curves are thinned to at most this many points; 0 omits them.
    *
    * @generated from field: optional int64 max_curve_points = 6;
    */
   maxCurvePoints?: bigint | undefined;
 
   /**
-   * Level of every interval, in (0, 1) (default 0.95).
+   * Level of every interval, in (0, 1).
    *
    * @generated from field: optional double confidence_level = 7;
    */
@@ -77,42 +78,42 @@ export type Options = Message<"evalserve.v1.Options"> & {
   nParams?: bigint | undefined;
 
   /**
-   * Equal-width bins of the expected calibration error (default 10).
+   * Equal-width bins of the expected calibration error.
    *
    * @generated from field: optional int64 calibration_bins = 9;
    */
   calibrationBins?: bigint | undefined;
 
   /**
-   * DeLong interval of the ROC AUC: "logit" (default) or "wald" (as pROC).
+   * DeLong interval of the ROC AUC: "logit" or "wald" (as pROC).
    *
    * @generated from field: optional string auc_interval = 10;
    */
   aucInterval?: string | undefined;
 
   /**
-   * Significance level of the drift test and the challenger comparison (default 0.05).
+   * Significance level of the drift test and the challenger comparison.
    *
    * @generated from field: optional double alpha = 11;
    */
   alpha?: number | undefined;
 
   /**
-   * Fewest positives and negatives (each) for a drift or comparison verdict (default 20).
+   * Fewest positives and negatives (each) for a drift or comparison verdict.
    *
    * @generated from field: optional double drift_min_samples = 12;
    */
   driftMinSamples?: number | undefined;
 
   /**
-   * Replicates of the bootstrap intervals; 0 (the default) skips them.
+   * Replicates of the bootstrap intervals; 0 skips them.
    *
    * @generated from field: optional int64 bootstrap_replicates = 13;
    */
   bootstrapReplicates?: bigint | undefined;
 
   /**
-   * Seed of the bootstrap (default 0): the same request gives the same intervals.
+   * Seed of the bootstrap: the same request gives the same intervals.
    *
    * @generated from field: optional int64 bootstrap_seed = 14;
    */
@@ -126,7 +127,7 @@ export type Options = Message<"evalserve.v1.Options"> & {
   fullModelVariance?: number | undefined;
 
   /**
-   * Detection: the highest-scoring predictions kept per image (default 100, as COCO).
+   * Detection: the highest-scoring predictions kept per image (as COCO's maxDets).
    *
    * @generated from field: optional int64 max_detections = 16;
    */
@@ -147,16 +148,22 @@ export const OptionsSchema: GenMessage<Options> = /*@__PURE__*/
  */
 export type Model = Message<"evalserve.v1.Model"> & {
   /**
+   * The model's name (Prometheus label `model`); required.
+   *
    * @generated from field: string name = 1;
    */
   name: string;
 
   /**
+   * Its version (label `version`).
+   *
    * @generated from field: string version = 2;
    */
   version: string;
 
   /**
+   * The slice of traffic (label `segment`).
+   *
    * @generated from field: string segment = 3;
    */
   segment: string;
@@ -427,26 +434,36 @@ export type DetectionImage = Message<"evalserve.v1.DetectionImage"> & {
   imageId: string;
 
   /**
+   * Ground-truth boxes, m x 4 row-major.
+   *
    * @generated from field: repeated double gt_boxes = 2;
    */
   gtBoxes: number[];
 
   /**
+   * Class id of each ground-truth box.
+   *
    * @generated from field: repeated int64 gt_classes = 3;
    */
   gtClasses: bigint[];
 
   /**
+   * Predicted boxes, p x 4 row-major.
+   *
    * @generated from field: repeated double pred_boxes = 4;
    */
   predBoxes: number[];
 
   /**
+   * Class id of each predicted box.
+   *
    * @generated from field: repeated int64 pred_classes = 5;
    */
   predClasses: bigint[];
 
   /**
+   * Score of each predicted box.
+   *
    * @generated from field: repeated double pred_scores = 6;
    */
   predScores: number[];
@@ -493,6 +510,8 @@ export type StreamHeader = Message<"evalserve.v1.StreamHeader"> & {
   baseline?: Baseline | undefined;
 
   /**
+   * Columns of the batches' flat (row-major) score matrices, as EvaluateRequest's n_classes.
+   *
    * @generated from field: optional int64 n_classes = 6;
    */
   nClasses?: bigint | undefined;
@@ -524,11 +543,15 @@ export type EvaluateStreamRequest = Message<"evalserve.v1.EvaluateStreamRequest"
   header?: StreamHeader | undefined;
 
   /**
+   * Ground truth of this batch's rows, as in EvaluateRequest.
+   *
    * @generated from field: repeated double labels = 2;
    */
   labels: number[];
 
   /**
+   * Scores of this batch's rows, as in EvaluateRequest.
+   *
    * @generated from field: repeated double scores = 3;
    */
   scores: number[];
@@ -739,13 +762,15 @@ export type Interval = Message<"evalserve.v1.Interval"> & {
   stdError: number;
 
   /**
-   * Bootstrap only: replicates and seed.
+   * Bootstrap only: its replicates.
    *
    * @generated from field: optional int64 replicates = 6;
    */
   replicates?: bigint | undefined;
 
   /**
+   * Bootstrap only: its seed.
+   *
    * @generated from field: optional int64 seed = 7;
    */
   seed?: bigint | undefined;
@@ -880,6 +905,8 @@ export type Comparison = Message<"evalserve.v1.Comparison"> & {
   reason?: string | undefined;
 
   /**
+   * Always unset: the paired test is normal.
+   *
    * @generated from field: optional double df = 10;
    */
   df?: number | undefined;

@@ -45,7 +45,9 @@ global___Task = Task
 
 @typing.final
 class Options(google.protobuf.message.Message):
-    """Options tune the evaluation; an unset field takes its default."""
+    """Options tune the evaluation; an unset field takes its default. Each option's default, bounds
+    and tasks are in the options table (evalserve.core.OPTIONS, docs/reference/options.md).
+    """
 
     DESCRIPTOR: google.protobuf.descriptor.Descriptor
 
@@ -66,36 +68,36 @@ class Options(google.protobuf.message.Message):
     FULL_MODEL_VARIANCE_FIELD_NUMBER: builtins.int
     MAX_DETECTIONS_FIELD_NUMBER: builtins.int
     threshold: builtins.float
-    """A score >= threshold is predicted positive (default 0.5)."""
+    """A score >= threshold is predicted positive."""
     beta: builtins.float
-    """F-beta weight of recall, > 0 (default 1)."""
+    """F-beta weight of recall, > 0."""
     max_fpr: builtins.float
     """FPR bound of the McClish-standardized partial AUC, in (0, 1]."""
     max_curve_points: builtins.int
-    """Curves are thinned to at most this many points; 0 omits them (default 1000)."""
+    """Curves are thinned to at most this many points; 0 omits them."""
     confidence_level: builtins.float
-    """Level of every interval, in (0, 1) (default 0.95)."""
+    """Level of every interval, in (0, 1)."""
     n_params: builtins.int
     """Parameters of a regression model, for adjusted R2, AIC, BIC and Mallows' Cp."""
     calibration_bins: builtins.int
-    """Equal-width bins of the expected calibration error (default 10)."""
+    """Equal-width bins of the expected calibration error."""
     auc_interval: builtins.str
-    """DeLong interval of the ROC AUC: "logit" (default) or "wald" (as pROC)."""
+    """DeLong interval of the ROC AUC: "logit" or "wald" (as pROC)."""
     alpha: builtins.float
-    """Significance level of the drift test and the challenger comparison (default 0.05)."""
+    """Significance level of the drift test and the challenger comparison."""
     drift_min_samples: builtins.float
-    """Fewest positives and negatives (each) for a drift or comparison verdict (default 20)."""
+    """Fewest positives and negatives (each) for a drift or comparison verdict."""
     bootstrap_replicates: builtins.int
-    """Replicates of the bootstrap intervals; 0 (the default) skips them."""
+    """Replicates of the bootstrap intervals; 0 skips them."""
     bootstrap_seed: builtins.int
-    """Seed of the bootstrap (default 0): the same request gives the same intervals."""
+    """Seed of the bootstrap: the same request gives the same intervals."""
     full_model_variance: builtins.float
     """Regression: residual variance of the full model, for Mallows' Cp."""
     max_detections: builtins.int
-    """Detection: the highest-scoring predictions kept per image (default 100, as COCO)."""
+    """Detection: the highest-scoring predictions kept per image (as COCO's maxDets)."""
     @property
     def top_k(self) -> google.protobuf.internal.containers.RepeatedScalarFieldContainer[builtins.int]:
-        """k of multiclass top-k accuracy (default 1 and 5)."""
+        """k of multiclass top-k accuracy."""
 
     @property
     def head_k(self) -> google.protobuf.internal.containers.RepeatedScalarFieldContainer[builtins.float]:
@@ -164,8 +166,11 @@ class Model(google.protobuf.message.Message):
     VERSION_FIELD_NUMBER: builtins.int
     SEGMENT_FIELD_NUMBER: builtins.int
     name: builtins.str
+    """The model's name (Prometheus label `model`); required."""
     version: builtins.str
+    """Its version (label `version`)."""
     segment: builtins.str
+    """The slice of traffic (label `segment`)."""
     def __init__(
         self,
         *,
@@ -410,15 +415,25 @@ class DetectionImage(google.protobuf.message.Message):
     PRED_SCORES_FIELD_NUMBER: builtins.int
     image_id: builtins.str
     @property
-    def gt_boxes(self) -> google.protobuf.internal.containers.RepeatedScalarFieldContainer[builtins.float]: ...
+    def gt_boxes(self) -> google.protobuf.internal.containers.RepeatedScalarFieldContainer[builtins.float]:
+        """Ground-truth boxes, m x 4 row-major."""
+
     @property
-    def gt_classes(self) -> google.protobuf.internal.containers.RepeatedScalarFieldContainer[builtins.int]: ...
+    def gt_classes(self) -> google.protobuf.internal.containers.RepeatedScalarFieldContainer[builtins.int]:
+        """Class id of each ground-truth box."""
+
     @property
-    def pred_boxes(self) -> google.protobuf.internal.containers.RepeatedScalarFieldContainer[builtins.float]: ...
+    def pred_boxes(self) -> google.protobuf.internal.containers.RepeatedScalarFieldContainer[builtins.float]:
+        """Predicted boxes, p x 4 row-major."""
+
     @property
-    def pred_classes(self) -> google.protobuf.internal.containers.RepeatedScalarFieldContainer[builtins.int]: ...
+    def pred_classes(self) -> google.protobuf.internal.containers.RepeatedScalarFieldContainer[builtins.int]:
+        """Class id of each predicted box."""
+
     @property
-    def pred_scores(self) -> google.protobuf.internal.containers.RepeatedScalarFieldContainer[builtins.float]: ...
+    def pred_scores(self) -> google.protobuf.internal.containers.RepeatedScalarFieldContainer[builtins.float]:
+        """Score of each predicted box."""
+
     def __init__(
         self,
         *,
@@ -448,6 +463,7 @@ class StreamHeader(google.protobuf.message.Message):
     COVERAGE_FIELD_NUMBER: builtins.int
     task: global___Task.ValueType
     n_classes: builtins.int
+    """Columns of the batches' flat (row-major) score matrices, as EvaluateRequest's n_classes."""
     @property
     def classes(self) -> google.protobuf.internal.containers.RepeatedScalarFieldContainer[builtins.str]: ...
     @property
@@ -504,9 +520,13 @@ class EvaluateStreamRequest(google.protobuf.message.Message):
     @property
     def header(self) -> global___StreamHeader: ...
     @property
-    def labels(self) -> google.protobuf.internal.containers.RepeatedScalarFieldContainer[builtins.float]: ...
+    def labels(self) -> google.protobuf.internal.containers.RepeatedScalarFieldContainer[builtins.float]:
+        """Ground truth of this batch's rows, as in EvaluateRequest."""
+
     @property
-    def scores(self) -> google.protobuf.internal.containers.RepeatedScalarFieldContainer[builtins.float]: ...
+    def scores(self) -> google.protobuf.internal.containers.RepeatedScalarFieldContainer[builtins.float]:
+        """Scores of this batch's rows, as in EvaluateRequest."""
+
     @property
     def predictions(self) -> google.protobuf.internal.containers.RepeatedScalarFieldContainer[builtins.float]: ...
     @property
@@ -705,8 +725,9 @@ class Interval(google.protobuf.message.Message):
     std_error: builtins.float
     """Standard error of the metric (bootstrap: the replicates' standard deviation)."""
     replicates: builtins.int
-    """Bootstrap only: replicates and seed."""
+    """Bootstrap only: its replicates."""
     seed: builtins.int
+    """Bootstrap only: its seed."""
     def __init__(
         self,
         *,
@@ -817,6 +838,7 @@ class Comparison(google.protobuf.message.Message):
     status: builtins.str
     reason: builtins.str
     df: builtins.float
+    """Always unset: the paired test is normal."""
     def __init__(
         self,
         *,
