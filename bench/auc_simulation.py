@@ -64,7 +64,7 @@ from numpy.typing import NDArray
 from results_md import RESULTS_PATH, write_section
 from timing import load_average, progress
 
-from evalserve.core import Options, evaluate
+from evalserve.core import DriftTest, EvaluationResult, Interval, Options, evaluate
 
 SECTION_TITLE = "AUC intervals and drift test, simulation (bench/auc_simulation.py)"
 SCRIPT = "bench/auc_simulation.py"
@@ -156,11 +156,11 @@ class IntervalTally:
     above: int = 0  # lower bound above the true AUC
     width_sum: float = 0.0
 
-    def add(self, interval: Mapping[str, Any] | None, truth: float) -> None:
+    def add(self, interval: Interval | None, truth: float) -> None:
         self.replicates += 1
-        if not interval or interval.get("lower") is None or interval.get("upper") is None:
+        if interval is None:
             return
-        lower, upper = float(interval["lower"]), float(interval["upper"])
+        lower, upper = interval.lower, interval.upper
         self.defined += 1
         self.width_sum += upper - lower
         if upper < truth:
@@ -188,12 +188,13 @@ class DriftTally:
     significant: int = 0
     insufficient: int = 0
 
-    def add(self, drift: Mapping[str, Any] | None) -> None:
+    def add(self, drift: DriftTest | None) -> None:
         self.replicates += 1
-        drift = drift or {}
-        if drift.get("status") == "insufficient_data":
+        if drift is None:
+            return
+        if drift.status == "insufficient_data":
             self.insufficient += 1
-        verdict = drift.get("significant")
+        verdict = drift.significant
         if verdict is not None:
             self.verdicts += 1
             self.significant += bool(verdict)
@@ -243,8 +244,8 @@ def delong_std_error(labels: Labels, scores: Floats) -> float:
     return math.sqrt(variance)
 
 
-def std_error_ratio(interval: Mapping[str, Any] | None, labels: Labels, scores: Floats) -> float:
-    reported = (interval or {}).get("std_error")
+def std_error_ratio(interval: Interval | None, labels: Labels, scores: Floats) -> float:
+    reported = None if interval is None else interval.std_error
     expected = delong_std_error(labels, scores)
     if reported is None or expected == 0:
         return math.nan
@@ -267,22 +268,19 @@ def simulate(config: Config, start: int, stop: int, seed: int) -> CellTally:
         logit = _evaluate(labels, scores, "logit", None)
         drifted = _evaluate(drifted_labels, drifted_scores, "wald", baseline)
 
-        tally.intervals["wald"].add(wald["intervals"].get("roc_auc"), BASELINE_AUC)
-        tally.intervals["logit"].add(logit["intervals"].get("roc_auc"), BASELINE_AUC)
-        tally.no_drift.add(wald["drift"].get("roc_auc"))
-        tally.drift.add(drifted["drift"].get("roc_auc"))
+        tally.intervals["wald"].add(wald.intervals.get("roc_auc"), BASELINE_AUC)
+        tally.intervals["logit"].add(logit.intervals.get("roc_auc"), BASELINE_AUC)
+        tally.no_drift.add(wald.drift.get("roc_auc"))
+        tally.drift.add(drifted.drift.get("roc_auc"))
         if index == 0:
-            tally.se_ratio = std_error_ratio(wald["intervals"].get("roc_auc"), labels, scores)
+            tally.se_ratio = std_error_ratio(wald.intervals.get("roc_auc"), labels, scores)
     return tally
 
 
 def _evaluate(
     labels: Labels, scores: Floats, method: str, baseline: Mapping[str, Any] | None
-) -> dict[str, Any]:
-    result = evaluate(
-        "binary", labels, scores, options=evaluate_options(method), baseline=baseline
-    ).to_dict()
-    return {"intervals": result["intervals"] or {}, "drift": result["drift"] or {}}
+) -> EvaluationResult:
+    return evaluate("binary", labels, scores, options=evaluate_options(method), baseline=baseline)
 
 
 def _simulate_task(task: tuple[Config, int, int, int]) -> tuple[Config, CellTally]:

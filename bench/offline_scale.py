@@ -111,7 +111,7 @@ def run_way(way: str, folder: str) -> dict[str, Any]:
         "workers": workers,
         "state_bytes": state_bytes,
         "metrics": result.metrics,
-        "std_error": result.intervals["roc_auc"]["std_error"],
+        "std_error": result.intervals["roc_auc"].std_error,
     }
 
 

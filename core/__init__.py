@@ -13,6 +13,13 @@ from evalserve.core._evaluate import (
 from evalserve.core._metric_info import MetricInfo, MetricRange
 from evalserve.core._options import OPTIONS, Options, OptionSpec, parse_options
 from evalserve.core._result import EvaluationResult
+from evalserve.core._result_parts import (
+    ClassRow,
+    Comparison,
+    CoverageReport,
+    DriftTest,
+    Interval,
+)
 from evalserve.core._task_spec import MemoryCost, TaskInputs, TaskSpec
 from evalserve.core._tasks import REGISTRY, TASKS, task_spec
 from evalserve.core.binary._stats import BinaryStats
@@ -24,7 +31,12 @@ __all__ = [
     "TASKS",
     "Accumulator",
     "BinaryStats",
+    "ClassRow",
+    "Comparison",
+    "CoverageReport",
+    "DriftTest",
     "EvaluationResult",
+    "Interval",
     "InvalidInputError",
     "MemoryCost",
     "MetricInfo",

@@ -10,6 +10,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from evalserve.core._errors import InvalidInputError
+from evalserve.core._result_parts import CoverageReport
 
 __all__ = ["COVERAGE_FIELDS", "check_coverage", "coverage_report"]
 
@@ -59,21 +60,23 @@ def check_coverage(coverage: Mapping[str, Any]) -> dict[str, int | float]:
     return checked
 
 
-def coverage_report(coverage: Mapping[str, Any], n_labelled: int) -> dict[str, int | float]:
-    """The ``coverage`` block of a result: the checked fields, ``n_labelled`` (the rows
+def coverage_report(coverage: Mapping[str, Any], n_labelled: int) -> CoverageReport:
+    """The ``coverage`` part of a result: the checked fields, ``n_labelled`` (the rows
     evaluated; images for detection) and ``label_coverage`` = n_labelled / n_predictions."""
     checked = check_coverage(coverage)
-    report: dict[str, int | float] = {"n_labelled": n_labelled}
+    delay = checked.get("label_delay_seconds")
     predictions = checked.get("n_predictions")
-    if predictions is not None:
-        if predictions < n_labelled:
-            raise InvalidInputError(
-                "coverage.n_predictions",
-                f"expected at least the {n_labelled} labelled rows evaluated, "
-                f"but got {int(predictions)}",
-            )
-        report["n_predictions"] = int(predictions)
-        report["label_coverage"] = n_labelled / predictions
-    if "label_delay_seconds" in checked:
-        report["label_delay_seconds"] = checked["label_delay_seconds"]
-    return report
+    if predictions is None:
+        return CoverageReport(n_labelled=n_labelled, label_delay_seconds=delay)
+    if predictions < n_labelled:
+        raise InvalidInputError(
+            "coverage.n_predictions",
+            f"expected at least the {n_labelled} labelled rows evaluated, "
+            f"but got {int(predictions)}",
+        )
+    return CoverageReport(
+        n_labelled=n_labelled,
+        n_predictions=int(predictions),
+        label_coverage=n_labelled / predictions,
+        label_delay_seconds=delay,
+    )

@@ -13,6 +13,8 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
+from evalserve.core._result_parts import ClassRow, Comparison, CoverageReport, DriftTest, Interval
+
 __all__ = ["EvaluationResult", "MetricSink", "TaskOutput"]
 
 Curve = dict[str, NDArray[np.float64]]
@@ -25,7 +27,7 @@ class MetricSink:
     metrics: dict[str, float | None] = field(default_factory=dict)
     undefined: dict[str, str] = field(default_factory=dict)
     warnings: list[str] = field(default_factory=list)
-    intervals: dict[str, dict[str, Any]] = field(default_factory=dict)
+    intervals: dict[str, Interval] = field(default_factory=dict)
 
     def set(self, name: str, value: float | np.floating[Any] | int) -> None:
         number = float(value)
@@ -52,14 +54,10 @@ class MetricSink:
 
 @dataclass
 class TaskOutput:
-    """What one task's ``compute`` returns; ``core.evaluate`` wraps it in the result.
-
-    ``per_class`` rows: ``{"class": name, <metric>: float | None, ..., "undefined": {metric:
-    reason}, "intervals": {metric: interval}}`` (the last two may be empty).
-    """
+    """What one task's ``compute`` returns; ``core.evaluate`` wraps it in the result."""
 
     sink: MetricSink
-    per_class: list[dict[str, Any]] = field(default_factory=list)
+    per_class: list[ClassRow] = field(default_factory=list)
     curves: dict[str, Curve] = field(default_factory=dict)
     conventions: dict[str, str] = field(default_factory=dict)
 
@@ -73,14 +71,14 @@ class EvaluationResult:
     metrics: dict[str, float | None]
     undefined: dict[str, str]
     curves: dict[str, Curve] = field(default_factory=dict)
-    intervals: dict[str, dict[str, Any]] = field(default_factory=dict)
-    drift: dict[str, dict[str, Any]] = field(default_factory=dict)
-    comparison: dict[str, dict[str, Any]] = field(default_factory=dict)
-    per_class: list[dict[str, Any]] = field(default_factory=list)
+    intervals: dict[str, Interval] = field(default_factory=dict)
+    drift: dict[str, DriftTest] = field(default_factory=dict)
+    comparison: dict[str, Comparison] = field(default_factory=dict)
+    per_class: list[ClassRow] = field(default_factory=list)
     conventions: dict[str, str] = field(default_factory=dict)
     warnings: list[str] = field(default_factory=list)
     # Label coverage of the evaluated window, when the request said (core/_coverage.py).
-    coverage: dict[str, int | float] = field(default_factory=dict)
+    coverage: CoverageReport | None = None
 
     def to_dict(self) -> dict[str, Any]:
         """The JSON body of the REST response (non-finite curve thresholds become null)."""
@@ -89,17 +87,17 @@ class EvaluationResult:
             "n_samples": self.n_samples,
             "metrics": dict(self.metrics),
             "undefined": dict(self.undefined),
-            "per_class": [dict(row) for row in self.per_class],
+            "per_class": [row.to_dict() for row in self.per_class],
             "curves": {
                 name: {key: _json_floats(values) for key, values in curve.items()}
                 for name, curve in self.curves.items()
             },
-            "intervals": {k: dict(v) for k, v in self.intervals.items()},
-            "drift": {k: dict(v) for k, v in self.drift.items()},
-            "comparison": {k: dict(v) for k, v in self.comparison.items()},
+            "intervals": {k: v.to_dict() for k, v in self.intervals.items()},
+            "drift": {k: v.to_dict() for k, v in self.drift.items()},
+            "comparison": {k: v.to_dict() for k, v in self.comparison.items()},
             "conventions": dict(self.conventions),
             "warnings": list(self.warnings),
-            "coverage": dict(self.coverage),
+            "coverage": {} if self.coverage is None else self.coverage.to_dict(),
         }
 
 

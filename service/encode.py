@@ -8,7 +8,16 @@ from typing import Any
 import numpy as np
 from google.protobuf.message import Message
 
-from evalserve.core import EvaluationResult, MetricInfo, catalog_entries
+from evalserve.core import (
+    ClassRow,
+    Comparison,
+    CoverageReport,
+    DriftTest,
+    EvaluationResult,
+    Interval,
+    MetricInfo,
+    catalog_entries,
+)
 from evalserve.service.config import Settings
 from evalserve.service.errors import PayloadTooLargeError
 from evalserve.v1 import evaluation_pb2 as pb
@@ -68,35 +77,88 @@ def result_to_proto(result: EvaluationResult) -> pb.EvaluateResponse:
             for key, values in curve.items():
                 arrays[key].values.extend(values)
     for row in result.per_class:
-        entry = response.per_class.add(class_name=str(row.get("class", "")))
-        for key, value in row.items():
-            if key in ("class", "undefined", "intervals") or value is None:
-                continue
-            entry.metrics[key] = float(value)
-        entry.undefined.update(row.get("undefined", {}))
-        for key, interval in row.get("intervals", {}).items():
-            entry.intervals[key].CopyFrom(pb.Interval(**interval))
+        _add_class(response, row)
     for name, interval in result.intervals.items():
-        response.intervals[name].CopyFrom(pb.Interval(**interval))
-    for name, test in result.drift.items():
-        response.drift[name].CopyFrom(pb.DriftTest(**_set_fields(test)))
-    for name, test in result.comparison.items():
-        response.comparison[name].CopyFrom(pb.Comparison(**_set_fields(test)))
-    if result.coverage:
-        coverage = result.coverage
-        report = response.coverage
-        report.n_labelled = int(coverage["n_labelled"])
-        if "n_predictions" in coverage:
-            report.n_predictions = int(coverage["n_predictions"])
-            report.label_coverage = float(coverage["label_coverage"])
-        if "label_delay_seconds" in coverage:
-            report.label_delay_seconds = float(coverage["label_delay_seconds"])
+        response.intervals[name].CopyFrom(_interval_to_proto(interval))
+    for name, drift in result.drift.items():
+        response.drift[name].CopyFrom(_drift_to_proto(drift))
+    for name, comparison in result.comparison.items():
+        response.comparison[name].CopyFrom(_comparison_to_proto(comparison))
+    if result.coverage is not None:
+        response.coverage.CopyFrom(_coverage_to_proto(result.coverage))
     return response
 
 
-def _set_fields(test: dict[str, Any]) -> dict[str, Any]:
-    """A test's fields without the None ones: unset optional fields in protobuf."""
-    return {key: value for key, value in test.items() if value is not None}
+def _add_class(response: pb.EvaluateResponse, row: ClassRow) -> None:
+    """One ``per_class`` entry: the defined metrics, the undefined ones' reasons, the intervals."""
+    entry = response.per_class.add(class_name=row.class_name)
+    for key, value in row.metrics.items():
+        if value is not None:
+            entry.metrics[key] = float(value)
+    entry.undefined.update(row.undefined)
+    for key, interval in row.intervals.items():
+        entry.intervals[key].CopyFrom(_interval_to_proto(interval))
+
+
+def _interval_to_proto(interval: Interval) -> pb.Interval:
+    """The interval; the bootstrap's replicates and seed only when set."""
+    message = pb.Interval(
+        lower=interval.lower,
+        upper=interval.upper,
+        level=interval.level,
+        method=interval.method,
+        std_error=interval.std_error,
+    )
+    if interval.replicates is not None:
+        message.replicates = interval.replicates
+    if interval.seed is not None:
+        message.seed = interval.seed
+    return message
+
+
+def _drift_to_proto(test: DriftTest) -> pb.DriftTest:
+    """The drift test; a None statistic is an unset optional field."""
+    message = pb.DriftTest(baseline=test.baseline, method=test.method, status=test.status)
+    _set_verdict(message, test)
+    return message
+
+
+def _comparison_to_proto(test: Comparison) -> pb.Comparison:
+    """The comparison; a None statistic (or challenger AUC) is an unset optional field."""
+    message = pb.Comparison(method=test.method, status=test.status)
+    if test.challenger is not None:
+        message.challenger = test.challenger
+    _set_verdict(message, test)
+    return message
+
+
+def _set_verdict(message: pb.DriftTest | pb.Comparison, test: DriftTest | Comparison) -> None:
+    if test.delta is not None:
+        message.delta = test.delta
+    if test.z is not None:
+        message.z = test.z
+    if test.df is not None:
+        message.df = test.df
+    if test.p_value is not None:
+        message.p_value = test.p_value
+    if test.significant is not None:
+        message.significant = test.significant
+    if test.std_error is not None:
+        message.std_error = test.std_error
+    if test.reason is not None:
+        message.reason = test.reason
+
+
+def _coverage_to_proto(coverage: CoverageReport) -> pb.CoverageReport:
+    """The coverage report; a None field is unset."""
+    report = pb.CoverageReport(n_labelled=coverage.n_labelled)
+    if coverage.n_predictions is not None:
+        report.n_predictions = coverage.n_predictions
+    if coverage.label_coverage is not None:
+        report.label_coverage = coverage.label_coverage
+    if coverage.label_delay_seconds is not None:
+        report.label_delay_seconds = coverage.label_delay_seconds
+    return report
 
 
 # Every field of a test entry, in the JSON shape (unset optional fields are null).

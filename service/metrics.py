@@ -50,7 +50,7 @@ from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
-from evalserve.core import EvaluationResult, catalog_entry
+from evalserve.core import CoverageReport, EvaluationResult, catalog_entry
 from evalserve.service.config import Settings
 from evalserve.service.records import ModelRef
 
@@ -115,9 +115,6 @@ def _defined(values: Mapping[str, Any]) -> dict[str, float]:
     return {name: number for name, number in numbers.items() if number is not None}
 
 
-COVERAGE_METRICS = ("label_coverage", "label_delay_seconds")
-
-
 def scalar_metrics(result: EvaluationResult) -> dict[str, float]:
     """The defined metrics of ``result`` that the catalog names (``precision_at_100`` too),
     and its label coverage and delay when the request said (``metric`` = label_coverage,
@@ -127,29 +124,40 @@ def scalar_metrics(result: EvaluationResult) -> dict[str, float]:
         for name, value in _defined(result.metrics).items()
         if catalog_entry(name, result.task) is not None
     }
-    values.update(_defined({k: v for k, v in result.coverage.items() if k in COVERAGE_METRICS}))
+    if result.coverage is not None:
+        values.update(_coverage_metrics(result.coverage))
     return values
+
+
+def _coverage_metrics(coverage: CoverageReport) -> dict[str, float]:
+    return _defined(
+        {
+            "label_coverage": coverage.label_coverage,
+            "label_delay_seconds": coverage.label_delay_seconds,
+        }
+    )
 
 
 def class_metrics(result: EvaluationResult) -> dict[str, dict[str, float]]:
     """Per class: the defined numbers of its ``per_class`` row (in the result's order)."""
-    return {
-        str(row["class"]): _defined({k: v for k, v in row.items() if k != "class"})
-        for row in result.per_class
-    }
+    return {row.class_name: _defined(row.metrics) for row in result.per_class}
 
 
-def _bounds(result: EvaluationResult, bound: str) -> dict[str, float]:
-    return _defined({name: interval.get(bound) for name, interval in result.intervals.items()})
+def _lower_bounds(result: EvaluationResult) -> dict[str, float]:
+    return _defined({name: interval.lower for name, interval in result.intervals.items()})
+
+
+def _upper_bounds(result: EvaluationResult) -> dict[str, float]:
+    return _defined({name: interval.upper for name, interval in result.intervals.items()})
 
 
 def _drift(result: EvaluationResult) -> dict[str, Drift]:
     return {
         name: Drift(
-            z=_number(test.get("z")),
-            p_value=_number(test.get("p_value")),
-            significant=test.get("significant"),
-            insufficient_data=test.get("status") == "insufficient_data",
+            z=_number(test.z),
+            p_value=_number(test.p_value),
+            significant=test.significant,
+            insufficient_data=test.status == "insufficient_data",
         )
         for name, test in result.drift.items()
     }
@@ -190,8 +198,8 @@ class ModelSeriesStore:
             self._overflow += refused
             series.updated = now
             series.metrics = scalar_metrics(result)
-            series.ci_lower = _bounds(result, "lower")
-            series.ci_upper = _bounds(result, "upper")
+            series.ci_lower = _lower_bounds(result)
+            series.ci_upper = _upper_bounds(result)
             series.drift = _drift(result)
             series.evaluations += 1
             series.rows += result.n_samples

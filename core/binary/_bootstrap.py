@@ -21,17 +21,16 @@ redrawn as round(W) rows, each carrying W / round(W).
 from __future__ import annotations
 
 import math
-from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
 
+from evalserve.core._result_parts import Interval
 from evalserve.core.binary._stats import BinaryStats
 
 __all__ = ["BOOTSTRAP_METRICS", "MAX_GROUPS", "bootstrap_intervals"]
 
 Floats = NDArray[np.float64]
-Interval = dict[str, Any]
 
 MAX_GROUPS = 1000
 CHUNK_CELLS = 1 << 20  # replicates x groups per chunk: a few MB per matrix
@@ -176,12 +175,12 @@ def _percentile(samples: Floats, level: float, replicates: int, seed: int) -> In
     tail = (1.0 - level) / 2.0
     lower, upper = np.quantile(samples, [tail, 1.0 - tail])
     spread = float(np.std(samples, ddof=1)) if samples.size > 1 else math.nan
-    return {
-        "lower": float(lower),
-        "upper": float(upper),
-        "level": level,
-        "method": "bootstrap-percentile",
-        "std_error": spread,
-        "replicates": replicates,
-        "seed": seed,
-    }
+    return Interval(
+        lower=float(lower),
+        upper=float(upper),
+        level=level,
+        method="bootstrap-percentile",
+        std_error=spread,
+        replicates=replicates,
+        seed=seed,
+    )

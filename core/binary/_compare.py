@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Mapping
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -28,6 +29,7 @@ from evalserve.core._distributions import normal_two_sided_p, t_two_sided_p
 from evalserve.core._errors import InvalidInputError
 from evalserve.core._inner import inner
 from evalserve.core._options import Options
+from evalserve.core._result_parts import Comparison, DriftTest
 from evalserve.core._validation import BinaryInputs, binary_inputs, finite_floats, same_length
 from evalserve.core.binary._delong import Placements, placements
 from evalserve.core.binary._sweep import sweep_of_rows
@@ -35,7 +37,6 @@ from evalserve.core.binary._sweep import sweep_of_rows
 __all__ = ["BASELINE_FIELDS", "comparison_test", "drift_test"]
 
 Floats = NDArray[np.float64]
-Test = dict[str, Any]
 
 PAYLOAD_FIELDS = ("labels", "scores", "weights")
 SUMMARY_FIELDS = ("roc_auc", "roc_auc_variance", "n_positive", "n_negative")
@@ -44,7 +45,9 @@ BASELINE_FIELDS = PAYLOAD_FIELDS + SUMMARY_FIELDS
 CANCELLATION = 1e-12
 
 
-def drift_test(current: Placements | None, baseline: Mapping[str, Any], options: Options) -> Test:
+def drift_test(
+    current: Placements | None, baseline: Mapping[str, Any], options: Options
+) -> DriftTest:
     """The drift entry for ``roc_auc``; ``current`` is None when the current AUC is undefined."""
     if not isinstance(baseline, Mapping):
         raise InvalidInputError("baseline", f"expected an object, but got {baseline!r}")
@@ -65,7 +68,7 @@ def drift_test(current: Placements | None, baseline: Mapping[str, Any], options:
 
 def _against_payload(
     current: Placements | None, baseline: Mapping[str, Any], options: Options
-) -> Test:
+) -> DriftTest:
     rows = binary_inputs(
         baseline.get("labels"), baseline.get("scores"), None, baseline.get("weights"),
         prefix="baseline.",
@@ -76,10 +79,9 @@ def _against_payload(
             "baseline.labels", "the baseline needs both classes to have an AUC, but has one"
         )
     reference = placements(reference_sweep)
-    test: Test = {"baseline": reference.auc, "method": "delong-unpaired"}
     short = _too_few(current, options) or _too_few(reference, options, "the baseline")
     if current is None or short:
-        return _insufficient(test, short or "")
+        return _drift(reference.auc, "delong-unpaired", _insufficient(short or ""))
     v_current, v_reference = current.variance, reference.variance
     # pROC's unpaired roc.test: Welch-Satterthwaite degrees of freedom with one term per curve,
     # each with that curve's total rows (in units of weight) minus one.
@@ -88,12 +90,13 @@ def _against_payload(
         v_reference**2 / (reference.positives + reference.negatives - 1.0)
     )
     df = total * total / denominator if denominator > 0 else math.inf
-    return _verdict(test, current.auc - reference.auc, total, options, df=df)
+    verdict = _verdict(current.auc - reference.auc, total, options, df=df)
+    return _drift(reference.auc, "delong-unpaired", verdict)
 
 
 def _against_summary(
     current: Placements | None, baseline: Mapping[str, Any], options: Options
-) -> Test:
+) -> DriftTest:
     auc = _summary_number(baseline, "roc_auc", low=0.0, high=1.0)
     if auc is None:
         raise InvalidInputError(
@@ -102,16 +105,15 @@ def _against_summary(
     variance = _summary_number(baseline, "roc_auc_variance", low=0.0, high=0.25)
     n_positive = _summary_number(baseline, "n_positive", low=1.0, high=1e15)
     n_negative = _summary_number(baseline, "n_negative", low=1.0, high=1e15)
-    test: Test = {"baseline": auc}
     if variance is not None:
         if n_positive is not None or n_negative is not None:
             raise InvalidInputError(
                 "baseline", "send roc_auc_variance or n_positive and n_negative, not both"
             )
-        test["method"] = "delong-unpaired-summary"
+        method = "delong-unpaired-summary"
         short = _too_few(current, options)
     elif n_positive is not None and n_negative is not None:
-        test["method"] = "delong-unpaired-hanley-mcneil"
+        method = "delong-unpaired-hanley-mcneil"
         variance = _hanley_mcneil(auc, n_positive, n_negative)
         short = _too_few(current, options)
         least = options.drift_min_samples
@@ -125,8 +127,9 @@ def _against_summary(
             "baseline", "with roc_auc, send roc_auc_variance or both n_positive and n_negative"
         )
     if current is None or short:
-        return _insufficient(test, short or "")
-    return _verdict(test, current.auc - auc, current.variance + variance, options, df=math.inf)
+        return _drift(auc, method, _insufficient(short or ""))
+    verdict = _verdict(current.auc - auc, current.variance + variance, options, df=math.inf)
+    return _drift(auc, method, verdict)
 
 
 def _summary_number(
@@ -154,7 +157,7 @@ def _hanley_mcneil(auc: float, n_positive: float, n_negative: float) -> float:
 
 def comparison_test(
     champion: Placements | None, rows: BinaryInputs, challenger: Mapping[str, Any], options: Options
-) -> Test:
+) -> Comparison:
     """The paired DeLong test of the challenger's AUC against the champion's, on ``rows``."""
     if not isinstance(challenger, Mapping):
         raise InvalidInputError("challenger", f"expected an object, but got {challenger!r}")
@@ -165,20 +168,19 @@ def comparison_test(
     same_length("challenger.scores", scores.size, rows.labels.size)
     other_sweep = sweep_of_rows(rows.labels, scores, rows.weights)
     if champion is None:
-        return _insufficient(
-            {"challenger": None, "method": "delong-paired"}, "only one class is present"
-        )
+        return _comparison(None, _insufficient("only one class is present"))
     other = placements(other_sweep)
-    test: Test = {"challenger": other.auc, "method": "delong-paired"}
     short = _too_few(champion, options)
     if short:
-        return _insufficient(test, short)
+        return _comparison(other.auc, _insufficient(short))
     covariance = _covariance(champion, rows.scores, other, scores, rows)
     scale = champion.variance + other.variance
     variance = scale - 2.0 * covariance
     if variance <= CANCELLATION * scale:
         variance = 0.0  # V1 + V2 - 2 Cov is 0 in exact arithmetic: rounding is not spread
-    return _verdict(test, other.auc - champion.auc, variance, options, df=math.inf)
+    return _comparison(
+        other.auc, _verdict(other.auc - champion.auc, variance, options, df=math.inf)
+    )
 
 
 def _covariance(
@@ -212,35 +214,58 @@ def _too_few(placed: Placements | None, options: Options, whose: str = "the data
     return ""
 
 
-def _insufficient(test: Test, reason: str) -> Test:
-    return {
-        **test,
-        "delta": None, "z": None, "df": None, "p_value": None, "significant": None,
-        "std_error": None, "status": "insufficient_data", "reason": reason,
-    }  # fmt: skip
+@dataclass(frozen=True, slots=True)
+class _Verdict:
+    """The outcome of a test, shared by the drift test and the comparison."""
+
+    status: str
+    delta: float | None = None
+    z: float | None = None
+    df: float | None = None
+    p_value: float | None = None
+    significant: bool | None = None
+    std_error: float | None = None
+    reason: str | None = None
 
 
-def _verdict(test: Test, delta: float, variance: float, options: Options, *, df: float) -> Test:
+def _drift(baseline: float, method: str, verdict: _Verdict) -> DriftTest:
+    return DriftTest(
+        baseline=baseline, method=method, status=verdict.status, delta=verdict.delta,
+        z=verdict.z, df=verdict.df, p_value=verdict.p_value, significant=verdict.significant,
+        std_error=verdict.std_error, reason=verdict.reason,
+    )  # fmt: skip
+
+
+def _comparison(challenger: float | None, verdict: _Verdict) -> Comparison:
+    return Comparison(
+        challenger=challenger, method="delong-paired", status=verdict.status,
+        delta=verdict.delta, z=verdict.z, df=verdict.df, p_value=verdict.p_value,
+        significant=verdict.significant, std_error=verdict.std_error, reason=verdict.reason,
+    )  # fmt: skip
+
+
+def _insufficient(reason: str) -> _Verdict:
+    return _Verdict(status="insufficient_data", reason=reason)
+
+
+def _verdict(delta: float, variance: float, options: Options, *, df: float) -> _Verdict:
     std_error = math.sqrt(max(variance, 0.0))
     if std_error == 0.0:
         if delta != 0.0:
-            return {
-                **test, "delta": delta, "z": None, "df": None, "p_value": None,
-                "significant": None, "std_error": 0.0, "status": "undefined",
-                "reason": "the standard error of the difference is 0 (no spread in either AUC)",
-            }  # fmt: skip
+            return _Verdict(
+                status="undefined", delta=delta, std_error=0.0,
+                reason="the standard error of the difference is 0 (no spread in either AUC)",
+            )  # fmt: skip
         z, p_value = 0.0, 1.0  # identical curves, as pROC
     else:
         z = delta / std_error
         p_value = t_two_sided_p(z, df) if math.isfinite(df) else normal_two_sided_p(z)
-    return {
-        **test,
-        "delta": delta,
-        "z": z,
-        "df": df if math.isfinite(df) else None,
-        "p_value": p_value,
-        "significant": p_value < options.alpha,
-        "std_error": std_error,
-        "status": "ok",
-        "reason": None,
-    }
+    return _Verdict(
+        status="ok",
+        delta=delta,
+        z=z,
+        df=df if math.isfinite(df) else None,
+        p_value=p_value,
+        significant=p_value < options.alpha,
+        std_error=std_error,
+    )

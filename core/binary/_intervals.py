@@ -1,20 +1,19 @@
 """Closed-form confidence intervals: DeLong for the ROC AUC, Wilson for the proportions.
 
-Each interval is a dict ``{"lower", "upper", "level", "method", "std_error"}`` (the REST
-``intervals`` entry); an interval that cannot be computed is left out and its reason goes to
-the warnings.
+Each interval is an ``Interval`` (a result's ``intervals`` entry); an interval that cannot be
+computed is left out and its reason goes to the warnings.
 """
 
 from __future__ import annotations
 
 import math
-from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
 
 from evalserve.core._distributions import normal_quantile
 from evalserve.core._result import MetricSink
+from evalserve.core._result_parts import Interval
 from evalserve.core.binary._delong import Placements
 
 __all__ = [
@@ -25,8 +24,6 @@ __all__ = [
     "wilson_interval",
     "wilson_intervals",
 ]
-
-Interval = dict[str, Any]
 
 
 def _z(level: float) -> float:
@@ -72,7 +69,7 @@ def auc_interval_of(
         half = z * std_error / (auc * (1.0 - auc))
         lower, upper = _expit(centre - half), _expit(centre + half)
         name = "delong-logit"
-    return {"lower": lower, "upper": upper, "level": level, "method": name, "std_error": std_error}
+    return Interval(lower=lower, upper=upper, level=level, method=name, std_error=std_error)
 
 
 def _expit(x: float) -> float:
@@ -94,13 +91,13 @@ def wilson_interval(successes: float, trials: float, level: float) -> Interval |
     z2n = z * z / trials
     centre = (p + z2n / 2.0) / (1.0 + z2n)
     half = z * math.sqrt(p * (1.0 - p) / trials + z2n / (4.0 * trials)) / (1.0 + z2n)
-    return {
-        "lower": max(0.0, centre - half),
-        "upper": min(1.0, centre + half),
-        "level": level,
-        "method": "wilson",
-        "std_error": math.sqrt(p * (1.0 - p) / trials),
-    }
+    return Interval(
+        lower=max(0.0, centre - half),
+        upper=min(1.0, centre + half),
+        level=level,
+        method="wilson",
+        std_error=math.sqrt(p * (1.0 - p) / trials),
+    )
 
 
 def wilson_band(

@@ -12,6 +12,7 @@ from numpy.typing import NDArray
 
 from evalserve.core._options import Options
 from evalserve.core._result import MetricSink, TaskOutput
+from evalserve.core._result_parts import ClassRow
 from evalserve.core.detection._average_precision import (
     COCO_RECALL_POINTS,
     coco_precisions,
@@ -71,7 +72,7 @@ def detection_output(
     offsets = stats.offsets()
     ids = stats.class_ids.tolist() if names is None else range(len(names))
     positions = np.searchsorted(stats.class_ids, ids)
-    rows: list[dict[str, Any]] = []
+    rows: list[ClassRow] = []
     curves: list[tuple[int, Floats]] = []  # (row, precision at IoU 0.50) of classes with truth
     for class_id, position in zip(ids, positions.tolist(), strict=True):
         name = str(class_id) if names is None else names[class_id]
@@ -97,7 +98,7 @@ def detection_output(
 
 def _per_class(
     name: str, stats: DetectionStats, position: int, offsets: Ints
-) -> tuple[dict[str, Any], Floats | None]:
+) -> tuple[ClassRow, Floats | None]:
     """The row of the class at ``position`` of ``stats.class_ids``, and its interpolated
     precision at the 101 recall points at IoU 0.50 (None without ground truth)."""
     n_truth = int(stats.n_truth[position])
@@ -120,37 +121,44 @@ def _per_class(
 
 def _class_row(
     name: str, metrics: dict[str, float] | None, n_truth: int, n_received: int
-) -> dict[str, Any]:
-    row: dict[str, Any] = {"class": name}
+) -> ClassRow:
+    values: dict[str, float | None] = {}
     undefined: dict[str, str] = {}
     if metrics is None:
         for metric in CLASS_METRICS:
-            row[metric] = None
+            values[metric] = None
             undefined[metric] = NO_TRUTH
     else:
-        row.update(metrics)
-    row.update(n_ground_truth=n_truth, n_predictions=n_received)
-    row["undefined"] = undefined
-    row["intervals"] = {}
-    return row
+        values.update(metrics)
+    values.update(n_ground_truth=n_truth, n_predictions=n_received)  # counts: ints in the JSON
+    return ClassRow(name, values, undefined)
 
 
-def _means(rows: list[dict[str, Any]], sink: MetricSink) -> None:
+def _count(row: ClassRow, name: str) -> int:
+    """``n_ground_truth`` or ``n_predictions`` of a row (every row has both)."""
+    return int(row.metrics[name] or 0)
+
+
+def _means(rows: list[ClassRow], sink: MetricSink) -> None:
     """Macro means over the classes that have ground truth."""
-    defined = [row for row in rows if row["n_ground_truth"] > 0]
+    defined = [row for row in rows if _count(row, "n_ground_truth") > 0]
     for name, per_class in MEAN_METRICS.items():
         if not defined:
             sink.undefine(name, NO_TRUTH_ANYWHERE)
         else:
-            sink.set(name, sum(row[per_class] for row in defined) / len(defined))
+            # A class with ground truth has every metric: none of them is None.
+            total = sum(row.metrics[per_class] or 0.0 for row in defined)
+            sink.set(name, total / len(defined))
 
 
-def _warn_no_truth(rows: list[dict[str, Any]], sink: MetricSink) -> None:
-    predicted = [row for row in rows if row["n_ground_truth"] == 0 and row["n_predictions"]]
+def _warn_no_truth(rows: list[ClassRow], sink: MetricSink) -> None:
+    predicted = [
+        row for row in rows if _count(row, "n_ground_truth") == 0 and _count(row, "n_predictions")
+    ]
     if not predicted:
         return
     listed = ", ".join(
-        f"{row['class']!r} ({row['n_predictions']} predictions)"
+        f"{row.class_name!r} ({_count(row, 'n_predictions')} predictions)"
         for row in predicted[:MAX_NAMED_IN_WARNING]
     )
     more = len(predicted) - MAX_NAMED_IN_WARNING

@@ -10,13 +10,13 @@ averages and named in ``warnings``.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
 
 from evalserve.core._options import Options
 from evalserve.core._result import MetricSink
+from evalserve.core._result_parts import ClassRow, Interval
 from evalserve.core.binary._delong import placements
 from evalserve.core.binary._intervals import auc_interval
 from evalserve.core.binary._precision_recall import pr_areas
@@ -47,7 +47,7 @@ class ClassRanking:
     values: dict[str, float | None]
     reason: str | None = None
     sweep: Sweep | None = None
-    interval: dict[str, Any] | None = None
+    interval: Interval | None = None
     interval_reason: str | None = None
     undefined: dict[str, str] = field(default_factory=dict)
 
@@ -108,25 +108,24 @@ def ranking_averages(
 
 def class_rows(
     classes: tuple[str, ...], counts: ClassCounts, rankings: list[ClassRanking]
-) -> list[dict[str, Any]]:
+) -> list[ClassRow]:
     """``TaskOutput.per_class``: one row per class, in score-column order."""
     rows = []
     reasons = {"precision": NEVER_PREDICTED, "recall": ABSENT, "f1": NEITHER, "f_beta": NEITHER}
     for index, name in enumerate(classes):
-        row: dict[str, Any] = {"class": name}
+        metrics: dict[str, float | None] = {}
         undefined: dict[str, str] = {}
         for metric, reason in reasons.items():
             value = float(getattr(counts, metric)[index])
             if np.isnan(value):
-                row[metric] = None
+                metrics[metric] = None
                 undefined[metric] = reason
             else:
-                row[metric] = value
-        row["support"] = float(counts.support[index])
+                metrics[metric] = value
+        metrics["support"] = float(counts.support[index])
         ranking = rankings[index]
-        row.update(ranking.values)
+        metrics.update(ranking.values)
         undefined.update(ranking.undefined)
-        row["undefined"] = undefined
-        row["intervals"] = {} if ranking.interval is None else {"roc_auc": ranking.interval}
-        rows.append(row)
+        intervals = {} if ranking.interval is None else {"roc_auc": ranking.interval}
+        rows.append(ClassRow(name, metrics, undefined, intervals))
     return rows

@@ -16,6 +16,7 @@ from numpy.typing import NDArray
 
 from evalserve.core._options import Options
 from evalserve.core._result import MetricSink, TaskOutput
+from evalserve.core._result_parts import ClassRow
 from evalserve.core.binary._precision_recall import pr_areas
 from evalserve.core.binary._ranking import roc_auc
 from evalserve.core.binary._sweep import sweep
@@ -40,7 +41,7 @@ Bools = NDArray[np.bool_]
 
 ONE_CLASS = "only one class is present: "
 MAX_NAMES = 10  # label names listed in one warning
-# The keys of a per_class row between "class" and "undefined", in order.
+# The metrics of a per_class row, in order.
 ROW_METRICS = (*LABEL_METRICS, "support", "roc_auc", "average_precision")
 
 
@@ -194,19 +195,17 @@ def _warn(
 
 def _per_class_rows(
     classes: tuple[str, ...], per_label: dict[str, PerLabel], support: Floats
-) -> list[dict[str, Any]]:
+) -> list[ClassRow]:
     per_class = []
     for j, name in enumerate(classes):
-        row: dict[str, Any] = {"class": name}
+        metrics: dict[str, float | None] = {}
         undefined: dict[str, str] = {}
         for metric in ROW_METRICS:
             if metric == "support":
-                row["support"] = float(support[j])
+                metrics["support"] = float(support[j])
                 continue
-            row[metric] = per_label[metric].value(j)
-            if row[metric] is None:
+            metrics[metric] = per_label[metric].value(j)
+            if metrics[metric] is None:
                 undefined[metric] = per_label[metric].reasons[j]
-        row["undefined"] = undefined
-        row["intervals"] = {}
-        per_class.append(row)
+        per_class.append(ClassRow(name, metrics, undefined))
     return per_class

@@ -223,7 +223,7 @@ def test_result_runs_the_drift_test_and_reports_coverage() -> None:
     expected = evaluate("binary", labels, scores, baseline=baseline, coverage=coverage)
     got = accumulator.result(baseline=baseline, coverage=coverage)
     assert got.to_dict() == expected.to_dict()
-    assert got.coverage is not None and got.coverage["label_coverage"] == 0.5
+    assert got.coverage is not None and got.coverage.label_coverage == 0.5
 
 
 WEIGHTED_BATCHES: dict[str, tuple[dict[str, Any], dict[str, Any]]] = {

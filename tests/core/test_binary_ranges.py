@@ -60,8 +60,8 @@ def _same(ranged: EvaluationResult, whole: EvaluationResult) -> None:
             assert ranged.metrics[name] == pytest.approx(value, rel=1e-12, abs=1e-12), name
     assert set(ranged.intervals) == set(whole.intervals)
     for name, interval in whole.intervals.items():
-        for key, value in interval.items():
-            got = ranged.intervals[name][key]
+        for key, value in interval.to_dict().items():
+            got = ranged.intervals[name].to_dict()[key]
             if isinstance(value, str):
                 assert got == value
             else:

@@ -14,6 +14,7 @@ from hypothesis import strategies as st
 from evalserve import core
 from evalserve.core import (
     BinaryStats,
+    CoverageReport,
     InvalidInputError,
     evaluate,
     evaluate_binary_stats,
@@ -27,11 +28,13 @@ SCORES = [0.1, 0.4, 0.35, 0.8]
 def test_the_report_for_a_binary_window() -> None:
     result = evaluate("binary", LABELS, SCORES, coverage={"n_predictions": 10,
                                                         "label_delay_seconds": 3600})  # fmt: skip
-    assert result.coverage == {
+    assert result.coverage == CoverageReport(
+        n_labelled=4, n_predictions=10, label_coverage=0.4, label_delay_seconds=3600.0,
+    )  # fmt: skip
+    assert result.to_dict()["coverage"] == {
         "n_labelled": 4, "n_predictions": 10, "label_coverage": 0.4,
         "label_delay_seconds": 3600.0,
     }  # fmt: skip
-    assert result.to_dict()["coverage"] == result.coverage
     # the metrics are those of the labelled rows, coverage or not
     assert result.metrics == evaluate("binary", LABELS, SCORES).metrics
 
@@ -42,17 +45,20 @@ def test_without_coverage_the_block_is_empty() -> None:
 
 def test_only_what_was_sent_is_reported() -> None:
     delay_only = evaluate("binary", LABELS, SCORES, coverage={"label_delay_seconds": 0})
-    assert delay_only.coverage == {"n_labelled": 4, "label_delay_seconds": 0.0}
+    assert delay_only.to_dict()["coverage"] == {"n_labelled": 4, "label_delay_seconds": 0.0}
     count_only = evaluate("binary", LABELS, SCORES, coverage={"n_predictions": 4})
-    assert count_only.coverage == {"n_labelled": 4, "n_predictions": 4, "label_coverage": 1.0}
+    assert count_only.to_dict()["coverage"] == {
+        "n_labelled": 4, "n_predictions": 4, "label_coverage": 1.0
+    }  # fmt: skip
 
 
 def test_weights_do_not_change_the_row_count() -> None:
     result = evaluate(
         "binary", LABELS, SCORES, sample_weight=[0, 2, 3.5, 1], coverage={"n_predictions": 8}
     )
-    assert result.coverage["n_labelled"] == 4  # rows, as n_samples (weight-zero rows too)
-    assert result.coverage["label_coverage"] == 0.5
+    assert result.coverage is not None
+    assert result.coverage.n_labelled == 4  # rows, as n_samples (weight-zero rows too)
+    assert result.coverage.label_coverage == 0.5
 
 
 @pytest.mark.parametrize(
@@ -78,7 +84,7 @@ def test_every_task_reports_coverage(
 ) -> None:
     result = evaluate(task, *args, **kwargs, coverage={"n_predictions": 20})
     assert result.n_samples == n_labelled
-    assert result.coverage == {
+    assert result.to_dict()["coverage"] == {
         "n_labelled": n_labelled, "n_predictions": 20, "label_coverage": n_labelled / 20
     }  # fmt: skip
 
@@ -124,7 +130,8 @@ def test_a_stream_reports_what_one_payload_does() -> None:
     streamed = evaluate_binary_stats(stats, parse_options(None), coverage=coverage)
     one_shot = evaluate("binary", labels.astype(float), scores, coverage=coverage)
     assert streamed.coverage == one_shot.coverage
-    assert streamed.coverage["label_coverage"] == 0.25
+    assert streamed.coverage is not None
+    assert streamed.coverage.label_coverage == 0.25
 
 
 @given(n_rows=st.integers(1, 200), extra=st.integers(0, 10**9))
@@ -133,5 +140,6 @@ def test_label_coverage_is_rows_over_predictions_in_0_1(n_rows: int, extra: int)
     scores = [((i * 37) % 101) / 101 for i in range(n_rows)]
     predictions = n_rows + extra
     report = evaluate("binary", labels, scores, coverage={"n_predictions": predictions}).coverage
-    assert report["label_coverage"] == n_rows / predictions
-    assert 0 < report["label_coverage"] <= 1
+    assert report is not None and report.label_coverage is not None
+    assert report.label_coverage == n_rows / predictions
+    assert 0 < report.label_coverage <= 1

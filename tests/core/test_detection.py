@@ -81,7 +81,8 @@ class Scene:
 
 
 def _row(output: TaskOutput, name: str) -> dict[str, Any]:
-    (row,) = [row for row in output.per_class if row["class"] == name]
+    """The row of class ``name`` in its JSON shape."""
+    (row,) = [row.to_dict() for row in output.per_class if row.class_name == name]
     return row
 
 
@@ -355,7 +356,7 @@ def test_class_without_ground_truth_is_null_and_left_out_of_the_means() -> None:
         [(_strip(0, 10), 0, 0.9), (_strip(40, 50), 2, 0.8)],
     )
     output = scene.evaluate()
-    assert [row["class"] for row in output.per_class] == ["0", "1", "2"]
+    assert [row.class_name for row in output.per_class] == ["0", "1", "2"]
     for name in MEANS:
         assert output.sink.metrics[name] == 0.5
     assert _row(output, "1")["ap"] == 0.0
@@ -373,7 +374,7 @@ def test_class_without_ground_truth_is_null_and_left_out_of_the_means() -> None:
 def test_named_classes_give_every_class_a_row() -> None:
     scene = Scene().image([(_strip(0, 10), 1)], [(_strip(0, 10), 1, 0.9)])
     output = scene.evaluate(classes=["cat", "dog", "bird"])
-    assert [row["class"] for row in output.per_class] == ["cat", "dog", "bird"]
+    assert [row.class_name for row in output.per_class] == ["cat", "dog", "bird"]
     assert _row(output, "dog")["ap"] == 1.0
     assert _row(output, "cat")["ap"] is None
     assert _row(output, "bird")["undefined"]["ap_50"].startswith("no ground truth")
@@ -396,7 +397,7 @@ def test_result_shape_catalog_and_conventions() -> None:
     output = _five_boxes_tp_fp_tp_fp_tp().evaluate()
     assert set(output.sink.metrics) == {*MEANS, "n_images", "n_ground_truth", "n_predictions"}
     assert all(type(value) is float for value in output.sink.metrics.values())
-    (row,) = output.per_class
+    (row,) = [entry.to_dict() for entry in output.per_class]
     assert set(row) == ROW_KEYS
     assert (row["undefined"], row["intervals"]) == ({}, {})
     assert all(
@@ -486,7 +487,7 @@ def test_fifteen_image_example_map_is_the_mean_of_the_class_aps() -> None:
     output = scene.evaluate(classes=["电动车", "摩托车"])
     assert _row(output, "摩托车")["ap_50_voc11"] == 1.0
     for name, per_class in (("ap_50_voc11", "ap_50_voc11"), ("map_50", "ap_50"), ("map", "ap")):
-        aps = [row[per_class] for row in output.per_class]
+        aps = [row.to_dict()[per_class] for row in output.per_class]
         assert output.sink.metrics[name] == pytest.approx(sum(aps) / 2, abs=1e-15)
     assert output.sink.metrics["ap_50_voc11"] == pytest.approx((31 / 33 + 1) / 2, abs=1e-15)
 
@@ -582,7 +583,9 @@ def _assert_matches_pycocotools(scene: Scene, **options: Any) -> None:
             assert got is None, name
         else:
             assert got == pytest.approx(expected, abs=ABS), name
-    defined = {row["class"]: row for row in output.per_class if row["n_ground_truth"]}
+    defined = {
+        row.class_name: row.metrics for row in output.per_class if row.metrics["n_ground_truth"]
+    }
     assert set(defined) == set(per_class)
     for name, expected_row in per_class.items():
         for key, expected in expected_row.items():
@@ -596,8 +599,8 @@ def _assert_matches_pycocotools(scene: Scene, **options: Any) -> None:
     rows, points = (int(n) for n in pr["shape"])
     assert points == 101
     precision = pr["precision"].reshape(rows, points)
-    named = [output.per_class[int(index)]["class"] for index in pr["class_index"]]
-    assert named == [row["class"] for row in output.per_class if row["n_ground_truth"]]
+    named = [output.per_class[int(index)].class_name for index in pr["class_index"]]
+    assert named == [row.class_name for row in output.per_class if row.metrics["n_ground_truth"]]
     assert set(named) == set(curves)
     for name, row in zip(named, precision, strict=True):
         np.testing.assert_allclose(row, curves[name], rtol=0, atol=ABS, err_msg=name)

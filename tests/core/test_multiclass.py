@@ -117,7 +117,7 @@ class Case:
         return metrics
 
     def per_class(self, metric: str) -> list[float | None]:
-        return [row[metric] for row in self.output.per_class]
+        return [row.metrics[metric] for row in self.output.per_class]
 
 
 # --------------------------------------------------------------------------------------------
@@ -262,7 +262,7 @@ def test_precision_recall_f1_per_class_and_averaged(case: Case) -> None:
         for index, (value, reference) in enumerate(zip(ours, expected, strict=True)):
             if math.isnan(reference):
                 assert value is None, (name, index)
-                assert name in case.output.per_class[index]["undefined"]
+                assert name in case.output.per_class[index].undefined
             else:
                 assert value == close(reference), (name, index)
     for name, function in (
@@ -445,21 +445,21 @@ def test_per_class_rows_equal_task_binary_one_vs_rest(case: Case) -> None:
     """Each class's ROC AUC, AP, KS and DeLong interval are task binary's on (y == c, s[:, c])."""
     options = {"max_curve_points": 0}
     for c, row in enumerate(case.output.per_class):
-        assert row["class"] == str(c)
-        if row["roc_auc"] is None:
-            assert row["undefined"]["roc_auc"]
+        assert row.class_name == str(c)
+        if row.metrics["roc_auc"] is None:
+            assert row.undefined["roc_auc"]
             continue
         binary = core.evaluate(
             "binary", case.y == c, case.s[:, c], sample_weight=case.w, options=options
         )
         for name in ("roc_auc", "average_precision", "ks_statistic"):
-            assert row[name] == close(binary.metrics[name]), name
+            assert row.metrics[name] == close(binary.metrics[name]), name
         if "roc_auc" in binary.intervals:
-            for key, value in binary.intervals["roc_auc"].items():
-                expected = row["intervals"]["roc_auc"][key]
+            for key, value in binary.intervals["roc_auc"].to_dict().items():
+                expected = row.intervals["roc_auc"].to_dict()[key]
                 assert value == (expected if isinstance(value, str) else close(expected))
         else:
-            assert row["intervals"] == {}
+            assert row.intervals == {}
 
 
 def _hand_till(case: Case) -> tuple[float, float]:
@@ -569,16 +569,17 @@ def test_an_absent_class_is_null_with_a_reason_and_left_out_of_macro_averages() 
         labels, scores, classes=["cat", "dog", "eel"], options=core.Options()
     )
     eel = output.per_class[2]
-    assert eel["class"] == "eel"
-    assert eel["support"] == 0.0
+    assert eel.class_name == "eel"
+    assert eel.metrics["support"] == 0.0
     for name in ("roc_auc", "average_precision", "ks_statistic", "recall"):
-        assert eel[name] is None
-        assert "absent" in eel["undefined"][name]
+        assert eel.metrics[name] is None
+        assert "absent" in eel.undefined[name]
     assert any("'eel'" in warning and "absent" in warning for warning in output.sink.warnings)
     metrics = output.sink.metrics
-    present_auc = [row["roc_auc"] for row in output.per_class[:2]]
+    present_auc = [row.to_dict()["roc_auc"] for row in output.per_class[:2]]
     assert metrics["roc_auc_ovr_macro"] == close(np.mean(present_auc))
-    assert metrics["recall_macro"] == close(np.mean([r["recall"] for r in output.per_class[:2]]))
+    recalls = [row.to_dict()["recall"] for row in output.per_class[:2]]
+    assert metrics["recall_macro"] == close(np.mean(recalls))
     assert metrics["balanced_accuracy"] == metrics["recall_macro"]
     # ovo uses the one pair of present classes
     a = skm.roc_auc_score(np.array(labels) == 0, scores[:, 0])
@@ -600,7 +601,7 @@ def test_one_class_present_leaves_one_vs_rest_and_one_vs_one_undefined() -> None
     onehot = np.eye(3)[[1, 1, 1]]
     scores = np.array([[0.2, 0.7, 0.1], [0.5, 0.4, 0.1], [0.1, 0.1, 0.8]])
     assert metrics["roc_auc_ovr_micro"] == close(skm.roc_auc_score(onehot.ravel(), scores.ravel()))
-    assert output.per_class[1]["undefined"]["roc_auc"].startswith("every row")
+    assert output.per_class[1].undefined["roc_auc"].startswith("every row")
     assert metrics["mcc"] is None  # one true class: 0/0
     assert any("only class present" in warning for warning in output.sink.warnings)
 
@@ -621,8 +622,8 @@ def test_a_class_never_predicted_is_left_out_of_precision_averages() -> None:
     predictions = [0, 1, 1, 0, 1, 1]  # class 2 never predicted
     scores = np.full((6, 3), 1 / 3)
     output = compute_multiclass(labels, scores, y_pred=predictions, options=core.Options())
-    assert output.per_class[2]["precision"] is None
-    assert "never predicted" in output.per_class[2]["undefined"]["precision"]
+    assert output.per_class[2].metrics["precision"] is None
+    assert "never predicted" in output.per_class[2].undefined["precision"]
     metrics = output.sink.metrics
     assert metrics["precision_macro"] == close((1.0 + 0.5) / 2)
     expected = skm.precision_score(
@@ -657,7 +658,7 @@ def test_class_names_in_labels_and_predictions() -> None:
     )  # fmt: skip
     by_index = compute_multiclass([2, 0, 1, 0], scores, y_pred=[2, 0, 0, 1], options=core.Options())
     assert by_name.sink.metrics == by_index.sink.metrics
-    assert [row["class"] for row in by_name.per_class] == names
+    assert [row.class_name for row in by_name.per_class] == names
 
 
 # --------------------------------------------------------------------------------------------

@@ -19,7 +19,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from numpy.typing import NDArray
 
-from evalserve.core import Options
+from evalserve.core import ClassRow, Options
 from evalserve.core._result import TaskOutput
 from evalserve.core.multiclass import compute_multiclass
 
@@ -77,7 +77,8 @@ def _assert_same_metrics(first: TaskOutput, second: TaskOutput, skip: tuple[str,
     }
 
 
-def _assert_same_row(first: dict[str, Any], second: dict[str, Any]) -> None:
+def _assert_same_row(first_row: ClassRow, second_row: ClassRow) -> None:
+    first, second = first_row.to_dict(), second_row.to_dict()
     for key, value in first.items():
         if key == "class":
             continue

@@ -163,10 +163,10 @@ def test_user_guide_average_table() -> None:
     # None: one value per label
     rows = OUTPUT.per_class
     for (predicted, true), row in zip(by_label, rows, strict=True):
-        assert row["precision"] == close(_p(predicted, true))
-        assert row["recall"] == close(_r(predicted, true))
-        assert row["f_beta"] == close(_f(predicted, true, BETA))
-        assert row["f1"] == close(_f(predicted, true, 1.0))
+        assert row.metrics["precision"] == close(_p(predicted, true))
+        assert row.metrics["recall"] == close(_r(predicted, true))
+        assert row.metrics["f_beta"] == close(_f(predicted, true, BETA))
+        assert row.metrics["f1"] == close(_f(predicted, true, 1.0))
     # Micro: P(y, y_hat) over all pairs
     assert METRICS["precision_micro"] == close(_p(y, y_hat))
     assert METRICS["recall_micro"] == close(_r(y, y_hat))

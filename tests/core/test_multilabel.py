@@ -30,7 +30,7 @@ from numpy.typing import NDArray
 from sklearn import metrics as skm
 
 from evalserve import core
-from evalserve.core import InvalidInputError, Options
+from evalserve.core import ClassRow, InvalidInputError, Options
 from evalserve.core._result import TaskOutput
 from evalserve.core.multilabel import CATALOG_ENTRIES, CONVENTIONS, compute_multilabel
 from evalserve.core.multilabel import _columns as multilabel_columns
@@ -418,7 +418,7 @@ def test_per_class_rows_match_sklearn_per_label(case: Case) -> None:
         "precision": precision, "recall": recall, "f1": f1, "jaccard": jaccard,
         "support": support, "roc_auc": roc_auc, "average_precision": average_precision,
     }  # fmt: skip
-    rows = case.output.per_class
+    rows = [row.to_dict() for row in case.output.per_class]
     assert [row["class"] for row in rows] == [str(j) for j in range(case.k)]
     for j, row in enumerate(rows):
         assert tuple(row) == ROW_KEYS
@@ -508,7 +508,7 @@ def test_label_never_positive_is_left_out_of_macro_and_named() -> None:
     y = [[1, 0, 0], [0, 1, 0], [1, 1, 0], [0, 0, 0]]
     s = [[0.9, 0.2, 0.7], [0.1, 0.8, 0.1], [0.6, 0.4, 0.2], [0.3, 0.6, 0.1]]
     output = compute(y, s, classes=["cat", "dog", "eel"])
-    metrics, rows = output.sink.metrics, {row["class"]: row for row in output.per_class}
+    metrics, rows = output.sink.metrics, {row.class_name: row.to_dict() for row in output.per_class}
     # eel: no positives, one false positive (row 0). Its precision is a fact (0), but it has
     # no recall, AUC or AP, and it stays out of every macro average.
     assert rows["eel"]["precision"] == 0.0
@@ -596,7 +596,7 @@ def test_label_positive_in_every_row_has_no_auc_but_ap_one() -> None:
     y = np.array([[1, 1], [1, 0], [1, 1], [1, 0]])
     s = np.array([[0.9, 0.8], [0.2, 0.3], [0.4, 0.6], [0.5, 0.1]])
     output = compute(y, s, classes=["always", "half"])
-    rows = {row["class"]: row for row in output.per_class}
+    rows = {row.class_name: row.to_dict() for row in output.per_class}
     assert rows["always"]["roc_auc"] is None
     assert "no actual negatives" in rows["always"]["undefined"]["roc_auc"]
     assert rows["always"]["average_precision"] == 1.0
@@ -704,10 +704,10 @@ def test_bad_input_names_the_field(kwargs: dict[str, Any], field: str, fragment:
 
 def test_predictions_alone_and_named_classes_are_accepted() -> None:
     output = compute(GOOD_Y, pred=np.array(GOOD_Y, dtype=bool), classes=np.array(["x", "y"]))
-    assert [row["class"] for row in output.per_class] == ["x", "y"]
+    assert [row.class_name for row in output.per_class] == ["x", "y"]
     assert output.sink.metrics["subset_accuracy"] == 1.0
     numbered = compute(GOOD_Y, GOOD_S, classes=[10, 20])
-    assert [row["class"] for row in numbered.per_class] == ["10", "20"]
+    assert [row.class_name for row in numbered.per_class] == ["10", "20"]
 
 
 # --------------------------------------------------------------------------------------------
@@ -758,7 +758,8 @@ def assert_same_metrics(
             assert other == pytest.approx(value, rel=INVARIANT, abs=INVARIANT), name
 
 
-def assert_same_row(got: dict[str, Any], expected: dict[str, Any]) -> None:
+def assert_same_row(got_row: ClassRow, expected_row: ClassRow) -> None:
+    got, expected = got_row.to_dict(), expected_row.to_dict()
     assert got["class"] == expected["class"]
     assert got["undefined"] == expected["undefined"]
     for name in ROW_KEYS[1:-2]:

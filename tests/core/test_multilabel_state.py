@@ -375,7 +375,7 @@ def test_a_state_for_other_class_names_is_refused() -> None:
         Accumulator.from_bytes(_bytes(_good_arrays(), ("a", "b")))
     assert raised.value.field == "state"
     named = Accumulator.from_bytes(_bytes(_good_arrays(), ("a", "b", "c")))
-    assert [row["class"] for row in named.result().per_class] == ["a", "b", "c"]
+    assert [row.class_name for row in named.result().per_class] == ["a", "b", "c"]
 
 
 def test_a_weightless_state_holds_nothing_but_rows() -> None:

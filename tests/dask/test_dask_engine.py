@@ -145,8 +145,8 @@ def test_ranges_never_build_the_whole_state(client: Client, tmp_path: Path) -> N
     assert got.undefined == want.undefined
     for name, value in want.metrics.items():
         assert got.metrics[name] == pytest.approx(value, rel=1e-12, abs=1e-12), name
-    assert got.intervals["roc_auc"]["std_error"] == pytest.approx(
-        want.intervals["roc_auc"]["std_error"], rel=1e-9
+    assert got.intervals["roc_auc"].std_error == pytest.approx(
+        want.intervals["roc_auc"].std_error, rel=1e-9
     )
     np.testing.assert_allclose(got.curves["roc"]["tpr"], want.curves["roc"]["tpr"], rtol=1e-12)
     np.testing.assert_allclose(got.curves["roc"]["fpr"], want.curves["roc"]["fpr"], rtol=1e-12)

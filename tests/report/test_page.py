@@ -105,7 +105,7 @@ def test_every_metric_has_its_value_interval_and_definition(
         assert row.group(1) == ("" if value is None else repr(value)), name
         interval = result.intervals.get(name)
         if interval is not None:
-            assert f"{interval['lower']:.6g} to {interval['upper']:.6g}" in row.group(2), name
+            assert f"{interval.lower:.6g} to {interval.upper:.6g}" in row.group(2), name
         entry = catalog_entry(name, task)
         assert entry is not None, name
         assert row.group(3) == escape(entry.definition), name

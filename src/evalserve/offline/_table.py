@@ -8,58 +8,77 @@ drift tests, the per-class rows and the warnings. The JSON output stays the comp
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from typing import Any
 
-from evalserve.core import EvaluationResult
+from evalserve.core import ClassRow, Comparison, DriftTest, EvaluationResult, Interval
 
 __all__ = ["table"]
 
 
 def table(result: EvaluationResult) -> str:
-    body = result.to_dict()
-    lines = [f"task {body['task']}, {body['n_samples']:,} samples", ""]
-    rows = []
-    for name, value in body["metrics"].items():
-        interval = body["intervals"].get(name)
-        shown = "undefined" if value is None else _number(value)
-        around = (
-            f"[{_number(interval['lower'])}, {_number(interval['upper'])}] "
-            f"{interval['level']:.0%} {interval['method']}"
-            if interval
-            else ""
-        )
-        note = body["undefined"].get(name, "")
-        rows.append((name, shown, around or note))
-    lines += _aligned(("metric", "value", "interval / reason"), rows)
-    for section in ("drift", "comparison"):
-        if body[section]:
-            lines += ["", section]
-            lines += _aligned(
-                ("metric", "reference", "delta", "p-value", "significant"),
-                [
-                    (
-                        name,
-                        _number(test.get("baseline", test.get("challenger"))),
-                        _number(test.get("delta")),
-                        _number(test.get("p_value")),
-                        str(test.get("significant", "")),
-                    )
-                    for name, test in body[section].items()
-                ],
-            )
-    if body["per_class"]:
-        keys = [key for key in body["per_class"][0] if key not in ("undefined", "intervals")]
-        lines += ["", "per class"]
-        lines += _aligned(
-            tuple(keys), [tuple(_cell(row.get(key)) for key in keys) for row in body["per_class"]]
-        )
-    if body["coverage"]:
+    lines = [f"task {result.task}, {result.n_samples:,} samples", ""]
+    lines += _metric_lines(result)
+    drift = {name: (test.baseline, test) for name, test in result.drift.items()}
+    comparison = {name: (test.challenger, test) for name, test in result.comparison.items()}
+    lines += _test_lines("drift", drift)
+    lines += _test_lines("comparison", comparison)
+    lines += _class_lines(result.per_class)
+    if result.coverage is not None:
         lines += ["", "coverage"]
-        lines += _aligned(("", ""), [(k, _cell(v)) for k, v in body["coverage"].items()])
-    for warning in body["warnings"]:
+        lines += _aligned(("", ""), [(k, _cell(v)) for k, v in result.coverage.to_dict().items()])
+    for warning in result.warnings:
         lines.append(f"warning: {warning}")
     return "\n".join(lines)
+
+
+def _metric_lines(result: EvaluationResult) -> list[str]:
+    rows = []
+    for name, value in result.metrics.items():
+        interval = result.intervals.get(name)
+        shown = "undefined" if value is None else _number(value)
+        around = "" if interval is None else _interval(interval)
+        note = result.undefined.get(name, "")
+        rows.append((name, shown, around or note))
+    return _aligned(("metric", "value", "interval / reason"), rows)
+
+
+def _interval(interval: Interval) -> str:
+    return (
+        f"[{_number(interval.lower)}, {_number(interval.upper)}] "
+        f"{interval.level:.0%} {interval.method}"
+    )
+
+
+def _test_lines(
+    section: str, tests: Mapping[str, tuple[float | None, DriftTest | Comparison]]
+) -> list[str]:
+    """The tests of ``section``, each with the value it tested against (nothing without)."""
+    if not tests:
+        return []
+    rows = [
+        (
+            name,
+            _number(reference),
+            _number(test.delta),
+            _number(test.p_value),
+            str(test.significant),
+        )
+        for name, (reference, test) in tests.items()
+    ]
+    header = ("metric", "reference", "delta", "p-value", "significant")
+    return ["", section, *_aligned(header, rows)]
+
+
+def _class_lines(per_class: Sequence[ClassRow]) -> list[str]:
+    """The per-class rows, with the first row's metrics as the columns."""
+    if not per_class:
+        return []
+    keys = list(per_class[0].metrics)
+    rows = [
+        (_cell(row.class_name), *(_cell(row.metrics.get(key)) for key in keys)) for row in per_class
+    ]
+    return ["", "per class", *_aligned(("class", *keys), rows)]
 
 
 def _cell(value: Any) -> str:

@@ -10,7 +10,7 @@ from typing import Any
 import altair as alt
 import numpy as np
 
-from evalserve.core import EvaluationResult
+from evalserve.core import EvaluationResult, Interval
 from evalserve.core.intervals import wilson_band
 from evalserve.report._parts import (
     COLOURS,
@@ -269,12 +269,11 @@ def _curve_point(
 
 def _level(result: EvaluationResult) -> float:
     for interval in result.intervals.values():
-        return float(interval["level"])
+        return float(interval.level)
     return 0.95
 
 
-def _interval_text(interval: Mapping[str, Any]) -> str:
+def _interval_text(interval: Interval) -> str:
     return (
-        f"{interval['level']:.0%} CI {interval['lower']:.4f} to {interval['upper']:.4f}, "
-        f"{interval['method']}"
+        f"{interval.level:.0%} CI {interval.lower:.4f} to {interval.upper:.4f}, {interval.method}"
     )

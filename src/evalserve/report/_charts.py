@@ -46,7 +46,7 @@ def _binary(result: EvaluationResult, threshold: float) -> list[Chart]:
 def _multiclass(result: EvaluationResult, threshold: float) -> list[Chart]:
     charts = []
     matrix = result.curves.get("confusion_matrix")
-    classes = [str(entry.get("class")) for entry in result.per_class]
+    classes = [entry.class_name for entry in result.per_class]
     if matrix is not None and classes:
         values = np.asarray(matrix["matrix"]).reshape(len(classes), len(classes))
         rows = [
@@ -217,13 +217,15 @@ def _detection_pr(result: EvaluationResult, pr: Mapping[str, np.ndarray]) -> Cha
     rows_count, points = (int(n) for n in pr["shape"])
     precision = pr["precision"].reshape(rows_count, points)
     entries = [result.per_class[int(index)] for index in pr["class_index"]]
-    order = sorted(range(rows_count), key=lambda i: -float(entries[i]["n_ground_truth"]))
+    order = sorted(
+        range(rows_count), key=lambda i: -float(entries[i].metrics["n_ground_truth"] or 0)
+    )
     shown = order[:MAX_PR_CLASSES]
     rows = [
         {
             "recall": rounded(float(r)),
             "precision": rounded(float(p)),
-            "cls": str(entries[i]["class"]),
+            "cls": entries[i].class_name,
         }
         for i in shown
         for r, p in zip(pr["recall"], precision[i], strict=True)
@@ -256,9 +258,9 @@ def _detection_pr(result: EvaluationResult, pr: Mapping[str, np.ndarray]) -> Cha
 
 def _per_class_bars(result: EvaluationResult, metric: str, title: str) -> list[Chart]:
     rows = [
-        {"class": str(entry.get("class")), metric: rounded(entry[metric])}
+        {"class": entry.class_name, metric: rounded(value)}
         for entry in result.per_class
-        if isinstance(entry.get(metric), float)
+        if isinstance(value := entry.metrics.get(metric), float)
     ]
     if not rows:
         return []

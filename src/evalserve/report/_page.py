@@ -18,7 +18,10 @@ from typing import Any
 
 from evalserve.core import (
     REGISTRY,
+    Comparison,
+    DriftTest,
     EvaluationResult,
+    Interval,
     Options,
     catalog_entry,
     parse_options,
@@ -140,7 +143,7 @@ def _headline_section(result: EvaluationResult) -> str:
         reason = result.undefined.get(name, "")
         below = (
             f'<span class="interval">{escape(_interval(interval))}</span>'
-            if interval
+            if interval is not None
             else f'<span class="interval">{escape(reason)}</span>'
             if reason
             else ""
@@ -166,7 +169,7 @@ def _metrics_section(result: EvaluationResult) -> str:
             "<tr>"
             f'<th scope="row">{escape(name)}</th>'
             f'<td class="num" data-value="{escape(_exact(value))}">{escape(_number(value))}</td>'
-            f"<td>{escape(_interval(interval)) if interval else ''}</td>"
+            f"<td>{escape(_interval(interval)) if interval is not None else ''}</td>"
             f"<td>{escape(definition)}</td>"
             "</tr>"
         )
@@ -189,48 +192,51 @@ def _undefined_section(result: EvaluationResult) -> str:
 
 
 def _tests_section(result: EvaluationResult) -> str:
-    parts = []
-    for key, against, heading in (
-        ("drift", "baseline", "Drift against the baseline"),
-        ("comparison", "challenger", "The challenger against this model"),
-    ):
-        tests: Mapping[str, Mapping[str, Any]] = getattr(result, key)
-        if not tests:
-            continue
-        rows = []
-        for name, test in tests.items():
-            verdict = _verdict(test)
-            css = ' class="verdict-significant"' if test.get("significant") else ""
-            rows.append(
-                "<tr>"
-                f'<th scope="row">{escape(name)}</th>'
-                f'<td class="num">{escape(_number(test.get(against)))}</td>'
-                f'<td class="num">{escape(_number(test.get("delta")))}</td>'
-                f'<td class="num">{escape(_number(test.get("p_value")))}</td>'
-                f"<td>{escape(str(test.get('method') or ''))}</td>"
-                f"<td{css}>{escape(verdict)}</td>"
-                "</tr>"
-            )
-        parts.append(
-            _table(
-                heading,
-                ("Metric", against.capitalize(), "Difference", "p-value", "Test", "Verdict"),
-                rows,
-            )
-        )
-    return _section("tests", "Drift and challenger", "".join(parts)) if parts else ""
+    drift = {name: (test.baseline, test) for name, test in result.drift.items()}
+    comparison = {name: (test.challenger, test) for name, test in result.comparison.items()}
+    parts = (
+        _tests_table("Drift against the baseline", "Baseline", drift),
+        _tests_table("The challenger against this model", "Challenger", comparison),
+    )
+    tables = "".join(parts)
+    return _section("tests", "Drift and challenger", tables) if tables else ""
 
 
-def _verdict(test: Mapping[str, Any]) -> str:
-    if test.get("status") != "ok":
-        return f"no verdict: {test.get('reason') or test.get('status')}"
-    if test.get("significant"):
+def _tests_table(
+    heading: str, against: str, tests: Mapping[str, tuple[float | None, DriftTest | Comparison]]
+) -> str:
+    """One table of tests: per metric, the value tested against (``against``) and the test."""
+    if not tests:
+        return ""
+    rows = [_test_row(name, reference, test) for name, (reference, test) in tests.items()]
+    return _table(heading, ("Metric", against, "Difference", "p-value", "Test", "Verdict"), rows)
+
+
+def _test_row(name: str, reference: float | None, test: DriftTest | Comparison) -> str:
+    css = ' class="verdict-significant"' if test.significant else ""
+    return (
+        "<tr>"
+        f'<th scope="row">{escape(name)}</th>'
+        f'<td class="num">{escape(_number(reference))}</td>'
+        f'<td class="num">{escape(_number(test.delta))}</td>'
+        f'<td class="num">{escape(_number(test.p_value))}</td>'
+        f"<td>{escape(test.method or '')}</td>"
+        f"<td{css}>{escape(_verdict(test))}</td>"
+        "</tr>"
+    )
+
+
+def _verdict(test: DriftTest | Comparison) -> str:
+    if test.status != "ok":
+        return f"no verdict: {test.reason or test.status}"
+    if test.significant:
         return "significant difference"
     return "no significant difference"
 
 
 def _coverage_section(result: EvaluationResult) -> str:
-    cells = [(name, escape(_number(value)), "num") for name, value in result.coverage.items()]
+    coverage = {} if result.coverage is None else result.coverage.to_dict()
+    cells = [(name, escape(_number(value)), "num") for name, value in coverage.items()]
     caption = "Labelled rows against predictions"
     return _pairs("coverage", "Label coverage", caption, ("", "Value"), cells)
 
@@ -273,24 +279,18 @@ def _per_class_section(result: EvaluationResult) -> str:
         return ""
     names: list[str] = []
     for entry in result.per_class:
-        for name, value in entry.items():
-            shown = value is None or isinstance(value, int | float)
-            if shown and name not in ("class", "undefined", "intervals") and name not in names:
-                names.append(name)
+        names.extend(name for name in entry.metrics if name not in names)
     rows = []
     for entry in result.per_class:
-        undefined = entry.get("undefined") or {}
         cells = []
         for name in names:
-            value = entry.get(name)
-            reason = undefined.get(name, "")
+            value = entry.metrics.get(name)
+            reason = entry.undefined.get(name, "")
             cells.append(
                 f'<td class="num" title="{escape(reason)}">'
                 f"{escape(_number(value) if value is not None else 'undefined')}</td>"
             )
-        rows.append(
-            f'<tr><th scope="row">{escape(str(entry.get("class")))}</th>{"".join(cells)}</tr>'
-        )
+        rows.append(f'<tr><th scope="row">{escape(entry.class_name)}</th>{"".join(cells)}</tr>')
     noun = "label" if task_spec(result.task).inputs.label_matrix else "class"
     return _section(
         "per-class",
@@ -350,11 +350,8 @@ def _exact(value: Any) -> str:
     return "" if value is None else repr(value)
 
 
-def _interval(interval: Mapping[str, Any]) -> str:
-    return (
-        f"{interval['lower']:.6g} to {interval['upper']:.6g} "
-        f"({interval['level']:.0%}, {interval['method']})"
-    )
+def _interval(interval: Interval) -> str:
+    return f"{interval.lower:.6g} to {interval.upper:.6g} ({interval.level:.0%}, {interval.method})"
 
 
 def _json_in_html(value: Any) -> str:
