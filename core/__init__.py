@@ -7,6 +7,7 @@ from evalserve.core._errors import InvalidInputError, StateTooLargeError
 from evalserve.core._evaluate import (
     check_baseline,
     check_comparison,
+    check_monitor,
     evaluate,
     evaluate_binary_stats,
 )
@@ -19,6 +20,7 @@ from evalserve.core._result_parts import (
     CoverageReport,
     DriftTest,
     Interval,
+    MonitorVerdict,
 )
 from evalserve.core._task_spec import MemoryCost, TaskInputs, TaskSpec
 from evalserve.core._tasks import REGISTRY, TASKS, task_spec
@@ -41,6 +43,7 @@ __all__ = [
     "MemoryCost",
     "MetricInfo",
     "MetricRange",
+    "MonitorVerdict",
     "OptionSpec",
     "Options",
     "StateTooLargeError",
@@ -51,6 +54,7 @@ __all__ = [
     "check_baseline",
     "check_comparison",
     "check_coverage",
+    "check_monitor",
     "evaluate",
     "evaluate_binary_stats",
     "parse_options",

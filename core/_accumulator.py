@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 
 from evalserve.core._errors import InvalidInputError, StateTooLargeError
-from evalserve.core._evaluate import with_coverage
+from evalserve.core._evaluate import monitor_request, with_coverage
 from evalserve.core._options import OPTIONS, Options, parse_options
 from evalserve.core._result import EvaluationResult
 from evalserve.core._state import TaskState
@@ -155,10 +155,12 @@ class Accumulator:
         *,
         baseline: Mapping[str, Any] | None = None,
         coverage: Mapping[str, Any] | None = None,
+        monitor_state: bytes | None = None,
+        window: str | None = None,
     ) -> EvaluationResult:
         """What ``evaluate`` gives on all rows added (and merged) so far; ``baseline`` (task
-        binary) and ``coverage`` as in ``evaluate``. Raises ``InvalidInputError`` when no row
-        was added."""
+        binary), ``coverage``, ``monitor_state`` and ``window`` as in ``evaluate``. Raises
+        ``InvalidInputError`` when no row was added."""
         state = self._state()
         if state is None:
             raise InvalidInputError("labels", "is empty; no rows were added")
@@ -168,7 +170,8 @@ class Accumulator:
             raise InvalidInputError(
                 "baseline", f"drift tests take task {comparing_tasks()}, not {self.task!r}"
             )
-        result = self.spec.state_result(state, self.options, self.classes, baseline)
+        monitor = monitor_request(baseline, monitor_state, window)
+        result = self.spec.state_result(state, self.options, self.classes, baseline, monitor)
         return with_coverage(result, coverage)  # checks it
 
     def score_classes(self) -> tuple[ClassScores, ClassScores, int, bool]:

@@ -9,15 +9,19 @@ from evalserve.core._coverage import check_coverage, coverage_report
 from evalserve.core._errors import InvalidInputError
 from evalserve.core._options import Options, parse_options
 from evalserve.core._result import EvaluationResult
+from evalserve.core._task_spec import MonitorRequest
 from evalserve.core._tasks import TASKS, comparing_tasks, task_spec
+from evalserve.core.binary._monitor_format import decode as decode_monitor_state
 from evalserve.core.binary._result import check_baseline, evaluate_binary_stats
 
 __all__ = [
     "TASKS",
     "check_baseline",
     "check_comparison",
+    "check_monitor",
     "evaluate",
     "evaluate_binary_stats",
+    "monitor_request",
     "with_coverage",
 ]
 
@@ -34,6 +38,8 @@ def evaluate(
     challenger: Mapping[str, Any] | None = None,
     classes: Sequence[str] | None = None,
     coverage: Mapping[str, Any] | None = None,
+    monitor_state: bytes | None = None,
+    window: str | None = None,
 ) -> EvaluationResult:
     """Evaluate a model's scores against ground truth; see README "Metric catalog".
 
@@ -43,7 +49,10 @@ def evaluate(
     (``y_true`` per-image targets, ``y_score`` per-image predictions). ``classes`` names the
     score columns (multiclass, multilabel) or the class ids (detection). ``coverage``
     (``n_predictions``, ``label_delay_seconds``) reports the share of the window's predictions
-    that were labelled, in ``result.coverage``.
+    that were labelled, in ``result.coverage``. With a ``baseline`` (task binary) the result
+    also has the AUC monitor's verdict (``result.monitor``) and its next state
+    (``result.monitor_state``): send that state back as ``monitor_state`` with the next window,
+    named by ``window`` (a window sent again is not counted twice).
 
     Raises ``InvalidInputError`` (naming the field) for input that cannot be evaluated.
     """
@@ -52,8 +61,9 @@ def evaluate(
     if coverage is not None:
         check_coverage(coverage)  # before the work; n_predictions >= rows once they are counted
     check_comparison(task, baseline, challenger)
+    monitor = monitor_request(baseline, monitor_state, window)
     result = spec.evaluate(
-        y_true, y_score, y_pred, sample_weight, parsed, classes, baseline, challenger
+        y_true, y_score, y_pred, sample_weight, parsed, classes, baseline, challenger, monitor
     )
     return with_coverage(result, coverage)
 
@@ -72,6 +82,33 @@ def check_comparison(
             raise InvalidInputError(
                 name, f"drift tests and comparisons take task {comparing_tasks()}, not {task!r}"
             )
+
+
+def monitor_request(
+    baseline: Mapping[str, Any] | None, state: bytes | None, window: str | None
+) -> MonitorRequest | None:
+    """The monitor's part of a request; a state or a window without a baseline is refused (the
+    monitor tests against the baseline)."""
+    if baseline is None:
+        for name, value in (("monitor_state", state), ("window", window)):
+            if value is not None:
+                raise InvalidInputError(name, "the AUC monitor needs a baseline")
+        return None
+    if window is not None and not isinstance(window, str):
+        raise InvalidInputError("window", f"expected a string, but got {type(window).__name__}")
+    if state is not None:
+        decode_monitor_state(state)  # damaged or foreign bytes: refused before any work
+        state = bytes(state)
+    return MonitorRequest(state, window)
+
+
+def check_monitor(
+    baseline: Mapping[str, Any] | None, monitor_state: bytes | None, window: str | None
+) -> None:
+    """Raise ``InvalidInputError`` now for a monitor state or window that ``evaluate`` would
+    refuse: without a baseline, or bytes that are not a monitor's state (a stream checks its
+    header before its rows arrive)."""
+    monitor_request(baseline, monitor_state, window)
 
 
 def with_coverage(result: EvaluationResult, coverage: Mapping[str, Any] | None) -> EvaluationResult:

@@ -173,6 +173,24 @@ class Options:
         low=2.0,
         high=1e12,
     )
+    drift_tolerance: float = _option(
+        0.01,
+        "The AUC monitor's tolerance delta (absolute AUC): it alarms on evidence that the AUC "
+        "fell more than delta below the baseline's; a smaller drop never counts as evidence, "
+        "however large the window.",
+        tasks=("binary",),
+        low=0.0,
+        high=0.5,
+    )
+    monitor_arl_windows: float = _option(
+        8760.0,
+        "The AUC monitor's promise: while the AUC stays within drift_tolerance of the "
+        "baseline's, the expected number of windows before a false alarm is at least this "
+        "(8760: a year of hourly windows); its alarm threshold.",
+        tasks=("binary",),
+        low=1.0,
+        high=1e12,
+    )
     bootstrap_replicates: int = _option(
         0,
         "Replicates of the stratified bootstrap intervals of average_precision, f1, "

@@ -6,6 +6,7 @@ never leak out of here.
 
 from __future__ import annotations
 
+import base64
 import math
 from dataclasses import dataclass, field
 from typing import Any
@@ -13,7 +14,14 @@ from typing import Any
 import numpy as np
 from numpy.typing import NDArray
 
-from evalserve.core._result_parts import ClassRow, Comparison, CoverageReport, DriftTest, Interval
+from evalserve.core._result_parts import (
+    ClassRow,
+    Comparison,
+    CoverageReport,
+    DriftTest,
+    Interval,
+    MonitorVerdict,
+)
 
 __all__ = ["EvaluationResult", "MetricSink", "TaskOutput"]
 
@@ -79,6 +87,9 @@ class EvaluationResult:
     warnings: list[str] = field(default_factory=list)
     # Label coverage of the evaluated window, when the request said (core/_coverage.py).
     coverage: CoverageReport | None = None
+    # The AUC monitor's verdict and the state to send with the next window (with a baseline).
+    monitor: dict[str, MonitorVerdict] = field(default_factory=dict)
+    monitor_state: bytes | None = None
 
     def to_dict(self) -> dict[str, Any]:
         """The JSON body of the REST response (non-finite curve thresholds become null)."""
@@ -98,7 +109,13 @@ class EvaluationResult:
             "conventions": dict(self.conventions),
             "warnings": list(self.warnings),
             "coverage": {} if self.coverage is None else self.coverage.to_dict(),
+            "monitor": {k: v.to_dict() for k, v in self.monitor.items()},
+            "monitor_state": None if self.monitor_state is None else _base64(self.monitor_state),
         }
+
+
+def _base64(data: bytes) -> str:
+    return base64.b64encode(data).decode("ascii")
 
 
 def _json_floats(values: NDArray[np.float64]) -> list[float | None]:

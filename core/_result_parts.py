@@ -1,5 +1,5 @@
-"""The typed parts of a result: intervals, drift and comparison tests, per-class rows and the
-label coverage report.
+"""The typed parts of a result: intervals, drift and comparison tests, the monitor's verdict,
+per-class rows and the label coverage report.
 
 Each part is a frozen record with the fields of the ``evalserve.v1`` message of the same name
 (``ClassRow``: ``ClassMetrics``); its ``to_dict`` gives the part's JSON shape in the REST
@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["ClassRow", "Comparison", "CoverageReport", "DriftTest", "Interval"]
+__all__ = ["ClassRow", "Comparison", "CoverageReport", "DriftTest", "Interval", "MonitorVerdict"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -143,3 +143,31 @@ class CoverageReport:
         if self.label_delay_seconds is not None:
             report["label_delay_seconds"] = self.label_delay_seconds
         return report
+
+
+@dataclass(frozen=True, slots=True)
+class MonitorVerdict:
+    """The sequential monitor of a metric after this window (``core/binary/_monitor.py``): its
+    ``statistic`` against its ``threshold`` (``alarm`` when it reaches it), the ``windows`` that
+    added evidence so far, this window's ``evalue`` (None when it added none), and ``status``
+    "ok" or "insufficient_data" with its ``reason``."""
+
+    statistic: float
+    threshold: float
+    alarm: bool
+    windows: int
+    evalue: float | None
+    status: str
+    reason: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        """Every field, None as null."""
+        return {
+            "statistic": self.statistic,
+            "threshold": self.threshold,
+            "alarm": self.alarm,
+            "windows": self.windows,
+            "evalue": self.evalue,
+            "status": self.status,
+            "reason": self.reason,
+        }

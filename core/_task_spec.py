@@ -19,6 +19,7 @@ from evalserve.core._state import StateKind
 
 __all__ = [
     "MemoryCost",
+    "MonitorRequest",
     "OutputComputer",
     "RowsEvaluator",
     "StateEvaluator",
@@ -29,9 +30,18 @@ __all__ = [
 ]
 
 
+@dataclass(frozen=True, slots=True)
+class MonitorRequest:
+    """The monitor's part of a request: the state the last window returned (None for the first
+    window) and this window's id (None: unnamed, counted each time it is sent)."""
+
+    state: bytes | None = None
+    window: str | None = None
+
+
 class RowsEvaluator(Protocol):
     """Every metric of the task from its rows (the arguments of ``evaluate``, options parsed);
-    ``baseline`` and ``challenger`` reach only a task that ``compares``."""
+    ``baseline``, ``challenger`` and ``monitor`` reach only a task that ``compares``."""
 
     def __call__(
         self,
@@ -43,6 +53,7 @@ class RowsEvaluator(Protocol):
         classes: Sequence[str] | None,
         baseline: Mapping[str, Any] | None,
         challenger: Mapping[str, Any] | None,
+        monitor: MonitorRequest | None,
     ) -> EvaluationResult: ...
 
 
@@ -55,6 +66,7 @@ class StateEvaluator(Protocol):
         options: Options,
         classes: tuple[str, ...] | None,
         baseline: Mapping[str, Any] | None,
+        monitor: MonitorRequest | None,
     ) -> EvaluationResult: ...
 
 
@@ -169,6 +181,7 @@ def evaluators_of(
         classes: Sequence[str] | None,
         baseline: Mapping[str, Any] | None,
         challenger: Mapping[str, Any] | None,
+        monitor: MonitorRequest | None,
     ) -> EvaluationResult:
         output = compute(
             y_true, y_score, y_pred=y_pred, sample_weight=sample_weight, classes=classes,
@@ -181,6 +194,7 @@ def evaluators_of(
         options: Options,
         classes: tuple[str, ...] | None,
         baseline: Mapping[str, Any] | None,
+        monitor: MonitorRequest | None,
     ) -> EvaluationResult:
         return output_result(task, conventions, state.output(options, classes))
 

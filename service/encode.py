@@ -3,6 +3,7 @@ JSON shape (for protobuf-over-HTTP clients and the contract tests)."""
 
 from __future__ import annotations
 
+import base64
 from typing import Any
 
 import numpy as np
@@ -16,6 +17,7 @@ from evalserve.core import (
     EvaluationResult,
     Interval,
     MetricInfo,
+    MonitorVerdict,
     catalog_entries,
 )
 from evalserve.service.config import Settings
@@ -86,7 +88,27 @@ def result_to_proto(result: EvaluationResult) -> pb.EvaluateResponse:
         response.comparison[name].CopyFrom(_comparison_to_proto(comparison))
     if result.coverage is not None:
         response.coverage.CopyFrom(_coverage_to_proto(result.coverage))
+    for name, verdict in result.monitor.items():
+        response.monitor[name].CopyFrom(_monitor_to_proto(verdict))
+    if result.monitor_state is not None:
+        response.monitor_state = result.monitor_state
     return response
+
+
+def _monitor_to_proto(verdict: MonitorVerdict) -> pb.MonitorVerdict:
+    """The monitor's verdict; a None field is unset."""
+    message = pb.MonitorVerdict(
+        statistic=verdict.statistic,
+        threshold=verdict.threshold,
+        alarm=verdict.alarm,
+        windows=verdict.windows,
+        status=verdict.status,
+    )
+    if verdict.evalue is not None:
+        message.evalue = verdict.evalue
+    if verdict.reason is not None:
+        message.reason = verdict.reason
+    return message
 
 
 def _add_class(response: pb.EvaluateResponse, row: ClassRow) -> None:
@@ -164,6 +186,7 @@ def _coverage_to_proto(coverage: CoverageReport) -> pb.CoverageReport:
 # Every field of a test entry, in the JSON shape (unset optional fields are null).
 DRIFT_KEYS = tuple(f.name for f in pb.DriftTest.DESCRIPTOR.fields)
 COMPARISON_KEYS = tuple(f.name for f in pb.Comparison.DESCRIPTOR.fields)
+MONITOR_KEYS = ("statistic", "threshold", "alarm", "windows", "evalue", "status", "reason")
 
 
 def _message_to_json(message: Message, keys: tuple[str, ...]) -> dict[str, Any]:
@@ -291,6 +314,12 @@ def proto_to_json(response: pb.EvaluateResponse) -> dict[str, Any]:
         "conventions": dict(response.conventions),
         "warnings": list(response.warnings),
         "coverage": coverage_to_json(response),
+        "monitor": {k: _message_to_json(v, MONITOR_KEYS) for k, v in response.monitor.items()},
+        "monitor_state": (
+            base64.b64encode(response.monitor_state).decode("ascii")
+            if response.monitor_state
+            else None
+        ),
     }
 
 

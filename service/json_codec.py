@@ -142,7 +142,31 @@ def header_from_json(body: Mapping[str, Any], settings: Settings) -> Header:
         baseline=baseline,
         n_classes=n_classes,
         coverage=None if body.get("coverage") is None else _coverage_from_json(body["coverage"]),
+        monitor_state=_monitor_state_from_json(body.get("monitor_state")),
+        window=_window_from_json(body.get("window")),
     )
+
+
+def _monitor_state_from_json(value: Any) -> bytes | None:
+    """The monitor's state: base64 text (the core reads and checks the bytes)."""
+    if value is None:
+        return None
+    if not isinstance(value, str):
+        raise MalformedRequestError(
+            "monitor_state", f"expected base64 text, but got {json_kind(value)}"
+        )
+    try:
+        return base64.b64decode(value, validate=True)
+    except (binascii.Error, ValueError):
+        raise MalformedRequestError("monitor_state", "is not valid base64") from None
+
+
+def _window_from_json(value: Any) -> str | None:
+    if value is None:
+        return None
+    if not isinstance(value, str):
+        raise MalformedRequestError("window", f"expected a string, but got {json_kind(value)}")
+    return value
 
 
 def batch_from_json(body: Mapping[str, Any], settings: Settings) -> Batch:

@@ -11,6 +11,9 @@ last evaluation of a request that named the model:
 - ``evalserve_model_class_metric{class,metric}``: the numbers of each per-class row;
 - ``evalserve_model_drift_z``, ``_drift_p_value``, ``_drift_significant`` (1/0) and
   ``_drift_insufficient_data`` (1/0), label ``metric``: only when the request had a baseline;
+- ``evalserve_model_monitor_statistic``, ``_monitor_threshold`` and ``_monitor_alarm`` (1/0),
+  label ``metric``: the AUC monitor after the window (with a baseline); the alert pages on the
+  alarm, the per-window drift test above is information;
 - ``evalserve_model_last_evaluation_timestamp_seconds``;
 - counters ``evalserve_model_evaluations_total``, ``evalserve_model_rows_total`` and
   ``evalserve_model_positive_rows_total`` (binary: the result's ``n_positive``).
@@ -82,6 +85,15 @@ class Drift:
     insufficient_data: bool
 
 
+@dataclass(frozen=True, slots=True)
+class Monitor:
+    """The exported part of the monitor's verdict (``EvaluationResult.monitor[metric]``)."""
+
+    statistic: float
+    threshold: float
+    alarm: bool
+
+
 @dataclass(slots=True)
 class ModelSeries:
     """Everything exported for one (model, version, segment): the gauges of its last evaluation
@@ -92,6 +104,7 @@ class ModelSeries:
     ci_lower: dict[str, float] = field(default_factory=dict)
     ci_upper: dict[str, float] = field(default_factory=dict)
     drift: dict[str, Drift] = field(default_factory=dict)
+    monitor: dict[str, Monitor] = field(default_factory=dict)
     classes: dict[str, dict[str, float]] = field(default_factory=dict)
     evaluations: int = 0
     rows: int = 0
@@ -163,6 +176,13 @@ def _drift(result: EvaluationResult) -> dict[str, Drift]:
     }
 
 
+def _monitor(result: EvaluationResult) -> dict[str, Monitor]:
+    return {
+        name: Monitor(verdict.statistic, verdict.threshold, verdict.alarm)
+        for name, verdict in result.monitor.items()
+    }
+
+
 class ModelSeriesStore:
     """The model series to export, keyed by ``ModelRef``; thread-safe (evaluations record from
     the worker threads while the event loop scrapes).
@@ -201,6 +221,7 @@ class ModelSeriesStore:
             series.ci_lower = _lower_bounds(result)
             series.ci_upper = _upper_bounds(result)
             series.drift = _drift(result)
+            series.monitor = _monitor(result)
             series.evaluations += 1
             series.rows += result.n_samples
             positives = series.metrics.get("n_positive")
@@ -289,6 +310,21 @@ class ModelQualityCollector(Collector):
             "1 when the drift test had too few samples for a verdict, else 0.",
             per_metric,
         )
+        monitor_statistic = gauge(
+            "model_monitor_statistic",
+            "The AUC monitor's e-detector statistic after the last window.",
+            per_metric,
+        )
+        monitor_threshold = gauge(
+            "model_monitor_threshold",
+            "The statistic's alarm threshold (the promised run length to a false alarm).",
+            per_metric,
+        )
+        monitor_alarm = gauge(
+            "model_monitor_alarm",
+            "1 when the AUC monitor alarms (the statistic reached its threshold), else 0.",
+            per_metric,
+        )
         timestamp = gauge(
             "model_last_evaluation_timestamp_seconds",
             "Unix time of the last evaluation of the model.",
@@ -323,6 +359,10 @@ class ModelQualityCollector(Collector):
                 if test.significant is not None:
                     drift_significant.add_metric([*labels, name], float(test.significant))
                 drift_insufficient.add_metric([*labels, name], float(test.insufficient_data))
+            for name, verdict in series.monitor.items():
+                monitor_statistic.add_metric([*labels, name], verdict.statistic)
+                monitor_threshold.add_metric([*labels, name], verdict.threshold)
+                monitor_alarm.add_metric([*labels, name], float(verdict.alarm))
             timestamp.add_metric(labels, series.updated)
             evaluations.add_metric(labels, series.evaluations)
             rows.add_metric(labels, series.rows)
@@ -337,7 +377,8 @@ class ModelQualityCollector(Collector):
         )
         refused.add_metric([], overflow)
         yield from (metric, lower, upper, per_class, drift_z, drift_p, drift_significant)
-        yield from (drift_insufficient, timestamp, evaluations, rows, positive_rows)
+        yield from (drift_insufficient, monitor_statistic, monitor_threshold, monitor_alarm)
+        yield from (timestamp, evaluations, rows, positive_rows)
         yield from (exported, refused)
 
 

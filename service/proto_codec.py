@@ -137,6 +137,8 @@ def header_from_proto(
         baseline=baseline,
         n_classes=n_classes,
         coverage=Coverage(**_fields(message.coverage)) if message.HasField("coverage") else None,
+        monitor_state=message.monitor_state or None,
+        window=message.window or None,
     )
 
 

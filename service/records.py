@@ -37,7 +37,17 @@ Column = NDArray[Any]
 COLUMNS = ("labels", "scores", "predictions", "weights")
 OPTIONAL_COLUMNS = ("predictions", "weights")
 # What a stream says once (its header), what every batch may carry, and a whole request.
-HEADER_FIELDS = ("task", "classes", "options", "model", "baseline", "n_classes", "coverage")
+HEADER_FIELDS = (
+    "task",
+    "classes",
+    "options",
+    "model",
+    "baseline",
+    "n_classes",
+    "coverage",
+    "monitor_state",
+    "window",
+)
 BATCH_FIELDS = (*COLUMNS, "label_names", *(f"{name}_f64" for name in COLUMNS), "images")
 REQUEST_FIELDS = (*HEADER_FIELDS, *BATCH_FIELDS, "challenger")
 IMAGE_FIELDS = tuple(f.name for f in pb.DetectionImage.DESCRIPTOR.fields)
@@ -149,6 +159,9 @@ class Header:
     # The width of row-major score matrices sent flat (protobuf, raw bytes).
     n_classes: int | None = None
     coverage: Coverage | None = None
+    # The AUC monitor's state as the last window returned it, and this window's id.
+    monitor_state: bytes | None = None
+    window: str | None = None
 
 
 # Detection: per image, the targets and the predictions as ``core.evaluate`` takes them.

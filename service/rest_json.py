@@ -149,6 +149,11 @@ MESSAGES: dict[str, JsonMessage] = {
                 '{metric: reason}, "intervals": {metric: interval}}.',
             ),
             "coverage": JsonField(doc="{} unless the request had `coverage`."),
+            "monitor_state": JsonField(
+                type=str | None,
+                doc="The AUC monitor's state as base64 (null without a baseline): send it back "
+                "as `monitor_state` with the next window.",
+            ),
         },
     ),
     "Curves": JsonMessage(
@@ -172,6 +177,9 @@ MESSAGES: dict[str, JsonMessage] = {
     ),
     "DriftTest": _response("DriftTest", status=JsonField(type=Status)),
     "Comparison": _response("Comparison", status=JsonField(type=Status)),
+    "MonitorVerdict": _response(
+        "MonitorVerdict", status=JsonField(type=Literal["ok", "insufficient_data"])
+    ),
     "CoverageReport": JsonMessage(
         "CoverageReport",
         absent=True,

@@ -41,6 +41,7 @@ __all__ = [
     "MetricEntry",
     "MetricRange",
     "Model",
+    "MonitorVerdict",
     "Options",
     "PrCurve",
     "RocCurve",
@@ -134,6 +135,7 @@ PrCurve = _derived("PrCurve")
 Interval = _derived("Interval")
 DriftTest = _derived("DriftTest")
 Comparison = _derived("Comparison")
+MonitorVerdict = _derived("MonitorVerdict")
 CoverageReport = _derived("CoverageReport")
 MetricCatalog = _derived("ListMetricsResponse")
 MetricEntry = _derived("MetricInfo")

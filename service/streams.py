@@ -23,6 +23,7 @@ from evalserve.core import (
     check_baseline,
     check_comparison,
     check_coverage,
+    check_monitor,
     task_spec,
 )
 from evalserve.service.budget import (
@@ -197,6 +198,7 @@ class StreamAccumulator:
         )  # fmt: skip
         if baseline is not None:
             check_baseline(baseline, self.accumulator.options)
+        check_monitor(baseline, header.monitor_state, header.window)
         if header.coverage is not None:
             check_coverage(
                 header.coverage.given()
@@ -305,6 +307,8 @@ class StreamAccumulator:
         result = self.accumulator.result(
             baseline=None if header.baseline is None else header.baseline.given(),
             coverage=None if header.coverage is None else header.coverage.given(),
+            monitor_state=header.monitor_state,
+            window=header.window,
         )
         if self.observer is not None:
             self.observer.evaluated(self.header.model, result)

@@ -97,7 +97,7 @@ def _evaluate(request: Request) -> EvaluationResult:
         targets, predictions = images_of(header.task, batch)
         return evaluate(
             header.task, targets, predictions, options=header.options, classes=header.classes,
-            coverage=coverage,
+            coverage=coverage, monitor_state=header.monitor_state, window=header.window,
         )  # fmt: skip
     no_images(header.task, batch)
     return evaluate(
@@ -111,6 +111,8 @@ def _evaluate(request: Request) -> EvaluationResult:
         challenger=None if request.challenger is None else request.challenger.given(),
         classes=header.classes,
         coverage=coverage,
+        monitor_state=header.monitor_state,
+        window=header.window,
     )
 
 

@@ -34,7 +34,15 @@ from evalserve.core._validation import BinaryInputs, binary_inputs, finite_float
 from evalserve.core.binary._delong import Placements, placements
 from evalserve.core.binary._sweep import sweep_of_rows
 
-__all__ = ["BASELINE_FIELDS", "comparison_test", "drift_test"]
+__all__ = [
+    "BASELINE_FIELDS",
+    "BaselineEstimate",
+    "baseline_estimate",
+    "comparison_test",
+    "drift_against",
+    "drift_test",
+    "too_few",
+]
 
 Floats = NDArray[np.float64]
 
@@ -45,10 +53,30 @@ BASELINE_FIELDS = PAYLOAD_FIELDS + SUMMARY_FIELDS
 CANCELLATION = 1e-12
 
 
+@dataclass(frozen=True, slots=True)
+class BaselineEstimate:
+    """The baseline's AUC and the variance of its estimate (0: known exactly), how they were
+    had (``method``), why the baseline is too small for a verdict (``short``, "" when it is
+    not), and a payload baseline's rows (positives + negatives, for the t test's degrees of
+    freedom; None for a summary)."""
+
+    auc: float
+    variance: float
+    method: str
+    short: str = ""
+    rows: float | None = None
+
+
 def drift_test(
     current: Placements | None, baseline: Mapping[str, Any], options: Options
 ) -> DriftTest:
     """The drift entry for ``roc_auc``; ``current`` is None when the current AUC is undefined."""
+    return drift_against(current, baseline_estimate(baseline, options), options)
+
+
+def baseline_estimate(baseline: Mapping[str, Any], options: Options) -> BaselineEstimate:
+    """The baseline's AUC and variance, from a payload (DeLong) or a summary; refuses a
+    baseline that names unknown fields or mixes the two."""
     if not isinstance(baseline, Mapping):
         raise InvalidInputError("baseline", f"expected an object, but got {baseline!r}")
     unknown = sorted(set(baseline) - set(BASELINE_FIELDS))
@@ -62,13 +90,32 @@ def drift_test(
             raise InvalidInputError(
                 "baseline", "send either a payload (labels, scores) or a summary (roc_auc ...)"
             )
-        return _against_payload(current, baseline, options)
-    return _against_summary(current, baseline, options)
+        return _from_payload(baseline, options)
+    return _from_summary(baseline, options)
 
 
-def _against_payload(
-    current: Placements | None, baseline: Mapping[str, Any], options: Options
+def drift_against(
+    current: Placements | None, estimate: BaselineEstimate, options: Options
 ) -> DriftTest:
+    """The drift test of the current AUC against the baseline's estimate."""
+    short = too_few(current, options) or estimate.short
+    if current is None or short:
+        return _drift(estimate.auc, estimate.method, _insufficient(short or ""))
+    v_current, v_reference = current.variance, estimate.variance
+    total = v_current + v_reference
+    df = math.inf
+    if estimate.rows is not None:
+        # pROC's unpaired roc.test: Welch-Satterthwaite degrees of freedom with one term per
+        # curve, each with that curve's total rows (in units of weight) minus one.
+        denominator = v_current**2 / (current.positives + current.negatives - 1.0) + (
+            v_reference**2 / (estimate.rows - 1.0)
+        )
+        df = total * total / denominator if denominator > 0 else math.inf
+    verdict = _verdict(current.auc - estimate.auc, total, options, df=df)
+    return _drift(estimate.auc, estimate.method, verdict)
+
+
+def _from_payload(baseline: Mapping[str, Any], options: Options) -> BaselineEstimate:
     rows = binary_inputs(
         baseline.get("labels"), baseline.get("scores"), None, baseline.get("weights"),
         prefix="baseline.",
@@ -79,24 +126,16 @@ def _against_payload(
             "baseline.labels", "the baseline needs both classes to have an AUC, but has one"
         )
     reference = placements(reference_sweep)
-    short = _too_few(current, options) or _too_few(reference, options, "the baseline")
-    if current is None or short:
-        return _drift(reference.auc, "delong-unpaired", _insufficient(short or ""))
-    v_current, v_reference = current.variance, reference.variance
-    # pROC's unpaired roc.test: Welch-Satterthwaite degrees of freedom with one term per curve,
-    # each with that curve's total rows (in units of weight) minus one.
-    total = v_current + v_reference
-    denominator = v_current**2 / (current.positives + current.negatives - 1.0) + (
-        v_reference**2 / (reference.positives + reference.negatives - 1.0)
+    return BaselineEstimate(
+        reference.auc,
+        reference.variance,
+        "delong-unpaired",
+        too_few(reference, options, "the baseline"),
+        reference.positives + reference.negatives,
     )
-    df = total * total / denominator if denominator > 0 else math.inf
-    verdict = _verdict(current.auc - reference.auc, total, options, df=df)
-    return _drift(reference.auc, "delong-unpaired", verdict)
 
 
-def _against_summary(
-    current: Placements | None, baseline: Mapping[str, Any], options: Options
-) -> DriftTest:
+def _from_summary(baseline: Mapping[str, Any], options: Options) -> BaselineEstimate:
     auc = _summary_number(baseline, "roc_auc", low=0.0, high=1.0)
     if auc is None:
         raise InvalidInputError(
@@ -110,26 +149,20 @@ def _against_summary(
             raise InvalidInputError(
                 "baseline", "send roc_auc_variance or n_positive and n_negative, not both"
             )
-        method = "delong-unpaired-summary"
-        short = _too_few(current, options)
-    elif n_positive is not None and n_negative is not None:
-        method = "delong-unpaired-hanley-mcneil"
-        variance = _hanley_mcneil(auc, n_positive, n_negative)
-        short = _too_few(current, options)
-        least = options.drift_min_samples
-        if not short and min(n_positive, n_negative) < least:
-            short = (
-                f"the baseline has {n_positive:g} positives and {n_negative:g} negatives;"
-                f" a verdict needs at least {least:g} of each (option drift_min_samples)"
-            )
-    else:
+        return BaselineEstimate(auc, variance, "delong-unpaired-summary")
+    if n_positive is None or n_negative is None:
         raise InvalidInputError(
             "baseline", "with roc_auc, send roc_auc_variance or both n_positive and n_negative"
         )
-    if current is None or short:
-        return _drift(auc, method, _insufficient(short or ""))
-    verdict = _verdict(current.auc - auc, current.variance + variance, options, df=math.inf)
-    return _drift(auc, method, verdict)
+    least = options.drift_min_samples
+    short = ""
+    if min(n_positive, n_negative) < least:
+        short = (
+            f"the baseline has {n_positive:g} positives and {n_negative:g} negatives;"
+            f" a verdict needs at least {least:g} of each (option drift_min_samples)"
+        )
+    variance = _hanley_mcneil(auc, n_positive, n_negative)
+    return BaselineEstimate(auc, variance, "delong-unpaired-hanley-mcneil", short)
 
 
 def _summary_number(
@@ -170,7 +203,7 @@ def comparison_test(
     if champion is None:
         return _comparison(None, _insufficient("only one class is present"))
     other = placements(other_sweep)
-    short = _too_few(champion, options)
+    short = too_few(champion, options)
     if short:
         return _comparison(other.auc, _insufficient(short))
     covariance = _covariance(champion, rows.scores, other, scores, rows)
@@ -202,7 +235,7 @@ def _covariance(
     return float(s10) / first.positives + float(s01) / first.negatives
 
 
-def _too_few(placed: Placements | None, options: Options, whose: str = "the data") -> str:
+def too_few(placed: Placements | None, options: Options, whose: str = "the data") -> str:
     least = options.drift_min_samples
     if placed is None:
         return f"{whose} has only one class: no AUC"

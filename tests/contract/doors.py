@@ -39,7 +39,17 @@ PROTOBUF = "application/x-protobuf"
 NDJSON = "application/x-ndjson"
 
 COLUMNS = ("labels", "scores", "predictions", "weights")
-HEADER_FIELDS = ("task", "classes", "options", "model", "baseline", "coverage", "n_classes")
+HEADER_FIELDS = (
+    "task",
+    "classes",
+    "options",
+    "model",
+    "baseline",
+    "coverage",
+    "n_classes",
+    "monitor_state",
+    "window",
+)
 
 
 class NotExpressibleError(Exception):

@@ -27,6 +27,7 @@ from typing import Any, Literal
 import grpc
 import pytest
 
+from evalserve.core import evaluate
 from tests.contract.doors import (
     JSON,
     NDJSON,
@@ -108,6 +109,9 @@ def rows(n: int, **fields: Any) -> dict[str, Any]:
 
 
 HEADER = {"task": "binary"}
+SUMMARY = {"roc_auc": 0.8, "roc_auc_variance": 0.001}
+# A good monitor state: the first window of the Fawcett rows against SUMMARY.
+STATE = evaluate("binary", FAWCETT_LABELS, FAWCETT_SCORES, baseline=SUMMARY).monitor_state
 MULTICLASS_ROWS = {"labels": [0, 2], "scores": [[0.7, 0.2, 0.1], [0.1, 0.3, 0.6]]}
 MULTILABEL_ROWS = {"labels": [[1, 0, 1], [0, 1, 0]], "scores": [[0.9, 0.2, 0.7], [0.1, 0.8, 0.4]]}
 IMAGE = {"gt_boxes": [[0, 0, 10, 10]], "gt_classes": [0], "pred_boxes": [[1, 1, 10, 10]],
@@ -270,6 +274,25 @@ CASES: dict[str, Bad] = {
     "stream-coverage-negative-delay": Bad(
         [{**HEADER, "coverage": {"label_delay_seconds": -1}}, rows(4)], 422, INVALID,
         "line 1.coverage.label_delay_seconds", ">= 0", grpc_field="coverage.label_delay_seconds",
+        stream=True,
+    ),
+    "monitor-state-damaged": Bad(
+        fawcett(baseline=SUMMARY, monitor_state=b"not a monitor state"), 422, INVALID,
+        "monitor_state", "not an evalserve monitor state",
+    ),
+    "monitor-state-without-baseline": Bad(fawcett(monitor_state=STATE), 422, INVALID,
+                                          "monitor_state", "needs a baseline"),
+    "monitor-state-of-another-baseline": Bad(
+        fawcett(baseline={"roc_auc": 0.9, "roc_auc_variance": 0.001}, monitor_state=STATE), 422,
+        INVALID, "monitor_state", "start a new monitor",
+    ),
+    "monitor-state-not-base64": Bad(fawcett(baseline=SUMMARY, monitor_state="@@"), 400, INVALID,
+                                    "monitor_state", "base64", only="json"),
+    "window-too-long": Bad(fawcett(baseline=SUMMARY, window="w" * 200), 422, INVALID, "window",
+                           "at most 128 characters"),
+    "stream-monitor-state-damaged": Bad(
+        [{**HEADER, "baseline": SUMMARY, "monitor_state": b"\x00" * 40}, rows(4)], 422, INVALID,
+        "line 1.monitor_state", "not an evalserve monitor state", grpc_field="monitor_state",
         stream=True,
     ),
     "baseline-unknown-field": Bad(fawcett(baseline={"auc": 0.9}), 400, INVALID,

@@ -410,6 +410,8 @@ CHANGED: dict[str, tuple[Any, Mapping[str, Any]]] = {
     "auc_interval": ("wald", {}),
     "alpha": (0.5, {"drift_min_samples": 5}),
     "drift_min_samples": (5, {}),
+    "drift_tolerance": (0.05, {"drift_min_samples": 5}),
+    "monitor_arl_windows": (100.0, {}),
     "bootstrap_replicates": (10, {}),
     "bootstrap_seed": (1, {"bootstrap_replicates": 10}),
     "full_model_variance": (0.4, {"n_params": 2}),

@@ -445,6 +445,7 @@ MIRRORS: dict[str, type[BaseModel]] = {
     "Interval": rest_models.Interval,
     "DriftTest": rest_models.DriftTest,
     "Comparison": rest_models.Comparison,
+    "MonitorVerdict": rest_models.MonitorVerdict,
     "Coverage": rest_models.Coverage,
     "CoverageReport": rest_models.CoverageReport,
     "ListMetricsResponse": rest_models.MetricCatalog,

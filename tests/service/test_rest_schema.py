@@ -12,6 +12,7 @@ write, fails here.
 
 from __future__ import annotations
 
+import base64
 from collections import defaultdict
 from collections.abc import Iterator, Mapping
 from typing import Any
@@ -21,7 +22,7 @@ import pytest
 from google.protobuf.descriptor import Descriptor
 from pydantic import BaseModel
 
-from evalserve.core import OPTIONS
+from evalserve.core import OPTIONS, evaluate
 from evalserve.service import rest_models
 from evalserve.service.config import Settings
 from evalserve.service.rest_json import MESSAGES
@@ -140,6 +141,13 @@ HEADER = {
     "coverage": {"n_predictions": 100, "label_delay_seconds": 3600.5},
 }
 
+SUMMARY = {"roc_auc": 0.7, "roc_auc_variance": 0.002}
+# The AUC monitor's state after a first window against SUMMARY, as base64.
+STATE = base64.b64encode(
+    evaluate("binary", FAWCETT_LABELS, FAWCETT_SCORES, baseline=SUMMARY).monitor_state or b""
+).decode()
+MONITORED = {**BINARY, "baseline": SUMMARY, "monitor_state": STATE, "window": "2026-11-27T10"}
+
 # Each JSON form of each request field at least once: every one must be answered 200.
 REQUESTS: list[dict[str, Any]] = [
     {
@@ -156,7 +164,8 @@ REQUESTS: list[dict[str, Any]] = [
         "baseline": {k: RAW[k] for k in ("labels_f64", "scores_f64", "weights_f64")},
         "challenger": {"scores_f64": f64(FLIPPED)},
     },
-    {**BINARY, "baseline": {"roc_auc": 0.7, "roc_auc_variance": 0.002}},
+    {**BINARY, "baseline": SUMMARY},
+    MONITORED,
     {**BINARY, "baseline": {"roc_auc": 0.7, "n_positive": 50, "n_negative": 60}},
     {"task": "multiclass", "classes": CLASSES, "label_names": NAMES, "scores": ROWS},
     {"task": "multiclass", "classes": CLASSES, "labels": NAMES, "scores": FLAT},
@@ -177,6 +186,7 @@ STREAMS: list[list[dict[str, Any]]] = [
         {k: REQUESTS[0][k] for k in ("labels", "scores", "predictions", "weights")},
     ],
     [{"task": "binary", **RAW}],
+    [MONITORED, {k: RAW[k] for k in ("labels_f64", "scores_f64")}],
     [
         {
             "task": "multiclass",

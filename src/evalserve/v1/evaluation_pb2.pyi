@@ -67,6 +67,8 @@ class Options(_message.Message):
     BOOTSTRAP_SEED_FIELD_NUMBER: _builtins.int
     FULL_MODEL_VARIANCE_FIELD_NUMBER: _builtins.int
     MAX_DETECTIONS_FIELD_NUMBER: _builtins.int
+    DRIFT_TOLERANCE_FIELD_NUMBER: _builtins.int
+    MONITOR_ARL_WINDOWS_FIELD_NUMBER: _builtins.int
     threshold: _builtins.float
     """A score >= threshold is predicted positive."""
     beta: _builtins.float
@@ -95,6 +97,12 @@ class Options(_message.Message):
     """Regression: residual variance of the full model, for Mallows' Cp."""
     max_detections: _builtins.int
     """Detection: the highest-scoring predictions kept per image (as COCO's maxDets)."""
+    drift_tolerance: _builtins.float
+    """The AUC monitor's tolerance: a drop of at most this much below the baseline's AUC is
+    never evidence.
+    """
+    monitor_arl_windows: _builtins.float
+    """The AUC monitor's promise: the expected windows before a false alarm, at least."""
     @_builtins.property
     def top_k(self) -> _containers.RepeatedScalarFieldContainer[_builtins.int]:
         """k of multiclass top-k accuracy."""
@@ -122,10 +130,12 @@ class Options(_message.Message):
         bootstrap_seed: _builtins.int | None = ...,
         full_model_variance: _builtins.float | None = ...,
         max_detections: _builtins.int | None = ...,
+        drift_tolerance: _builtins.float | None = ...,
+        monitor_arl_windows: _builtins.float | None = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _typing.Literal["_alpha", b"_alpha", "_auc_interval", b"_auc_interval", "_beta", b"_beta", "_bootstrap_replicates", b"_bootstrap_replicates", "_bootstrap_seed", b"_bootstrap_seed", "_calibration_bins", b"_calibration_bins", "_confidence_level", b"_confidence_level", "_drift_min_samples", b"_drift_min_samples", "_full_model_variance", b"_full_model_variance", "_max_curve_points", b"_max_curve_points", "_max_detections", b"_max_detections", "_max_fpr", b"_max_fpr", "_n_params", b"_n_params", "_threshold", b"_threshold", "alpha", b"alpha", "auc_interval", b"auc_interval", "beta", b"beta", "bootstrap_replicates", b"bootstrap_replicates", "bootstrap_seed", b"bootstrap_seed", "calibration_bins", b"calibration_bins", "confidence_level", b"confidence_level", "drift_min_samples", b"drift_min_samples", "full_model_variance", b"full_model_variance", "max_curve_points", b"max_curve_points", "max_detections", b"max_detections", "max_fpr", b"max_fpr", "n_params", b"n_params", "threshold", b"threshold"]  # noqa: Y015
+    _HasFieldArgType: _TypeAlias = _typing.Literal["_alpha", b"_alpha", "_auc_interval", b"_auc_interval", "_beta", b"_beta", "_bootstrap_replicates", b"_bootstrap_replicates", "_bootstrap_seed", b"_bootstrap_seed", "_calibration_bins", b"_calibration_bins", "_confidence_level", b"_confidence_level", "_drift_min_samples", b"_drift_min_samples", "_drift_tolerance", b"_drift_tolerance", "_full_model_variance", b"_full_model_variance", "_max_curve_points", b"_max_curve_points", "_max_detections", b"_max_detections", "_max_fpr", b"_max_fpr", "_monitor_arl_windows", b"_monitor_arl_windows", "_n_params", b"_n_params", "_threshold", b"_threshold", "alpha", b"alpha", "auc_interval", b"auc_interval", "beta", b"beta", "bootstrap_replicates", b"bootstrap_replicates", "bootstrap_seed", b"bootstrap_seed", "calibration_bins", b"calibration_bins", "confidence_level", b"confidence_level", "drift_min_samples", b"drift_min_samples", "drift_tolerance", b"drift_tolerance", "full_model_variance", b"full_model_variance", "max_curve_points", b"max_curve_points", "max_detections", b"max_detections", "max_fpr", b"max_fpr", "monitor_arl_windows", b"monitor_arl_windows", "n_params", b"n_params", "threshold", b"threshold"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["_alpha", b"_alpha", "_auc_interval", b"_auc_interval", "_beta", b"_beta", "_bootstrap_replicates", b"_bootstrap_replicates", "_bootstrap_seed", b"_bootstrap_seed", "_calibration_bins", b"_calibration_bins", "_confidence_level", b"_confidence_level", "_drift_min_samples", b"_drift_min_samples", "_full_model_variance", b"_full_model_variance", "_max_curve_points", b"_max_curve_points", "_max_detections", b"_max_detections", "_max_fpr", b"_max_fpr", "_n_params", b"_n_params", "_threshold", b"_threshold", "alpha", b"alpha", "auc_interval", b"auc_interval", "beta", b"beta", "bootstrap_replicates", b"bootstrap_replicates", "bootstrap_seed", b"bootstrap_seed", "calibration_bins", b"calibration_bins", "confidence_level", b"confidence_level", "drift_min_samples", b"drift_min_samples", "full_model_variance", b"full_model_variance", "head_k", b"head_k", "max_curve_points", b"max_curve_points", "max_detections", b"max_detections", "max_fpr", b"max_fpr", "n_params", b"n_params", "threshold", b"threshold", "top_k", b"top_k"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["_alpha", b"_alpha", "_auc_interval", b"_auc_interval", "_beta", b"_beta", "_bootstrap_replicates", b"_bootstrap_replicates", "_bootstrap_seed", b"_bootstrap_seed", "_calibration_bins", b"_calibration_bins", "_confidence_level", b"_confidence_level", "_drift_min_samples", b"_drift_min_samples", "_drift_tolerance", b"_drift_tolerance", "_full_model_variance", b"_full_model_variance", "_max_curve_points", b"_max_curve_points", "_max_detections", b"_max_detections", "_max_fpr", b"_max_fpr", "_monitor_arl_windows", b"_monitor_arl_windows", "_n_params", b"_n_params", "_threshold", b"_threshold", "alpha", b"alpha", "auc_interval", b"auc_interval", "beta", b"beta", "bootstrap_replicates", b"bootstrap_replicates", "bootstrap_seed", b"bootstrap_seed", "calibration_bins", b"calibration_bins", "confidence_level", b"confidence_level", "drift_min_samples", b"drift_min_samples", "drift_tolerance", b"drift_tolerance", "full_model_variance", b"full_model_variance", "head_k", b"head_k", "max_curve_points", b"max_curve_points", "max_detections", b"max_detections", "max_fpr", b"max_fpr", "monitor_arl_windows", b"monitor_arl_windows", "n_params", b"n_params", "threshold", b"threshold", "top_k", b"top_k"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     _WhichOneofReturnType__alpha: _TypeAlias = _typing.Literal["alpha"]  # noqa: Y015
     _WhichOneofArgType__alpha: _TypeAlias = _typing.Literal["_alpha", b"_alpha"]  # noqa: Y015
@@ -143,6 +153,8 @@ class Options(_message.Message):
     _WhichOneofArgType__confidence_level: _TypeAlias = _typing.Literal["_confidence_level", b"_confidence_level"]  # noqa: Y015
     _WhichOneofReturnType__drift_min_samples: _TypeAlias = _typing.Literal["drift_min_samples"]  # noqa: Y015
     _WhichOneofArgType__drift_min_samples: _TypeAlias = _typing.Literal["_drift_min_samples", b"_drift_min_samples"]  # noqa: Y015
+    _WhichOneofReturnType__drift_tolerance: _TypeAlias = _typing.Literal["drift_tolerance"]  # noqa: Y015
+    _WhichOneofArgType__drift_tolerance: _TypeAlias = _typing.Literal["_drift_tolerance", b"_drift_tolerance"]  # noqa: Y015
     _WhichOneofReturnType__full_model_variance: _TypeAlias = _typing.Literal["full_model_variance"]  # noqa: Y015
     _WhichOneofArgType__full_model_variance: _TypeAlias = _typing.Literal["_full_model_variance", b"_full_model_variance"]  # noqa: Y015
     _WhichOneofReturnType__max_curve_points: _TypeAlias = _typing.Literal["max_curve_points"]  # noqa: Y015
@@ -151,6 +163,8 @@ class Options(_message.Message):
     _WhichOneofArgType__max_detections: _TypeAlias = _typing.Literal["_max_detections", b"_max_detections"]  # noqa: Y015
     _WhichOneofReturnType__max_fpr: _TypeAlias = _typing.Literal["max_fpr"]  # noqa: Y015
     _WhichOneofArgType__max_fpr: _TypeAlias = _typing.Literal["_max_fpr", b"_max_fpr"]  # noqa: Y015
+    _WhichOneofReturnType__monitor_arl_windows: _TypeAlias = _typing.Literal["monitor_arl_windows"]  # noqa: Y015
+    _WhichOneofArgType__monitor_arl_windows: _TypeAlias = _typing.Literal["_monitor_arl_windows", b"_monitor_arl_windows"]  # noqa: Y015
     _WhichOneofReturnType__n_params: _TypeAlias = _typing.Literal["n_params"]  # noqa: Y015
     _WhichOneofArgType__n_params: _TypeAlias = _typing.Literal["_n_params", b"_n_params"]  # noqa: Y015
     _WhichOneofReturnType__threshold: _TypeAlias = _typing.Literal["threshold"]  # noqa: Y015
@@ -172,6 +186,8 @@ class Options(_message.Message):
     @_typing.overload
     def WhichOneof(self, oneof_group: _WhichOneofArgType__drift_min_samples) -> _WhichOneofReturnType__drift_min_samples | None: ...
     @_typing.overload
+    def WhichOneof(self, oneof_group: _WhichOneofArgType__drift_tolerance) -> _WhichOneofReturnType__drift_tolerance | None: ...
+    @_typing.overload
     def WhichOneof(self, oneof_group: _WhichOneofArgType__full_model_variance) -> _WhichOneofReturnType__full_model_variance | None: ...
     @_typing.overload
     def WhichOneof(self, oneof_group: _WhichOneofArgType__max_curve_points) -> _WhichOneofReturnType__max_curve_points | None: ...
@@ -179,6 +195,8 @@ class Options(_message.Message):
     def WhichOneof(self, oneof_group: _WhichOneofArgType__max_detections) -> _WhichOneofReturnType__max_detections | None: ...
     @_typing.overload
     def WhichOneof(self, oneof_group: _WhichOneofArgType__max_fpr) -> _WhichOneofReturnType__max_fpr | None: ...
+    @_typing.overload
+    def WhichOneof(self, oneof_group: _WhichOneofArgType__monitor_arl_windows) -> _WhichOneofReturnType__monitor_arl_windows | None: ...
     @_typing.overload
     def WhichOneof(self, oneof_group: _WhichOneofArgType__n_params) -> _WhichOneofReturnType__n_params | None: ...
     @_typing.overload
@@ -338,6 +356,8 @@ class EvaluateRequest(_message.Message):
     N_CLASSES_FIELD_NUMBER: _builtins.int
     IMAGES_FIELD_NUMBER: _builtins.int
     COVERAGE_FIELD_NUMBER: _builtins.int
+    MONITOR_STATE_FIELD_NUMBER: _builtins.int
+    WINDOW_FIELD_NUMBER: _builtins.int
     task: Global___Task.ValueType
     labels_f64: _builtins.bytes
     scores_f64: _builtins.bytes
@@ -347,6 +367,12 @@ class EvaluateRequest(_message.Message):
     """Columns of the score matrix (and of multilabel labels and predictions), sent row-major:
     default len(classes), or, for multiclass, len(scores) / len(labels).
     """
+    monitor_state: _builtins.bytes
+    """The AUC monitor's state as the previous window's answer returned it (with a baseline;
+    empty for the first window).
+    """
+    window: _builtins.str
+    """This window's id (for example its end time): a window sent again is not counted again."""
     @_builtins.property
     def labels(self) -> _containers.RepeatedScalarFieldContainer[_builtins.float]:
         """Ground truth: 0/1 (binary), class index (multiclass), n x k 0/1 row-major (multilabel),
@@ -410,10 +436,12 @@ class EvaluateRequest(_message.Message):
         n_classes: _builtins.int | None = ...,
         images: _abc.Iterable[Global___DetectionImage] | None = ...,
         coverage: Global___Coverage | None = ...,
+        monitor_state: _builtins.bytes = ...,
+        window: _builtins.str = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _typing.Literal["_n_classes", b"_n_classes", "baseline", b"baseline", "challenger", b"challenger", "coverage", b"coverage", "model", b"model", "n_classes", b"n_classes", "options", b"options"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["_n_classes", b"_n_classes", "baseline", b"baseline", "challenger", b"challenger", "classes", b"classes", "coverage", b"coverage", "images", b"images", "label_names", b"label_names", "labels", b"labels", "labels_f64", b"labels_f64", "model", b"model", "n_classes", b"n_classes", "options", b"options", "predictions", b"predictions", "predictions_f64", b"predictions_f64", "scores", b"scores", "scores_f64", b"scores_f64", "task", b"task", "weights", b"weights", "weights_f64", b"weights_f64"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["_n_classes", b"_n_classes", "baseline", b"baseline", "challenger", b"challenger", "classes", b"classes", "coverage", b"coverage", "images", b"images", "label_names", b"label_names", "labels", b"labels", "labels_f64", b"labels_f64", "model", b"model", "monitor_state", b"monitor_state", "n_classes", b"n_classes", "options", b"options", "predictions", b"predictions", "predictions_f64", b"predictions_f64", "scores", b"scores", "scores_f64", b"scores_f64", "task", b"task", "weights", b"weights", "weights_f64", b"weights_f64", "window", b"window"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     _WhichOneofReturnType__n_classes: _TypeAlias = _typing.Literal["n_classes"]  # noqa: Y015
     _WhichOneofArgType__n_classes: _TypeAlias = _typing.Literal["_n_classes", b"_n_classes"]  # noqa: Y015
@@ -523,9 +551,14 @@ class StreamHeader(_message.Message):
     BASELINE_FIELD_NUMBER: _builtins.int
     N_CLASSES_FIELD_NUMBER: _builtins.int
     COVERAGE_FIELD_NUMBER: _builtins.int
+    MONITOR_STATE_FIELD_NUMBER: _builtins.int
+    WINDOW_FIELD_NUMBER: _builtins.int
     task: Global___Task.ValueType
     n_classes: _builtins.int
     """Columns of the batches' flat (row-major) score matrices, as EvaluateRequest's n_classes."""
+    monitor_state: _builtins.bytes
+    """The AUC monitor's state and this window's id, as in EvaluateRequest."""
+    window: _builtins.str
     @_builtins.property
     def classes(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]: ...
     @_builtins.property
@@ -548,10 +581,12 @@ class StreamHeader(_message.Message):
         baseline: Global___Baseline | None = ...,
         n_classes: _builtins.int | None = ...,
         coverage: Global___Coverage | None = ...,
+        monitor_state: _builtins.bytes = ...,
+        window: _builtins.str = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _typing.Literal["_n_classes", b"_n_classes", "baseline", b"baseline", "coverage", b"coverage", "model", b"model", "n_classes", b"n_classes", "options", b"options"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["_n_classes", b"_n_classes", "baseline", b"baseline", "classes", b"classes", "coverage", b"coverage", "model", b"model", "n_classes", b"n_classes", "options", b"options", "task", b"task"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["_n_classes", b"_n_classes", "baseline", b"baseline", "classes", b"classes", "coverage", b"coverage", "model", b"model", "monitor_state", b"monitor_state", "n_classes", b"n_classes", "options", b"options", "task", b"task", "window", b"window"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     _WhichOneofReturnType__n_classes: _TypeAlias = _typing.Literal["n_classes"]  # noqa: Y015
     _WhichOneofArgType__n_classes: _TypeAlias = _typing.Literal["_n_classes", b"_n_classes"]  # noqa: Y015
@@ -1231,6 +1266,27 @@ class EvaluateResponse(_message.Message):
         def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
         def WhichOneof(self, oneof_group: _Never) -> None: ...
 
+    @_typing.final
+    class MonitorEntry(_message.Message):
+        DESCRIPTOR: _descriptor.Descriptor
+
+        KEY_FIELD_NUMBER: _builtins.int
+        VALUE_FIELD_NUMBER: _builtins.int
+        key: _builtins.str
+        @_builtins.property
+        def value(self) -> Global___MonitorVerdict: ...
+        def __init__(
+            self,
+            *,
+            key: _builtins.str = ...,
+            value: Global___MonitorVerdict | None = ...,
+        ) -> None: ...
+        _HasFieldArgType: _TypeAlias = _typing.Literal["value", b"value"]  # noqa: Y015
+        def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+        _ClearFieldArgType: _TypeAlias = _typing.Literal["key", b"key", "value", b"value"]  # noqa: Y015
+        def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+        def WhichOneof(self, oneof_group: _Never) -> None: ...
+
     TASK_FIELD_NUMBER: _builtins.int
     N_SAMPLES_FIELD_NUMBER: _builtins.int
     METRICS_FIELD_NUMBER: _builtins.int
@@ -1243,8 +1299,12 @@ class EvaluateResponse(_message.Message):
     CONVENTIONS_FIELD_NUMBER: _builtins.int
     WARNINGS_FIELD_NUMBER: _builtins.int
     COVERAGE_FIELD_NUMBER: _builtins.int
+    MONITOR_FIELD_NUMBER: _builtins.int
+    MONITOR_STATE_FIELD_NUMBER: _builtins.int
     task: Global___Task.ValueType
     n_samples: _builtins.int
+    monitor_state: _builtins.bytes
+    """The state to send with the next window as `monitor_state`."""
     @_builtins.property
     def metrics(self) -> _containers.ScalarMap[_builtins.str, _builtins.float]:
         """Defined metrics. An undefined metric is absent here and present in `undefined`."""
@@ -1269,6 +1329,10 @@ class EvaluateResponse(_message.Message):
     def coverage(self) -> Global___CoverageReport:
         """Present when the request had `coverage`."""
 
+    @_builtins.property
+    def monitor(self) -> _containers.MessageMap[_builtins.str, Global___MonitorVerdict]:
+        """The AUC monitor after this window (with a baseline), by metric."""
+
     def __init__(
         self,
         *,
@@ -1284,14 +1348,66 @@ class EvaluateResponse(_message.Message):
         conventions: _abc.Mapping[_builtins.str, _builtins.str] | None = ...,
         warnings: _abc.Iterable[_builtins.str] | None = ...,
         coverage: Global___CoverageReport | None = ...,
+        monitor: _abc.Mapping[_builtins.str, Global___MonitorVerdict] | None = ...,
+        monitor_state: _builtins.bytes = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _typing.Literal["coverage", b"coverage", "curves", b"curves"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["comparison", b"comparison", "conventions", b"conventions", "coverage", b"coverage", "curves", b"curves", "drift", b"drift", "intervals", b"intervals", "metrics", b"metrics", "n_samples", b"n_samples", "per_class", b"per_class", "task", b"task", "undefined", b"undefined", "warnings", b"warnings"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["comparison", b"comparison", "conventions", b"conventions", "coverage", b"coverage", "curves", b"curves", "drift", b"drift", "intervals", b"intervals", "metrics", b"metrics", "monitor", b"monitor", "monitor_state", b"monitor_state", "n_samples", b"n_samples", "per_class", b"per_class", "task", b"task", "undefined", b"undefined", "warnings", b"warnings"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 
 Global___EvaluateResponse: _TypeAlias = EvaluateResponse  # noqa: Y015
+
+@_typing.final
+class MonitorVerdict(_message.Message):
+    """MonitorVerdict: the sequential monitor of a metric against its baseline after this window."""
+
+    DESCRIPTOR: _descriptor.Descriptor
+
+    STATISTIC_FIELD_NUMBER: _builtins.int
+    THRESHOLD_FIELD_NUMBER: _builtins.int
+    ALARM_FIELD_NUMBER: _builtins.int
+    WINDOWS_FIELD_NUMBER: _builtins.int
+    EVALUE_FIELD_NUMBER: _builtins.int
+    STATUS_FIELD_NUMBER: _builtins.int
+    REASON_FIELD_NUMBER: _builtins.int
+    statistic: _builtins.float
+    """The e-detector's statistic; the monitor alarms when it reaches `threshold`."""
+    threshold: _builtins.float
+    alarm: _builtins.bool
+    windows: _builtins.int
+    """Windows that added evidence so far."""
+    evalue: _builtins.float
+    """This window's e-value; unset when it added no evidence."""
+    status: _builtins.str
+    """"ok" or "insufficient_data"."""
+    reason: _builtins.str
+    def __init__(
+        self,
+        *,
+        statistic: _builtins.float = ...,
+        threshold: _builtins.float = ...,
+        alarm: _builtins.bool = ...,
+        windows: _builtins.int = ...,
+        evalue: _builtins.float | None = ...,
+        status: _builtins.str = ...,
+        reason: _builtins.str | None = ...,
+    ) -> None: ...
+    _HasFieldArgType: _TypeAlias = _typing.Literal["_evalue", b"_evalue", "_reason", b"_reason", "evalue", b"evalue", "reason", b"reason"]  # noqa: Y015
+    def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["_evalue", b"_evalue", "_reason", b"_reason", "alarm", b"alarm", "evalue", b"evalue", "reason", b"reason", "statistic", b"statistic", "status", b"status", "threshold", b"threshold", "windows", b"windows"]  # noqa: Y015
+    def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+    _WhichOneofReturnType__evalue: _TypeAlias = _typing.Literal["evalue"]  # noqa: Y015
+    _WhichOneofArgType__evalue: _TypeAlias = _typing.Literal["_evalue", b"_evalue"]  # noqa: Y015
+    _WhichOneofReturnType__reason: _TypeAlias = _typing.Literal["reason"]  # noqa: Y015
+    _WhichOneofArgType__reason: _TypeAlias = _typing.Literal["_reason", b"_reason"]  # noqa: Y015
+    @_typing.overload
+    def WhichOneof(self, oneof_group: _WhichOneofArgType__evalue) -> _WhichOneofReturnType__evalue | None: ...
+    @_typing.overload
+    def WhichOneof(self, oneof_group: _WhichOneofArgType__reason) -> _WhichOneofReturnType__reason | None: ...
+
+Global___MonitorVerdict: _TypeAlias = MonitorVerdict  # noqa: Y015
 
 @_typing.final
 class CoverageReport(_message.Message):

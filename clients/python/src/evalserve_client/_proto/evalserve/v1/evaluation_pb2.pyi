@@ -67,6 +67,8 @@ class Options(google.protobuf.message.Message):
     BOOTSTRAP_SEED_FIELD_NUMBER: builtins.int
     FULL_MODEL_VARIANCE_FIELD_NUMBER: builtins.int
     MAX_DETECTIONS_FIELD_NUMBER: builtins.int
+    DRIFT_TOLERANCE_FIELD_NUMBER: builtins.int
+    MONITOR_ARL_WINDOWS_FIELD_NUMBER: builtins.int
     threshold: builtins.float
     """A score >= threshold is predicted positive."""
     beta: builtins.float
@@ -95,6 +97,12 @@ class Options(google.protobuf.message.Message):
     """Regression: residual variance of the full model, for Mallows' Cp."""
     max_detections: builtins.int
     """Detection: the highest-scoring predictions kept per image (as COCO's maxDets)."""
+    drift_tolerance: builtins.float
+    """The AUC monitor's tolerance: a drop of at most this much below the baseline's AUC is
+    never evidence.
+    """
+    monitor_arl_windows: builtins.float
+    """The AUC monitor's promise: the expected windows before a false alarm, at least."""
     @property
     def top_k(self) -> google.protobuf.internal.containers.RepeatedScalarFieldContainer[builtins.int]:
         """k of multiclass top-k accuracy."""
@@ -122,9 +130,11 @@ class Options(google.protobuf.message.Message):
         bootstrap_seed: builtins.int | None = ...,
         full_model_variance: builtins.float | None = ...,
         max_detections: builtins.int | None = ...,
+        drift_tolerance: builtins.float | None = ...,
+        monitor_arl_windows: builtins.float | None = ...,
     ) -> None: ...
-    def HasField(self, field_name: typing.Literal["_alpha", b"_alpha", "_auc_interval", b"_auc_interval", "_beta", b"_beta", "_bootstrap_replicates", b"_bootstrap_replicates", "_bootstrap_seed", b"_bootstrap_seed", "_calibration_bins", b"_calibration_bins", "_confidence_level", b"_confidence_level", "_drift_min_samples", b"_drift_min_samples", "_full_model_variance", b"_full_model_variance", "_max_curve_points", b"_max_curve_points", "_max_detections", b"_max_detections", "_max_fpr", b"_max_fpr", "_n_params", b"_n_params", "_threshold", b"_threshold", "alpha", b"alpha", "auc_interval", b"auc_interval", "beta", b"beta", "bootstrap_replicates", b"bootstrap_replicates", "bootstrap_seed", b"bootstrap_seed", "calibration_bins", b"calibration_bins", "confidence_level", b"confidence_level", "drift_min_samples", b"drift_min_samples", "full_model_variance", b"full_model_variance", "max_curve_points", b"max_curve_points", "max_detections", b"max_detections", "max_fpr", b"max_fpr", "n_params", b"n_params", "threshold", b"threshold"]) -> builtins.bool: ...
-    def ClearField(self, field_name: typing.Literal["_alpha", b"_alpha", "_auc_interval", b"_auc_interval", "_beta", b"_beta", "_bootstrap_replicates", b"_bootstrap_replicates", "_bootstrap_seed", b"_bootstrap_seed", "_calibration_bins", b"_calibration_bins", "_confidence_level", b"_confidence_level", "_drift_min_samples", b"_drift_min_samples", "_full_model_variance", b"_full_model_variance", "_max_curve_points", b"_max_curve_points", "_max_detections", b"_max_detections", "_max_fpr", b"_max_fpr", "_n_params", b"_n_params", "_threshold", b"_threshold", "alpha", b"alpha", "auc_interval", b"auc_interval", "beta", b"beta", "bootstrap_replicates", b"bootstrap_replicates", "bootstrap_seed", b"bootstrap_seed", "calibration_bins", b"calibration_bins", "confidence_level", b"confidence_level", "drift_min_samples", b"drift_min_samples", "full_model_variance", b"full_model_variance", "head_k", b"head_k", "max_curve_points", b"max_curve_points", "max_detections", b"max_detections", "max_fpr", b"max_fpr", "n_params", b"n_params", "threshold", b"threshold", "top_k", b"top_k"]) -> None: ...
+    def HasField(self, field_name: typing.Literal["_alpha", b"_alpha", "_auc_interval", b"_auc_interval", "_beta", b"_beta", "_bootstrap_replicates", b"_bootstrap_replicates", "_bootstrap_seed", b"_bootstrap_seed", "_calibration_bins", b"_calibration_bins", "_confidence_level", b"_confidence_level", "_drift_min_samples", b"_drift_min_samples", "_drift_tolerance", b"_drift_tolerance", "_full_model_variance", b"_full_model_variance", "_max_curve_points", b"_max_curve_points", "_max_detections", b"_max_detections", "_max_fpr", b"_max_fpr", "_monitor_arl_windows", b"_monitor_arl_windows", "_n_params", b"_n_params", "_threshold", b"_threshold", "alpha", b"alpha", "auc_interval", b"auc_interval", "beta", b"beta", "bootstrap_replicates", b"bootstrap_replicates", "bootstrap_seed", b"bootstrap_seed", "calibration_bins", b"calibration_bins", "confidence_level", b"confidence_level", "drift_min_samples", b"drift_min_samples", "drift_tolerance", b"drift_tolerance", "full_model_variance", b"full_model_variance", "max_curve_points", b"max_curve_points", "max_detections", b"max_detections", "max_fpr", b"max_fpr", "monitor_arl_windows", b"monitor_arl_windows", "n_params", b"n_params", "threshold", b"threshold"]) -> builtins.bool: ...
+    def ClearField(self, field_name: typing.Literal["_alpha", b"_alpha", "_auc_interval", b"_auc_interval", "_beta", b"_beta", "_bootstrap_replicates", b"_bootstrap_replicates", "_bootstrap_seed", b"_bootstrap_seed", "_calibration_bins", b"_calibration_bins", "_confidence_level", b"_confidence_level", "_drift_min_samples", b"_drift_min_samples", "_drift_tolerance", b"_drift_tolerance", "_full_model_variance", b"_full_model_variance", "_max_curve_points", b"_max_curve_points", "_max_detections", b"_max_detections", "_max_fpr", b"_max_fpr", "_monitor_arl_windows", b"_monitor_arl_windows", "_n_params", b"_n_params", "_threshold", b"_threshold", "alpha", b"alpha", "auc_interval", b"auc_interval", "beta", b"beta", "bootstrap_replicates", b"bootstrap_replicates", "bootstrap_seed", b"bootstrap_seed", "calibration_bins", b"calibration_bins", "confidence_level", b"confidence_level", "drift_min_samples", b"drift_min_samples", "drift_tolerance", b"drift_tolerance", "full_model_variance", b"full_model_variance", "head_k", b"head_k", "max_curve_points", b"max_curve_points", "max_detections", b"max_detections", "max_fpr", b"max_fpr", "monitor_arl_windows", b"monitor_arl_windows", "n_params", b"n_params", "threshold", b"threshold", "top_k", b"top_k"]) -> None: ...
     @typing.overload
     def WhichOneof(self, oneof_group: typing.Literal["_alpha", b"_alpha"]) -> typing.Literal["alpha"] | None: ...
     @typing.overload
@@ -142,6 +152,8 @@ class Options(google.protobuf.message.Message):
     @typing.overload
     def WhichOneof(self, oneof_group: typing.Literal["_drift_min_samples", b"_drift_min_samples"]) -> typing.Literal["drift_min_samples"] | None: ...
     @typing.overload
+    def WhichOneof(self, oneof_group: typing.Literal["_drift_tolerance", b"_drift_tolerance"]) -> typing.Literal["drift_tolerance"] | None: ...
+    @typing.overload
     def WhichOneof(self, oneof_group: typing.Literal["_full_model_variance", b"_full_model_variance"]) -> typing.Literal["full_model_variance"] | None: ...
     @typing.overload
     def WhichOneof(self, oneof_group: typing.Literal["_max_curve_points", b"_max_curve_points"]) -> typing.Literal["max_curve_points"] | None: ...
@@ -149,6 +161,8 @@ class Options(google.protobuf.message.Message):
     def WhichOneof(self, oneof_group: typing.Literal["_max_detections", b"_max_detections"]) -> typing.Literal["max_detections"] | None: ...
     @typing.overload
     def WhichOneof(self, oneof_group: typing.Literal["_max_fpr", b"_max_fpr"]) -> typing.Literal["max_fpr"] | None: ...
+    @typing.overload
+    def WhichOneof(self, oneof_group: typing.Literal["_monitor_arl_windows", b"_monitor_arl_windows"]) -> typing.Literal["monitor_arl_windows"] | None: ...
     @typing.overload
     def WhichOneof(self, oneof_group: typing.Literal["_n_params", b"_n_params"]) -> typing.Literal["n_params"] | None: ...
     @typing.overload
@@ -290,6 +304,8 @@ class EvaluateRequest(google.protobuf.message.Message):
     N_CLASSES_FIELD_NUMBER: builtins.int
     IMAGES_FIELD_NUMBER: builtins.int
     COVERAGE_FIELD_NUMBER: builtins.int
+    MONITOR_STATE_FIELD_NUMBER: builtins.int
+    WINDOW_FIELD_NUMBER: builtins.int
     task: global___Task.ValueType
     labels_f64: builtins.bytes
     scores_f64: builtins.bytes
@@ -299,6 +315,12 @@ class EvaluateRequest(google.protobuf.message.Message):
     """Columns of the score matrix (and of multilabel labels and predictions), sent row-major:
     default len(classes), or, for multiclass, len(scores) / len(labels).
     """
+    monitor_state: builtins.bytes
+    """The AUC monitor's state as the previous window's answer returned it (with a baseline;
+    empty for the first window).
+    """
+    window: builtins.str
+    """This window's id (for example its end time): a window sent again is not counted again."""
     @property
     def labels(self) -> google.protobuf.internal.containers.RepeatedScalarFieldContainer[builtins.float]:
         """Ground truth: 0/1 (binary), class index (multiclass), n x k 0/1 row-major (multilabel),
@@ -362,9 +384,11 @@ class EvaluateRequest(google.protobuf.message.Message):
         n_classes: builtins.int | None = ...,
         images: collections.abc.Iterable[global___DetectionImage] | None = ...,
         coverage: global___Coverage | None = ...,
+        monitor_state: builtins.bytes = ...,
+        window: builtins.str = ...,
     ) -> None: ...
     def HasField(self, field_name: typing.Literal["_n_classes", b"_n_classes", "baseline", b"baseline", "challenger", b"challenger", "coverage", b"coverage", "model", b"model", "n_classes", b"n_classes", "options", b"options"]) -> builtins.bool: ...
-    def ClearField(self, field_name: typing.Literal["_n_classes", b"_n_classes", "baseline", b"baseline", "challenger", b"challenger", "classes", b"classes", "coverage", b"coverage", "images", b"images", "label_names", b"label_names", "labels", b"labels", "labels_f64", b"labels_f64", "model", b"model", "n_classes", b"n_classes", "options", b"options", "predictions", b"predictions", "predictions_f64", b"predictions_f64", "scores", b"scores", "scores_f64", b"scores_f64", "task", b"task", "weights", b"weights", "weights_f64", b"weights_f64"]) -> None: ...
+    def ClearField(self, field_name: typing.Literal["_n_classes", b"_n_classes", "baseline", b"baseline", "challenger", b"challenger", "classes", b"classes", "coverage", b"coverage", "images", b"images", "label_names", b"label_names", "labels", b"labels", "labels_f64", b"labels_f64", "model", b"model", "monitor_state", b"monitor_state", "n_classes", b"n_classes", "options", b"options", "predictions", b"predictions", "predictions_f64", b"predictions_f64", "scores", b"scores", "scores_f64", b"scores_f64", "task", b"task", "weights", b"weights", "weights_f64", b"weights_f64", "window", b"window"]) -> None: ...
     def WhichOneof(self, oneof_group: typing.Literal["_n_classes", b"_n_classes"]) -> typing.Literal["n_classes"] | None: ...
 
 global___EvaluateRequest = EvaluateRequest
@@ -461,9 +485,14 @@ class StreamHeader(google.protobuf.message.Message):
     BASELINE_FIELD_NUMBER: builtins.int
     N_CLASSES_FIELD_NUMBER: builtins.int
     COVERAGE_FIELD_NUMBER: builtins.int
+    MONITOR_STATE_FIELD_NUMBER: builtins.int
+    WINDOW_FIELD_NUMBER: builtins.int
     task: global___Task.ValueType
     n_classes: builtins.int
     """Columns of the batches' flat (row-major) score matrices, as EvaluateRequest's n_classes."""
+    monitor_state: builtins.bytes
+    """The AUC monitor's state and this window's id, as in EvaluateRequest."""
+    window: builtins.str
     @property
     def classes(self) -> google.protobuf.internal.containers.RepeatedScalarFieldContainer[builtins.str]: ...
     @property
@@ -486,9 +515,11 @@ class StreamHeader(google.protobuf.message.Message):
         baseline: global___Baseline | None = ...,
         n_classes: builtins.int | None = ...,
         coverage: global___Coverage | None = ...,
+        monitor_state: builtins.bytes = ...,
+        window: builtins.str = ...,
     ) -> None: ...
     def HasField(self, field_name: typing.Literal["_n_classes", b"_n_classes", "baseline", b"baseline", "coverage", b"coverage", "model", b"model", "n_classes", b"n_classes", "options", b"options"]) -> builtins.bool: ...
-    def ClearField(self, field_name: typing.Literal["_n_classes", b"_n_classes", "baseline", b"baseline", "classes", b"classes", "coverage", b"coverage", "model", b"model", "n_classes", b"n_classes", "options", b"options", "task", b"task"]) -> None: ...
+    def ClearField(self, field_name: typing.Literal["_n_classes", b"_n_classes", "baseline", b"baseline", "classes", b"classes", "coverage", b"coverage", "model", b"model", "monitor_state", b"monitor_state", "n_classes", b"n_classes", "options", b"options", "task", b"task", "window", b"window"]) -> None: ...
     def WhichOneof(self, oneof_group: typing.Literal["_n_classes", b"_n_classes"]) -> typing.Literal["n_classes"] | None: ...
 
 global___StreamHeader = StreamHeader
@@ -1061,6 +1092,24 @@ class EvaluateResponse(google.protobuf.message.Message):
         ) -> None: ...
         def ClearField(self, field_name: typing.Literal["key", b"key", "value", b"value"]) -> None: ...
 
+    @typing.final
+    class MonitorEntry(google.protobuf.message.Message):
+        DESCRIPTOR: google.protobuf.descriptor.Descriptor
+
+        KEY_FIELD_NUMBER: builtins.int
+        VALUE_FIELD_NUMBER: builtins.int
+        key: builtins.str
+        @property
+        def value(self) -> global___MonitorVerdict: ...
+        def __init__(
+            self,
+            *,
+            key: builtins.str = ...,
+            value: global___MonitorVerdict | None = ...,
+        ) -> None: ...
+        def HasField(self, field_name: typing.Literal["value", b"value"]) -> builtins.bool: ...
+        def ClearField(self, field_name: typing.Literal["key", b"key", "value", b"value"]) -> None: ...
+
     TASK_FIELD_NUMBER: builtins.int
     N_SAMPLES_FIELD_NUMBER: builtins.int
     METRICS_FIELD_NUMBER: builtins.int
@@ -1073,8 +1122,12 @@ class EvaluateResponse(google.protobuf.message.Message):
     CONVENTIONS_FIELD_NUMBER: builtins.int
     WARNINGS_FIELD_NUMBER: builtins.int
     COVERAGE_FIELD_NUMBER: builtins.int
+    MONITOR_FIELD_NUMBER: builtins.int
+    MONITOR_STATE_FIELD_NUMBER: builtins.int
     task: global___Task.ValueType
     n_samples: builtins.int
+    monitor_state: builtins.bytes
+    """The state to send with the next window as `monitor_state`."""
     @property
     def metrics(self) -> google.protobuf.internal.containers.ScalarMap[builtins.str, builtins.float]:
         """Defined metrics. An undefined metric is absent here and present in `undefined`."""
@@ -1099,6 +1152,10 @@ class EvaluateResponse(google.protobuf.message.Message):
     def coverage(self) -> global___CoverageReport:
         """Present when the request had `coverage`."""
 
+    @property
+    def monitor(self) -> google.protobuf.internal.containers.MessageMap[builtins.str, global___MonitorVerdict]:
+        """The AUC monitor after this window (with a baseline), by metric."""
+
     def __init__(
         self,
         *,
@@ -1114,11 +1171,57 @@ class EvaluateResponse(google.protobuf.message.Message):
         conventions: collections.abc.Mapping[builtins.str, builtins.str] | None = ...,
         warnings: collections.abc.Iterable[builtins.str] | None = ...,
         coverage: global___CoverageReport | None = ...,
+        monitor: collections.abc.Mapping[builtins.str, global___MonitorVerdict] | None = ...,
+        monitor_state: builtins.bytes = ...,
     ) -> None: ...
     def HasField(self, field_name: typing.Literal["coverage", b"coverage", "curves", b"curves"]) -> builtins.bool: ...
-    def ClearField(self, field_name: typing.Literal["comparison", b"comparison", "conventions", b"conventions", "coverage", b"coverage", "curves", b"curves", "drift", b"drift", "intervals", b"intervals", "metrics", b"metrics", "n_samples", b"n_samples", "per_class", b"per_class", "task", b"task", "undefined", b"undefined", "warnings", b"warnings"]) -> None: ...
+    def ClearField(self, field_name: typing.Literal["comparison", b"comparison", "conventions", b"conventions", "coverage", b"coverage", "curves", b"curves", "drift", b"drift", "intervals", b"intervals", "metrics", b"metrics", "monitor", b"monitor", "monitor_state", b"monitor_state", "n_samples", b"n_samples", "per_class", b"per_class", "task", b"task", "undefined", b"undefined", "warnings", b"warnings"]) -> None: ...
 
 global___EvaluateResponse = EvaluateResponse
+
+@typing.final
+class MonitorVerdict(google.protobuf.message.Message):
+    """MonitorVerdict: the sequential monitor of a metric against its baseline after this window."""
+
+    DESCRIPTOR: google.protobuf.descriptor.Descriptor
+
+    STATISTIC_FIELD_NUMBER: builtins.int
+    THRESHOLD_FIELD_NUMBER: builtins.int
+    ALARM_FIELD_NUMBER: builtins.int
+    WINDOWS_FIELD_NUMBER: builtins.int
+    EVALUE_FIELD_NUMBER: builtins.int
+    STATUS_FIELD_NUMBER: builtins.int
+    REASON_FIELD_NUMBER: builtins.int
+    statistic: builtins.float
+    """The e-detector's statistic; the monitor alarms when it reaches `threshold`."""
+    threshold: builtins.float
+    alarm: builtins.bool
+    windows: builtins.int
+    """Windows that added evidence so far."""
+    evalue: builtins.float
+    """This window's e-value; unset when it added no evidence."""
+    status: builtins.str
+    """"ok" or "insufficient_data"."""
+    reason: builtins.str
+    def __init__(
+        self,
+        *,
+        statistic: builtins.float = ...,
+        threshold: builtins.float = ...,
+        alarm: builtins.bool = ...,
+        windows: builtins.int = ...,
+        evalue: builtins.float | None = ...,
+        status: builtins.str = ...,
+        reason: builtins.str | None = ...,
+    ) -> None: ...
+    def HasField(self, field_name: typing.Literal["_evalue", b"_evalue", "_reason", b"_reason", "evalue", b"evalue", "reason", b"reason"]) -> builtins.bool: ...
+    def ClearField(self, field_name: typing.Literal["_evalue", b"_evalue", "_reason", b"_reason", "alarm", b"alarm", "evalue", b"evalue", "reason", b"reason", "statistic", b"statistic", "status", b"status", "threshold", b"threshold", "windows", b"windows"]) -> None: ...
+    @typing.overload
+    def WhichOneof(self, oneof_group: typing.Literal["_evalue", b"_evalue"]) -> typing.Literal["evalue"] | None: ...
+    @typing.overload
+    def WhichOneof(self, oneof_group: typing.Literal["_reason", b"_reason"]) -> typing.Literal["reason"] | None: ...
+
+global___MonitorVerdict = MonitorVerdict
 
 @typing.final
 class CoverageReport(google.protobuf.message.Message):
