@@ -14,7 +14,7 @@ from evalserve.core import OPTIONS, TASKS
 from evalserve.service.memory import retain_freed_memory
 
 if TYPE_CHECKING:
-    from evalserve.offline import ColumnSpec
+    from evalserve.offline import ColumnSpec, MonitorFile
     from evalserve.service.config import Settings
 
 __all__ = ["main"]
@@ -113,6 +113,18 @@ def add_input_arguments(command: argparse.ArgumentParser) -> None:
         metavar="FILE",
         help="JSON file of the baseline, as the REST request's baseline object (task binary: "
         "the drift test of roc_auc)",
+    )
+    command.add_argument(
+        "--monitor-state",
+        metavar="FILE",
+        help="the AUC monitor's state (with --baseline): read from FILE when it exists, "
+        "replaced by the new state after the run; one file per monitored model",
+    )
+    command.add_argument(
+        "--window",
+        metavar="ID",
+        help="this run's window id for the AUC monitor (for example the day the file "
+        "covers): a run of the same window again is not counted twice",
     )
     engine = command.add_argument_group("engine")
     engine.add_argument(
@@ -252,6 +264,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     retain_freed_memory()  # as the server does: big arrays reuse freed pages
     output = getattr(args, "output", None)
+    monitor = _monitor_file(args, parser)
     if args.engine == "dask":
         from evalserve.dask import run_files
 
@@ -263,6 +276,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             output_format=args.output_format,
             output=output,
             baseline=args.baseline,
+            monitor=monitor,
         )
     from evalserve import offline
 
@@ -273,7 +287,22 @@ def main(argv: Sequence[str] | None = None) -> int:
         output_format=args.output_format,
         output=output,
         baseline=args.baseline,
+        monitor=monitor,
     )
+
+
+def _monitor_file(args: argparse.Namespace, parser: argparse.ArgumentParser) -> MonitorFile | None:
+    """``--monitor-state`` and ``--window``, checked: the monitor needs a baseline."""
+    path, window = getattr(args, "monitor_state", None), getattr(args, "window", None)
+    if path is None:
+        if window is not None:
+            parser.error("--window names a window of the AUC monitor: give --monitor-state too")
+        return None
+    if getattr(args, "baseline", None) is None:
+        parser.error("--monitor-state needs --baseline: the AUC monitor tests against it")
+    from evalserve.offline import MonitorFile  # pyarrow: imported by the commands that read
+
+    return MonitorFile(path, window)
 
 
 def _report_available() -> bool:

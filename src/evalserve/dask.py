@@ -52,7 +52,16 @@ from evalserve.core.ranges import (
     range_pass,
     range_totals,
 )
-from evalserve.offline import ColumnError, ColumnSpec, OfflineError, Plan, emit, plan, render
+from evalserve.offline import (
+    ColumnError,
+    ColumnSpec,
+    MonitorFile,
+    OfflineError,
+    Plan,
+    emit,
+    plan,
+    render,
+)
 from evalserve.offline._files import FileError, sources
 
 __all__ = ["evaluate", "run_files"]
@@ -77,6 +86,8 @@ def evaluate(
     max_state_bytes: int | None = None,
     retries: int = RETRIES,
     baseline: Mapping[str, Any] | None = None,
+    monitor_state: bytes | None = None,
+    window: str | None = None,
 ) -> EvaluationResult:
     """The result of ``evaluate(task, ...)`` on every row of ``dataframe``.
 
@@ -84,9 +95,9 @@ def evaluate(
     list of names or a prefix for the score columns of multiclass and multilabel).
     ``method``: ``"tree"`` (every task) or ``"ranges"`` (task binary: ``ranges`` score
     ranges, default two per partition up to 64). ``max_state_bytes`` caps each state a worker
-    builds (``StateTooLargeError`` past it). ``baseline`` (method tree, task binary): the
-    drift test, as in ``evaluate``. Computes on the current Dask scheduler (a
-    ``distributed.Client`` when one is open)."""
+    builds (``StateTooLargeError`` past it). ``baseline``, ``monitor_state`` and ``window``
+    (method tree, task binary): the drift test and the AUC monitor, as in ``evaluate``.
+    Computes on the current Dask scheduler (a ``distributed.Client`` when one is open)."""
     spec = ColumnSpec(
         task=task,
         label=_names(label),
@@ -105,11 +116,13 @@ def evaluate(
     if method == "tree":
         final = _tree(frame, table_plan, options, split_every, max_state_bytes)
         (state,) = compute(final, retries=retries)
-        return Accumulator.from_bytes(state).result(baseline=baseline)
+        accumulator = Accumulator.from_bytes(state)
+        return accumulator.result(baseline=baseline, monitor_state=monitor_state, window=window)
     if method != "ranges":
         raise InvalidInputError("method", f"expected 'tree' or 'ranges', got {method!r}")
-    if baseline is not None:
-        raise InvalidInputError("baseline", "is taken by method 'tree' only")
+    for name, value in (("baseline", baseline), ("monitor_state", monitor_state)):
+        if value is not None:
+            raise InvalidInputError(name, "is taken by method 'tree' only")
     if not task_spec(task).ranges:
         with_ranges = ", ".join(repr(spec.name) for spec in REGISTRY if spec.ranges)
         raise InvalidInputError("method", f"the ranges path takes task {with_ranges}, not {task!r}")
@@ -300,6 +313,7 @@ def run_files(
     method: str = "tree",
     output: str | None = None,
     baseline: Mapping[str, Any] | None = None,
+    monitor: MonitorFile | None = None,
 ) -> int:
     """``evalserve evaluate --engine dask``: the files read by Dask, on the cluster at
     ``scheduler`` (or a local cluster of processes); the exit status."""
@@ -330,7 +344,11 @@ def run_files(
                 options=options,
                 method=method,
                 baseline=baseline,
+                monitor_state=None if monitor is None else monitor.read(),
+                window=None if monitor is None else monitor.window,
             )
+        if monitor is not None and result.monitor_state is not None:
+            monitor.write(result.monitor_state)
     except (OfflineError, FileError, ColumnError, InvalidInputError, OSError) as error:
         print(f"evalserve: error: {error}", file=sys.stderr)
         return 2

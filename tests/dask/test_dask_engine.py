@@ -75,6 +75,26 @@ def test_binary_tree_equals_in_process(client: Client, tmp_path: Path) -> None:
     assert _json(got) == _json(want)
 
 
+def test_the_auc_monitor_on_dask_equals_in_process(client: Client, tmp_path: Path) -> None:
+    data, frame = _binary_frame(4000, tmp_path)
+    baseline = {"roc_auc": 0.9, "roc_auc_variance": 1e-4}
+    first = evaluate("binary", [0, 1, 0, 1], [0.1, 0.9, 0.2, 0.8], baseline=baseline)
+    columns = (frame.label.to_numpy(), frame.score.to_numpy())
+    weights = frame.weight.to_numpy()
+    state, window = first.monitor_state, "day-2"
+    got = evalserve_dask.evaluate(
+        data, task="binary", baseline=baseline, monitor_state=state, window=window
+    )
+    want = evaluate(
+        "binary", *columns, sample_weight=weights, baseline=baseline, monitor_state=state,
+        window=window,
+    )  # fmt: skip
+    assert got.monitor_state == want.monitor_state
+    assert got.monitor["roc_auc"] == want.monitor["roc_auc"]
+    with pytest.raises(InvalidInputError, match="method 'tree' only"):
+        evalserve_dask.evaluate(data, task="binary", method="ranges", monitor_state=state)
+
+
 def test_every_other_task_equals_in_process(client: Client, tmp_path: Path) -> None:
     n = 3000
     names = ["a", "b", "c"]

@@ -152,6 +152,10 @@ def test_binary_page_shows_the_tests_coverage_and_curves() -> None:
     result, options = case("binary")
     page = render_report(result, options=options)
     assert "Drift against the baseline" in page
+    assert "The AUC monitor over the windows so far" in page
+    verdict = result.monitor["roc_auc"]
+    assert f'<td class="num">{verdict.threshold:.6g}</td>' in page
+    assert ("alarm: evidence" in page) == verdict.alarm
     assert "Label coverage" in page
     assert "threshold 0.4" in page
     charts = {chart.key: chart for chart in charts_of(result, threshold=0.4)}
@@ -210,3 +214,17 @@ def test_ten_million_rows_give_a_page_under_two_megabytes() -> None:
     size = len(page.encode("utf-8"))
     assert size < 2_000_000, size
     assert result.curves["roc"]["fpr"].size == 1000  # thinned to max_curve_points
+
+
+def test_an_alarm_is_the_verdict_the_page_shows() -> None:
+    rng = np.random.default_rng(3)
+    labels = (np.arange(4000) % 5 == 0).astype(float)
+    baseline = {"roc_auc": 0.9, "roc_auc_variance": 0.0}
+    state = None
+    for _ in range(3):  # an AUC near 0.64: far below 0.9 - 0.01
+        result = evaluate("binary", labels, rng.normal(labels * 0.5, 1.0), baseline=baseline,
+                          monitor_state=state)  # fmt: skip
+        state = result.monitor_state
+    assert result.monitor["roc_auc"].alarm
+    page = render_report(result)
+    assert 'class="verdict-significant">alarm: evidence that the AUC fell' in page

@@ -15,6 +15,7 @@ from typing import Any, TextIO
 
 from evalserve.core import EvaluationResult
 from evalserve.offline._columns import DETECTION_COLUMNS, ColumnError, ColumnSpec, Plan, plan
+from evalserve.offline._monitor_file import MonitorFile
 from evalserve.offline._progress import Progress
 from evalserve.offline._run import OfflineError, accumulate_files, evaluate_files
 from evalserve.offline._table import table
@@ -23,6 +24,7 @@ __all__ = [
     "DETECTION_COLUMNS",
     "ColumnError",
     "ColumnSpec",
+    "MonitorFile",
     "OfflineError",
     "Plan",
     "Progress",
@@ -71,15 +73,23 @@ def run(
     output_format: str = "json",
     output: str | None = None,
     baseline: Mapping[str, Any] | None = None,
+    monitor: MonitorFile | None = None,
     out: TextIO = sys.stdout,
     err: TextIO = sys.stderr,
 ) -> int:
     """``evalserve evaluate`` and ``evalserve report``: evaluate ``paths`` and print the
     result (or write it to ``output``); the exit status (2 for input that cannot be
-    evaluated, with one line on ``err`` naming file, row and column)."""
+    evaluated, with one line on ``err`` naming file, row and column). With ``monitor``, the
+    AUC monitor's state is read from its file and the new one written back."""
     progress = Progress(err, files=0)
     try:
-        result = evaluate_files(paths, spec, options, progress=progress, baseline=baseline)
+        state = None if monitor is None else _read_state(monitor)
+        result = evaluate_files(
+            paths, spec, options, progress=progress, baseline=baseline, monitor_state=state,
+            window=None if monitor is None else monitor.window,
+        )  # fmt: skip
+        if monitor is not None:
+            _write_state(monitor, result)
     except OfflineError as error:
         progress.close()
         print(f"evalserve: error: {error}", file=err)
@@ -92,3 +102,20 @@ def run(
         print(f"evalserve: error: {output}: {error.strerror}", file=err)
         return 2
     return 0
+
+
+def _read_state(monitor: MonitorFile) -> bytes | None:
+    try:
+        return monitor.read()
+    except OSError as error:
+        raise OfflineError(f"{monitor.path}: {error.strerror}") from None
+
+
+def _write_state(monitor: MonitorFile, result: EvaluationResult) -> None:
+    """Store the result's new monitor state (none: the run had no baseline)."""
+    if result.monitor_state is None:
+        raise OfflineError("--monitor-state needs --baseline: the AUC monitor tests against it")
+    try:
+        monitor.write(result.monitor_state)
+    except OSError as error:
+        raise OfflineError(f"{monitor.path}: {error.strerror}") from None

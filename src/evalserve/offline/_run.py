@@ -45,12 +45,15 @@ def evaluate_files(
     progress: Progress | None = None,
     batch_rows: int = BATCH_ROWS,
     baseline: Mapping[str, Any] | None = None,
+    monitor_state: bytes | None = None,
+    window: str | None = None,
 ) -> EvaluationResult:
     """What ``evaluate`` gives on all rows of ``paths`` (files, directories, globs, ``-``);
-    ``baseline`` as in ``evaluate`` (task binary: the drift test)."""
+    ``baseline``, ``monitor_state`` and ``window`` as in ``evaluate`` (task binary: the drift
+    test and the AUC monitor)."""
     accumulator = accumulate_files(paths, spec, options, progress=progress, batch_rows=batch_rows)
     try:
-        return accumulator.result(baseline=baseline)
+        return accumulator.result(baseline=baseline, monitor_state=monitor_state, window=window)
     except InvalidInputError as error:
         raise OfflineError(f"{', '.join(paths)}: {error}") from None
 

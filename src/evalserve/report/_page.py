@@ -3,8 +3,8 @@ specifications), so that it opens from a file or an e-mail attachment without ne
 
 The tables come first and carry every number (the charts repeat some of them for the eye):
 the headline metrics with their intervals and the catalog's definitions, the undefined metrics
-with their reasons, the drift and challenger tests, the label coverage, the per-class table,
-the warnings and the conventions.
+with their reasons, the AUC monitor, the drift and challenger tests, the label coverage, the
+per-class table, the warnings and the conventions.
 """
 
 from __future__ import annotations
@@ -22,6 +22,7 @@ from evalserve.core import (
     DriftTest,
     EvaluationResult,
     Interval,
+    MonitorVerdict,
     Options,
     catalog_entry,
     parse_options,
@@ -195,11 +196,45 @@ def _tests_section(result: EvaluationResult) -> str:
     drift = {name: (test.baseline, test) for name, test in result.drift.items()}
     comparison = {name: (test.challenger, test) for name, test in result.comparison.items()}
     parts = (
+        _monitor_table(result.monitor),
         _tests_table("Drift against the baseline", "Baseline", drift),
         _tests_table("The challenger against this model", "Challenger", comparison),
     )
     tables = "".join(parts)
-    return _section("tests", "Drift and challenger", tables) if tables else ""
+    return _section("tests", "Monitor, drift and challenger", tables) if tables else ""
+
+
+def _monitor_table(monitor: Mapping[str, MonitorVerdict]) -> str:
+    """The sequential monitor: its statistic against the threshold, and the verdict."""
+    if not monitor:
+        return ""
+    rows = []
+    for name, verdict in monitor.items():
+        css = ' class="verdict-significant"' if verdict.alarm else ""
+        rows.append(
+            "<tr>"
+            f'<th scope="row">{escape(name)}</th>'
+            f'<td class="num">{escape(_number(verdict.statistic))}</td>'
+            f'<td class="num">{escape(_number(verdict.threshold))}</td>'
+            f'<td class="num">{escape(_number(verdict.windows))}</td>'
+            f'<td class="num">{escape(_number(verdict.evalue))}</td>'
+            f"<td{css}>{escape(_monitor_verdict(verdict))}</td>"
+            "</tr>"
+        )
+    caption = (
+        "The AUC monitor over the windows so far: it alarms when its statistic reaches the"
+        " threshold, the expected number of windows between false alarms"
+    )
+    headers = ("Metric", "Statistic", "Threshold", "Windows", "This window's e-value", "Verdict")
+    return _table(caption, headers, rows)
+
+
+def _monitor_verdict(verdict: MonitorVerdict) -> str:
+    if verdict.alarm:
+        return "alarm: evidence that the AUC fell below the baseline by more than the tolerance"
+    if verdict.status != "ok":
+        return f"no alarm; this window added no evidence: {verdict.reason or verdict.status}"
+    return "no alarm"
 
 
 def _tests_table(
