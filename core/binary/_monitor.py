@@ -109,10 +109,11 @@ def monitor_window(
         )
     if window is not None and window in state.recent:
         reason = f"window {window!r} was counted already; the state is unchanged"
-        return MonitorStep(_entry(state, state.last_evalue, "ok", reason), encode(state))
+        evalue = state.last_evalue if window == state.recent[-1] else None
+        return MonitorStep(_entry(state, evalue, "ok", reason), encode(state))
     recent = state.recent if window is None else (*state.recent, window)[-MAX_RECENT:]
     if auc is None or variance is None or too_few:
-        state = replace(state, recent=recent)
+        state = replace(state, recent=recent, last_evalue=None, last_z=None)
         reason = too_few or "the window has no AUC"
         return MonitorStep(_entry(state, None, "insufficient_data", reason), encode(state))
     z = _z(auc, variance, state.bound)

@@ -47,7 +47,8 @@ class MonitorState:
     and are checked against each request's; ``log_detectors`` are the logs of the
     Shiryaev-Roberts statistics, one per effect size of the mixture; ``windows`` counts the
     windows that added evidence; ``recent`` holds the ids of the last ``MAX_RECENT`` windows
-    (a window sent again is not counted again); ``last_*`` describe the last counted window.
+    (a window sent again is not counted again); ``last_*`` describe the last window (None when
+    it added no evidence).
     """
 
     tolerance: float

@@ -97,6 +97,9 @@ def test_a_window_sent_again_is_not_counted_again() -> None:
     assert repeated.state == second.state
     assert repeated.entry.statistic == second.entry.statistic
     assert repeated.entry.windows == 2 and "counted already" in (repeated.entry.reason or "")
+    assert repeated.entry.evalue == second.entry.evalue  # the last window: its own e-value
+    older = monitor_window(KNOWN, second.state, "2026-11-27T10", 0.82, 1e-4, "")
+    assert older.state == second.state and older.entry.evalue is None
 
 
 def test_windows_are_remembered_up_to_a_bound() -> None:
@@ -114,6 +117,8 @@ def test_a_window_without_enough_rows_adds_no_evidence_and_says_so() -> None:
     assert short.entry.reason == "the data has 3 positives"
     assert short.entry.statistic == first.entry.statistic and short.entry.windows == 1
     assert short.entry.evalue is None
+    retried = monitor_window(KNOWN, short.state, "b", None, None, "the data has 3 positives")
+    assert retried.entry.evalue is None and retried.state == short.state
 
 
 def test_the_state_reads_back_bit_for_bit() -> None:
