@@ -45,6 +45,12 @@ export interface Options {
   readonly alpha?: number | null;
   /** Fewest positives and negatives (each) for a drift or comparison verdict (default 20). */
   readonly drift_min_samples?: number | null;
+  /** The AUC monitor's tolerance: a drop of at most this below the baseline's AUC is never
+   * evidence (default 0.01). */
+  readonly drift_tolerance?: number | null;
+  /** The AUC monitor's promise: the expected windows before a false alarm, at least (default
+   * 8760, a year of hourly windows). */
+  readonly monitor_arl_windows?: number | null;
   /** Replicates of the bootstrap intervals; 0 (the default) skips them. */
   readonly bootstrap_replicates?: number | null;
   /** Seed of the bootstrap (default 0): the same request gives the same intervals. */
@@ -53,12 +59,6 @@ export interface Options {
   readonly full_model_variance?: number | null;
   /** Detection: the highest-scoring predictions kept per image (default 100, as COCO). */
   readonly max_detections?: number | null;
-  /** The AUC monitor's tolerance: a drop of at most this below the baseline's AUC is never
-   * evidence (default 0.01). */
-  readonly drift_tolerance?: number | null;
-  /** The AUC monitor's promise: the expected windows before a false alarm, at least (default
-   * 8760, a year of hourly windows). */
-  readonly monitor_arl_windows?: number | null;
 }
 
 /** The evaluated model; a request that names one updates its Prometheus gauges. */
