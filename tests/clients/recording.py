@@ -10,9 +10,9 @@ the one-shot answer exactly when its batches carried the whole input, in order.
 The neutral form of a message or line (``Unit``) is the same for both transports, so what the
 two doors received can be compared directly: ``header`` (task name, ``classes``,
 ``n_classes``, ``options``, ``model``, ``baseline`` with its columns as float lists,
-``coverage``), the row columns as flat float lists (matrices row-major, raw ``*_f64`` bytes
-decoded), ``label_names`` (class-name labels: JSON ``labels`` of strings), ``images`` (boxes
-flat) and ``challenger``.
+``coverage``, the AUC monitor's ``monitor_state`` as base64 and ``window``), the row columns
+as flat float lists (matrices row-major, raw ``*_f64`` bytes decoded), ``label_names``
+(class-name labels: JSON ``labels`` of strings), ``images`` (boxes flat) and ``challenger``.
 
 Both can refuse the first calls (``refusals``, taken in order): the gRPC server ends each with a
 given ``grpc.Status`` (its code, message and trailing metadata, ``google.rpc`` details among
@@ -46,7 +46,10 @@ from evalserve.v1 import evaluation_pb2_grpc as pb_grpc
 
 Unit = dict[str, Any]
 COLUMNS = ("labels", "scores", "predictions", "weights")
-HEADER_FIELDS = ("task", "classes", "n_classes", "options", "model", "baseline", "coverage")
+HEADER_FIELDS = (
+    "task", "classes", "n_classes", "options", "model", "baseline", "coverage", "monitor_state",
+    "window",
+)  # fmt: skip
 IMAGE_FIELDS = ("gt_boxes", "gt_classes", "pred_boxes", "pred_classes", "pred_scores")
 SETTINGS = Settings()
 Header = str | Callable[[], str]
@@ -104,6 +107,10 @@ def _proto_header(message: pb.StreamHeader | pb.EvaluateRequest) -> Unit:
     for name in ("options", "model", "coverage"):
         if message.HasField(name):
             header[name] = _fields(getattr(message, name))
+    if message.monitor_state:
+        header["monitor_state"] = base64.b64encode(message.monitor_state).decode()
+    if message.window:
+        header["window"] = message.window
     if message.HasField("baseline"):
         summary = {
             key: value

@@ -72,6 +72,8 @@ def _binary() -> Case:
             "baseline": {"labels": base, "scores": base_scores},
             "coverage": {"n_predictions": 10_000, "label_delay_seconds": 7200},
             "model": {"name": "fraud", "version": "3", "segment": "eu"},
+            # a monitored call: its window in the stream's header, its state a first window's
+            "window": "2026-11-27T10:00Z",
         },
     )  # fmt: skip
 
@@ -194,7 +196,7 @@ def expected_header(name: str) -> Unit:
     """The header of a case's stream, as the recording servers put it."""
     case = cases()[name]
     header: Unit = {"task": case.task}
-    for key in ("classes", "options", "model", "coverage"):
+    for key in ("classes", "options", "model", "coverage", "window"):
         if key in case.keywords:
             header[key] = case.keywords[key]
     if name in WIDTHS:
@@ -331,3 +333,12 @@ def assert_same_answer(task: str, got: dict[str, Any], expected: dict[str, Any])
         assert_same(got, expected)
     else:
         assert_close(got, expected)
+
+
+def server_part(answer: dict[str, Any], case: Case) -> dict[str, Any]:
+    """The TypeScript result without the client's own fields of a monitored call (its window,
+    whether it restarted the monitor), which are checked here."""
+    if "window" in case.keywords:
+        assert answer.pop("window") == case.keywords["window"]
+        assert answer.pop("monitor_restarted") is None
+    return answer

@@ -113,6 +113,14 @@ def check_python_rest(out: str) -> None:
     assert "drift_min_samples" in reason
 
 
+def check_python_monitor(out: str) -> None:
+    assert out.splitlines() == ["1 False", "2 False", "3 False", "3"]
+
+
+def check_ts_monitor(out: str) -> None:
+    assert out.splitlines() == ["1 false", "2 false", "3 false"]
+
+
 def check_python_async(out: str) -> None:
     accuracy, auc = (float(value) for value in out.split())
     labels = ["cat", "dog", "owl", "owl", "cat", "dog"]
@@ -282,6 +290,8 @@ CHECKS: dict[str, Callable[[str], None]] = {
     "ts-rest": check_ts_rest,
     "python-grpc": check_python_grpc,
     "python-rest": check_python_rest,
+    "python-monitor": check_python_monitor,
+    "ts-monitor": check_ts_monitor,
     "python-async": check_python_async,
     "python-errors-plot": check_python_errors_plot,
     "curl-evaluate": check_curl_evaluate,

@@ -215,7 +215,7 @@ def ts_stream_case(
         yPred=given.get("y_pred"), sampleWeight=given.get("sample_weight"),
         options=given.get("options"), classes=given.get("classes"), model=given.get("model"),
         baseline=given.get("baseline"), challenger=given.get("challenger"),
-        coverage=given.get("coverage"),
+        coverage=given.get("coverage"), window=given.get("window"),
     )  # fmt: skip
 
 
@@ -405,7 +405,8 @@ def test_every_task_streams_to_the_one_shot_answer(
     the answer the Python client gets in one request."""
     case = stream_cases.cases()[name]
     expected = python_answer(targets(service)[transport], *case.args(), **case.keywords)
-    assert_same_answer(case.task, ok(answers, f"stream-task:{name}:{transport}"), expected)
+    answer = stream_cases.server_part(ok(answers, f"stream-task:{name}:{transport}"), case)
+    assert_same_answer(case.task, answer, expected)
 
 
 @pytest.mark.parametrize(

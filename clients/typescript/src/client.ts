@@ -7,9 +7,11 @@
  */
 
 import type { Door } from "./door.js";
-import { EvalserveError, Unavailable } from "./errors.js";
+import { EvalserveError, InvalidArgument, Unavailable } from "./errors.js";
 import { GrpcDoor } from "./grpc.js";
 import type { UnaryRetry } from "./grpc-unary.js";
+import { MonitorStates } from "./monitor-store.js";
+import { Track } from "./monitoring.js";
 import { detectionRequest, rowsRequest, streamSize, type Request } from "./request.js";
 import { RestDoor } from "./rest.js";
 import { CHANNEL_RETRIED, checkedPolicy, Schedule, type RetryPolicy } from "./retry.js";
@@ -26,8 +28,9 @@ import type {
   Values,
 } from "./types.js";
 
-/** The settings of a client: every option but `ca`, which only the connection keeps. */
-export type ClientSettings = Required<Omit<ClientOptions, "ca">>;
+/** The settings of a client: every option but `ca`, which only the connection keeps, and
+ * `monitorStates` (the client's `monitorStates`). */
+export type ClientSettings = Required<Omit<ClientOptions, "ca" | "monitorStates">>;
 
 const DEFAULTS: ClientSettings = {
   timeoutMs: 60_000,
@@ -93,6 +96,8 @@ const REAL_CLOCK: RetryClock = { sleep, now: () => performance.now(), random: Ma
 export class EvalserveClient {
   readonly target: string;
   readonly settings: Readonly<ClientSettings>;
+  /** Where the AUC monitor's state of each model is kept between calls. */
+  readonly monitorStates: MonitorStates;
   private readonly door: Door;
   private closed = false;
   /** Replaced by tests only. */
@@ -102,10 +107,19 @@ export class EvalserveClient {
    * `new EvalserveClient("localhost:50051")` speaks gRPC (`grpcs://host:port` over TLS), `new
    * EvalserveClient("http://localhost:8000")` REST (`https://` over TLS). Call `close()` when
    * done.
+   *
+   * A binary `evaluate` with a `model` and a `baseline` feeds that model's AUC monitor: the
+   * client sends the state it kept from the model's last window and keeps the answer's (in
+   * memory, or in the file `monitorStates` names), so calling it every hour is all a monitor
+   * needs (monitoring.ts says what a new baseline or a refused state does).
    */
   constructor(target: string, options: ClientOptions = {}) {
     this.target = target;
-    const { ca, ...rest } = options;
+    const { ca, monitorStates, ...rest } = options;
+    this.monitorStates =
+      monitorStates instanceof MonitorStates
+        ? monitorStates
+        : new MonitorStates(monitorStates === undefined ? {} : { path: monitorStates });
     this.settings = { ...DEFAULTS, ...definedOnly(rest) };
     const policy = checkedPolicy(this.policy());
     this.door = door(target, checkedHeaders(this.settings.headers), ca, policy);
@@ -148,10 +162,29 @@ export class EvalserveClient {
     const stream =
       request.challenger === null && streamSize(request) > this.settings.streamThreshold;
     const timeoutMs = opts.timeoutMs ?? this.settings.timeoutMs;
-    return this.retried(
-      () => this.door.evaluate(request, stream, this.settings.chunkRows, timeoutMs),
-      stream ? 1 : this.door.unaryAttempts,
-    );
+    const send = (sent: Request): Promise<EvaluationResult> =>
+      this.retried(
+        () => this.door.evaluate(sent, stream, this.settings.chunkRows, timeoutMs),
+        stream ? 1 : this.door.unaryAttempts,
+      );
+    const track = await Track.start(this.monitorStates, request, opts.window ?? null);
+    if (track === null) {
+      return send(request);
+    }
+    for (;;) {
+      let answer: EvaluationResult;
+      try {
+        answer = await send(track.request(request));
+      } catch (error) {
+        if (error instanceof InvalidArgument && (await track.refused(error))) {
+          continue;
+        }
+        throw error;
+      }
+      if (await track.settle(answer)) {
+        return track.result(answer);
+      }
+    }
   }
 
   /**
@@ -211,6 +244,8 @@ export class EvalserveClient {
   }
 }
 
-function definedOnly(options: Omit<ClientOptions, "ca">): Partial<ClientSettings> {
+function definedOnly(
+  options: Omit<ClientOptions, "ca" | "monitorStates">,
+): Partial<ClientSettings> {
   return Object.fromEntries(Object.entries(options).filter(([, value]) => value !== undefined));
 }

@@ -9,6 +9,8 @@
  */
 
 export { EvalserveClient, type ClientSettings } from "./client.js";
+export { fingerprint, type ModelKey } from "./monitor-key.js";
+export { MonitorStates, type MonitorEntry, type MonitorStatesOptions } from "./monitor-store.js";
 export {
   DeadlineExceeded,
   EvalserveError,
@@ -40,6 +42,7 @@ export {
   type MetricInfo,
   type MetricRange,
   type Model,
+  type MonitorVerdict,
   type Options,
   type Task,
   type Values,

@@ -55,6 +55,12 @@ function header(request: Request, stream: boolean): Json {
       Object.entries(request.coverage).filter(([, value]) => value != null),
     );
   }
+  if (request.monitorState !== null) {
+    body["monitor_state"] = request.monitorState;
+  }
+  if (request.window !== null) {
+    body["window"] = request.window;
+  }
   return body;
 }
 

@@ -166,6 +166,12 @@ function headerInit(request: Request, stream: boolean): Init {
   if (nClasses !== null) {
     init["nClasses"] = BigInt(nClasses);
   }
+  if (request.monitorState !== null) {
+    init["monitorState"] = new Uint8Array(Buffer.from(request.monitorState, "base64"));
+  }
+  if (request.window !== null) {
+    init["window"] = request.window;
+  }
   return init;
 }
 

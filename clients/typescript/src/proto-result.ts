@@ -10,6 +10,7 @@ import type { DescMessage, MessageShape } from "@bufbuild/protobuf";
 import {
   ComparisonSchema,
   DriftTestSchema,
+  MonitorVerdictSchema,
   TaskSchema,
   type ClassMetrics,
   type EvaluateResponse,
@@ -26,6 +27,7 @@ import type {
   EvaluationResult,
   Interval,
   MetricInfo,
+  MonitorVerdict,
   Task,
 } from "./types.js";
 
@@ -116,7 +118,17 @@ export function resultFromProto(response: EvaluateResponse): EvaluationResult {
     conventions: { ...response.conventions },
     warnings: [...response.warnings],
     coverage: coverageReport(response),
+    monitor: mapValues(response.monitor, (verdict) => {
+      const fields = allFields(MonitorVerdictSchema, verdict) as Record<string, unknown>;
+      return { ...fields, windows: Number(verdict.windows) } as MonitorVerdict;
+    }),
+    monitor_state: monitorState(response.monitorState),
   };
+}
+
+/** The monitor's state as the REST door gives it: base64, or null when there is none. */
+function monitorState(bytes: Uint8Array): string | null {
+  return bytes.length > 0 ? Buffer.from(bytes).toString("base64") : null;
 }
 
 /** The coverage block as the REST door gives it: {} or n_labelled and the fields set. */

@@ -70,6 +70,9 @@ export interface Request {
   readonly coverage: Coverage | null;
   readonly challenger: Challenger | null;
   readonly images: readonly Image[] | null;
+  /** The AUC monitor's state from the model's last window (base64), and this window's id. */
+  readonly monitorState: string | null;
+  readonly window: string | null;
 }
 
 /** How the server (Python) prints a non-finite number in its messages. */
@@ -155,6 +158,8 @@ function header(task: Task, opts: EvaluateOptions) {
     baseline: opts.baseline ?? null,
     challenger: opts.challenger ?? null,
     coverage: opts.coverage ?? null,
+    monitorState: null,
+    window: opts.window ?? null,
   };
 }
 

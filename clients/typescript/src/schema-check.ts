@@ -16,6 +16,7 @@ import type {
   MetricInfo,
   MetricRange,
   Model,
+  MonitorVerdict,
   Options,
 } from "./types.js";
 
@@ -40,4 +41,5 @@ export type SchemaChecks = [
   Expect<Same<keyof MetricRange, ProtoKeys<pb.MetricRange>>>,
   Expect<Same<keyof Coverage, ProtoKeys<pb.Coverage>>>,
   Expect<Same<keyof CoverageReport, ProtoKeys<pb.CoverageReport>>>,
+  Expect<Same<keyof MonitorVerdict, ProtoKeys<pb.MonitorVerdict>>>,
 ];

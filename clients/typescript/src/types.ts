@@ -7,6 +7,8 @@
  * typecheck when they drift from the proto.
  */
 
+import type { MonitorStates } from "./monitor-store.js";
+
 export type Task = "binary" | "multiclass" | "multilabel" | "regression" | "detection";
 
 /** A numeric column: one value per row. */
@@ -43,6 +45,12 @@ export interface Options {
   readonly alpha?: number | null;
   /** Fewest positives and negatives (each) for a drift or comparison verdict (default 20). */
   readonly drift_min_samples?: number | null;
+  /** The AUC monitor's tolerance: a drop of at most this below the baseline's AUC is never
+   * evidence (default 0.01). */
+  readonly drift_tolerance?: number | null;
+  /** The AUC monitor's promise: the expected windows before a false alarm, at least (default
+   * 8760, a year of hourly windows). */
+  readonly monitor_arl_windows?: number | null;
   /** Replicates of the bootstrap intervals; 0 (the default) skips them. */
   readonly bootstrap_replicates?: number | null;
   /** Seed of the bootstrap (default 0): the same request gives the same intervals. */
@@ -123,6 +131,11 @@ export interface EvaluateOptions {
   readonly challenger?: Challenger | null;
   /** The label coverage of the window: reported back in `result.coverage`. */
   readonly coverage?: Coverage | null;
+  /**
+   * The window's id for the AUC monitor (its end time, say): a window sent again is not
+   * counted again. Without it a monitored call makes one, which its retries reuse.
+   */
+  readonly window?: string | null;
   /** This call's deadline, instead of the client's `timeoutMs`. */
   readonly timeoutMs?: number;
 }
@@ -170,6 +183,19 @@ export interface Comparison {
   readonly df: number | null;
 }
 
+/** The AUC monitor after this window: its `statistic` against its `threshold` (`alarm` when
+ * it reaches it), the `windows` that added evidence so far, this window's `evalue` (null when it
+ * added none), and `status` "ok" or "insufficient_data" with its `reason`. */
+export interface MonitorVerdict {
+  readonly statistic: number;
+  readonly threshold: number;
+  readonly alarm: boolean;
+  readonly windows: number;
+  readonly evalue: number | null;
+  readonly status: string;
+  readonly reason: string | null;
+}
+
 /** One class's row: its metrics side by side with `class`, `undefined` and `intervals`
  * (read them with `classMetrics(row)`). */
 export interface ClassRow {
@@ -204,6 +230,17 @@ export interface EvaluationResult {
   readonly warnings: readonly string[];
   /** {} unless the request had `coverage`. */
   readonly coverage: CoverageReport;
+  /** The AUC monitor's verdict by metric (with a baseline; `monitor.roc_auc`). */
+  readonly monitor: Readonly<Record<string, MonitorVerdict>>;
+  /** The monitor's next state, base64 (null without a baseline): the client keeps it for the
+   * model and sends it with the model's next window. */
+  readonly monitor_state: string | null;
+  /** The client's, on a monitored call (binary, with a model and a baseline): the window id
+   * sent, the caller's or one the client made. */
+  readonly window?: string;
+  /** The client's, on a monitored call: why it started a new monitor for a model that had one
+   * (a new baseline or new options, or a stored state the server refused), else null. */
+  readonly monitor_restarted?: string | null;
 }
 
 /** The closed interval every defined value of a metric lies in; null is an unbounded end. */
@@ -283,6 +320,11 @@ export interface ClientOptions {
    * with a private CA). For `https://` REST targets, start Node with NODE_EXTRA_CA_CERTS.
    */
   readonly ca?: string;
+  /**
+   * Where the AUC monitor's state of each model is kept between calls: a `MonitorStates`, or
+   * the path of its JSON file (default: in memory, for the client's life).
+   */
+  readonly monitorStates?: MonitorStates | string;
 }
 
 /** The values of a class row's metrics, null where undefined. */

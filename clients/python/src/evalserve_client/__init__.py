@@ -5,6 +5,12 @@ from evalserve_client import Client
 with Client("localhost:50051") as client:  # or "http://localhost:8000" for REST
     result = client.evaluate("binary", y_true, y_score, options={"threshold": 0.3})
 result.metrics["roc_auc"]
+
+Every hour, the AUC monitor of a model against its baseline (the client keeps its state)::
+
+    result = client.evaluate("binary", y_true, y_score, model={"name": "ranker"},
+                             baseline={"roc_auc": 0.85, "n_positive": 4000, "n_negative": 16000})
+    result.monitor["roc_auc"]["alarm"]
 """
 
 from evalserve_client._client import AsyncClient, Client
@@ -15,6 +21,8 @@ from evalserve_client._errors import (
     TooLarge,
     Unavailable,
 )
+from evalserve_client._monitor_key import ModelKey
+from evalserve_client._monitor_store import MonitorEntry, MonitorStates
 from evalserve_client._result import EvaluationResult, MetricInfo, MetricRange
 
 __all__ = [
@@ -26,6 +34,9 @@ __all__ = [
     "InvalidArgument",
     "MetricInfo",
     "MetricRange",
+    "ModelKey",
+    "MonitorEntry",
+    "MonitorStates",
     "TooLarge",
     "Unavailable",
 ]

@@ -10,6 +10,7 @@ streams, its deadline and progress) and maps errors; each class sends it, sync o
 from __future__ import annotations
 
 import asyncio
+import os
 import random
 import ssl
 import time
@@ -23,7 +24,7 @@ from collections.abc import (
     Sequence,
 )
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, TypeVar, cast
 
 import grpc
@@ -38,6 +39,8 @@ from evalserve_client._errors import (
     TooLarge,
     Unavailable,
 )
+from evalserve_client._monitor_store import MonitorStates
+from evalserve_client._monitoring import Track
 from evalserve_client._progress import ProgressLine, shown
 from evalserve_client._proto.evalserve.v1 import evaluation_pb2_grpc as pb_grpc
 from evalserve_client._result import EvaluationResult, MetricInfo
@@ -169,6 +172,12 @@ class _Call:
         return ProgressLine(self.request.n_rows, unit=self.request.unit)
 
 
+def _monitored(answer: dict[str, Any], track: Track) -> EvaluationResult:
+    return EvaluationResult.from_dict(
+        answer, window=track.window, monitor_restarted=track.restarted
+    )
+
+
 def _headers(headers: Mapping[str, str] | None) -> dict[str, str]:
     """Headers sent with every call (an API gateway's token, a request id): HTTP headers over
     REST, call metadata over gRPC, whose keys are lowercase."""
@@ -203,8 +212,13 @@ class _Base:
         progress: bool | None = None,
         headers: Mapping[str, str] | None = None,
         root_certificates: bytes | None = None,
+        monitor_states: MonitorStates | str | os.PathLike[str] | None = None,
     ) -> None:
         self._target = _parse(target)
+        if monitor_states is None or isinstance(monitor_states, MonitorStates):
+            self.monitor_states = monitor_states or MonitorStates()
+        else:
+            self.monitor_states = MonitorStates(monitor_states)
         self.headers = _headers(headers)
         self._roots = root_certificates
         self.timeout = timeout
@@ -307,7 +321,15 @@ class Client(_Base):
     stderr for streamed uploads: None shows it when stderr is a terminal), ``headers`` (sent with
     every call: HTTP headers over REST, metadata over gRPC, e.g. a gateway's authorization),
     ``root_certificates`` (PEM bytes of the CAs to trust instead of the system's, for
-    ``https://`` and ``grpcs://``: TLS to a server with a private CA)."""
+    ``https://`` and ``grpcs://``: TLS to a server with a private CA), ``monitor_states``
+    (where the AUC monitor's state of each model is kept between calls: a ``MonitorStates``, or
+    the path of its JSON file; by default in memory, for this client's life).
+
+    A binary ``evaluate`` with a ``model`` and a ``baseline`` feeds that model's AUC monitor:
+    the client sends the state it kept from the model's last window and keeps the answer's,
+    so calling it every hour is all a monitor needs (``_monitoring`` says what happens when
+    the baseline changes or the server refuses a state). ``window`` names the window (its end
+    time, say); without it the call makes one id, which its retries reuse."""
 
     _http: httpx.Client | None = None
     _channel: grpc.Channel | None = None
@@ -353,17 +375,33 @@ class Client(_Base):
         baseline: Mapping[str, Any] | None = None,
         challenger: Mapping[str, Any] | None = None,
         coverage: Mapping[str, Any] | None = None,
+        window: str | None = None,
         timeout: float | None = None,
         progress: bool | None = None,
     ) -> EvaluationResult:
-        """Evaluate as ``evalserve.evaluate`` does, on the server; raises ``EvalserveError``."""
+        """Evaluate as ``evalserve.evaluate`` does, on the server; raises ``EvalserveError``.
+        With a ``model`` and a ``baseline`` (binary), the model's AUC monitor goes on."""
         call = self._call(
             task, y_true, y_score, y_pred=y_pred, sample_weight=sample_weight, options=options,
             classes=classes, model=model, baseline=baseline, challenger=challenger,
-            coverage=coverage, timeout=timeout, progress=progress,
+            coverage=coverage, window=window, timeout=timeout, progress=progress,
         )  # fmt: skip
-        answer = self._retried(lambda: self._evaluate(call), self._grpc_unary(call))
-        return EvaluationResult.from_dict(answer)
+        track = Track.start(self.monitor_states, call.request, window)
+        if track is None:
+            return EvaluationResult.from_dict(self._send(call))
+        while True:
+            sent = replace(call, request=track.request(call.request))
+            try:
+                answer = self._send(sent)
+            except InvalidArgument as error:
+                if track.refused(error):
+                    continue
+                raise
+            if track.settle(answer):
+                return _monitored(answer, track)
+
+    def _send(self, call: _Call) -> dict[str, Any]:
+        return self._retried(lambda: self._evaluate(call), self._grpc_unary(call))
 
     def list_metrics(
         self, task: str | None = None, *, timeout: float | None = None
@@ -487,17 +525,35 @@ class AsyncClient(_Base):
         baseline: Mapping[str, Any] | None = None,
         challenger: Mapping[str, Any] | None = None,
         coverage: Mapping[str, Any] | None = None,
+        window: str | None = None,
         timeout: float | None = None,
         progress: bool | None = None,
     ) -> EvaluationResult:
-        """Evaluate as ``evalserve.evaluate`` does, on the server; raises ``EvalserveError``."""
+        """Evaluate as ``evalserve.evaluate`` does, on the server; raises ``EvalserveError``.
+        With a ``model`` and a ``baseline`` (binary), the model's AUC monitor goes on (its
+        state file, if any, is read and written in a worker thread)."""
         call = self._call(
             task, y_true, y_score, y_pred=y_pred, sample_weight=sample_weight, options=options,
             classes=classes, model=model, baseline=baseline, challenger=challenger,
-            coverage=coverage, timeout=timeout, progress=progress,
+            coverage=coverage, window=window, timeout=timeout, progress=progress,
         )  # fmt: skip
-        answer = await self._retried(lambda: self._evaluate(call), self._grpc_unary(call))
-        return EvaluationResult.from_dict(answer)
+        states = self.monitor_states
+        track = await asyncio.to_thread(Track.start, states, call.request, window)
+        if track is None:
+            return EvaluationResult.from_dict(await self._send(call))
+        while True:
+            sent = replace(call, request=track.request(call.request))
+            try:
+                answer = await self._send(sent)
+            except InvalidArgument as error:
+                if await asyncio.to_thread(track.refused, error):
+                    continue
+                raise
+            if await asyncio.to_thread(track.settle, answer):
+                return _monitored(answer, track)
+
+    async def _send(self, call: _Call) -> dict[str, Any]:
+        return await self._retried(lambda: self._evaluate(call), self._grpc_unary(call))
 
     async def list_metrics(
         self, task: str | None = None, *, timeout: float | None = None

@@ -3,6 +3,7 @@ entries of the metric catalog."""
 
 from __future__ import annotations
 
+import base64
 import copy
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -16,7 +17,15 @@ __all__ = ["EvaluationResult", "MetricInfo", "MetricRange"]
 @dataclass(frozen=True)
 class EvaluationResult:
     """One evaluation: ``metrics`` maps each metric to a float, or None with its reason in
-    ``undefined``; curves are lists (the +inf start of a threshold list is None)."""
+    ``undefined``; curves are lists (the +inf start of a threshold list is None).
+
+    With a ``baseline`` (task binary), ``monitor`` holds the AUC monitor's verdict after this
+    window (``monitor["roc_auc"]``: ``statistic``, ``threshold``, ``alarm``, ``windows``,
+    ``evalue``, ``status``, ``reason``) and ``monitor_state`` its next state, which the client
+    keeps for the model and sends with its next window. Two fields are the client's, not the
+    server's: ``window``, the window id the call sent (the caller's, or one the client made),
+    and ``monitor_restarted``, why this call started a new monitor for a model that had one
+    (a new baseline or new options, or a stored state the server refused), else None."""
 
     task: str
     n_samples: int
@@ -32,9 +41,22 @@ class EvaluationResult:
     # The share of the window's predictions that were labelled, when the request said.
     coverage: dict[str, float]
     _body: dict[str, Any] = field(repr=False, compare=False)
+    monitor: dict[str, dict[str, Any]] = field(default_factory=dict)
+    monitor_state: bytes | None = field(default=None, repr=False)
+    window: str | None = None
+    monitor_restarted: str | None = None
 
     @classmethod
-    def from_dict(cls, body: dict[str, Any]) -> EvaluationResult:
+    def from_dict(
+        cls,
+        body: dict[str, Any],
+        *,
+        window: str | None = None,
+        monitor_restarted: str | None = None,
+    ) -> EvaluationResult:
+        """The result of an answer's body; ``window`` and ``monitor_restarted`` as the call
+        says (see the class)."""
+        state = body.get("monitor_state")
         return cls(
             task=body["task"],
             n_samples=int(body["n_samples"]),
@@ -49,6 +71,10 @@ class EvaluationResult:
             warnings=body.get("warnings", []),
             coverage=body.get("coverage", {}),
             _body=body,
+            monitor=body.get("monitor", {}),
+            monitor_state=None if state is None else base64.b64decode(state),
+            window=window,
+            monitor_restarted=monitor_restarted,
         )
 
     def to_dict(self) -> dict[str, Any]:

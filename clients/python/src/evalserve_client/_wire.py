@@ -52,6 +52,9 @@ class Request:
     coverage: dict[str, Any] | None = None
     challenger: dict[str, Any] | None = None
     images: list[dict[str, Any]] | None = None
+    # the AUC monitor's state from the model's last window, and this window's id
+    monitor_state: bytes | None = None
+    window: str | None = None
     n_rows: int = 0
     widths: dict[str, int] = field(default_factory=dict)
     width: int | None = None
@@ -150,6 +153,7 @@ def build(
     baseline: Mapping[str, Any] | None,
     challenger: Mapping[str, Any] | None,
     coverage: Mapping[str, Any] | None = None,
+    window: str | None = None,
 ) -> Request:
     request = Request(
         task=task,
@@ -159,6 +163,7 @@ def build(
         baseline=None if baseline is None else dict(baseline),
         coverage=None if coverage is None else _known("coverage", coverage, pb.Coverage),
         challenger=None if challenger is None else dict(challenger),
+        window=window,
     )
     if task == "detection":
         request.images = _detection_images(y_true, y_score)
@@ -250,6 +255,10 @@ def _header_fields(request: Request, stream: bool = False) -> dict[str, Any]:
     n_classes = _n_classes(request, stream)
     if n_classes is not None:
         fields["n_classes"] = n_classes
+    if request.monitor_state is not None:
+        fields["monitor_state"] = request.monitor_state
+    if request.window is not None:
+        fields["window"] = request.window
     return fields
 
 
@@ -337,6 +346,7 @@ def _fields_of(message: Any, keys: Sequence[str]) -> dict[str, Any]:
 
 _DRIFT_KEYS = tuple(f.name for f in pb.DriftTest.DESCRIPTOR.fields)
 _COMPARISON_KEYS = tuple(f.name for f in pb.Comparison.DESCRIPTOR.fields)
+_MONITOR_KEYS = tuple(f.name for f in pb.MonitorVerdict.DESCRIPTOR.fields)
 
 
 def _interval(interval: pb.Interval) -> dict[str, Any]:
@@ -397,6 +407,12 @@ def from_proto(response: pb.EvaluateResponse) -> dict[str, Any]:
         "conventions": dict(response.conventions),
         "warnings": list(response.warnings),
         "coverage": _coverage_json(response),
+        "monitor": {k: _fields_of(v, _MONITOR_KEYS) for k, v in response.monitor.items()},
+        "monitor_state": (
+            base64.b64encode(response.monitor_state).decode("ascii")
+            if response.monitor_state
+            else None
+        ),
     }
 
 
@@ -487,6 +503,10 @@ def _json_header(request: Request, stream: bool = False) -> dict[str, Any]:
         body["baseline"] = _json_payload(request.baseline)
     if request.coverage is not None:
         body["coverage"] = request.coverage
+    if request.monitor_state is not None:
+        body["monitor_state"] = base64.b64encode(request.monitor_state).decode("ascii")
+    if request.window is not None:
+        body["window"] = request.window
     return body
 
 
