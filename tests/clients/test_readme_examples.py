@@ -279,7 +279,7 @@ def check_python_accumulator(out: str) -> None:
     assert out.split() == ["9000", "True"]
 
 
-def check_python_monitor(out: str) -> None:
+def check_monitor_evaluate(out: str) -> None:
     # Quiet hours stay quiet; the drop at hour 5 alarms at once (its output block is exact).
     verdicts = [line.split()[-1] for line in out.splitlines()]
     assert verdicts == ["ok"] * 5 + ["ALARM"] * 3
@@ -303,7 +303,7 @@ CHECKS: dict[str, Callable[[str], None]] = {
     "first-grpcurl": check_grpcurl_evaluate,
     "python-api": check_python_api,
     "python-accumulator": check_python_accumulator,
-    "python-monitor": check_python_monitor,
+    "monitor-evaluate": check_monitor_evaluate,
     "offline-file": check_offline_file,
     "offline-options": check_offline_options,
     "offline-table": check_offline_table,
