@@ -72,7 +72,7 @@ def test_recording_rules_are_named_with_colons_and_the_evalserve_prefix() -> Non
 def test_alerts_carry_a_severity_and_runbook_annotations() -> None:
     alerts = [rule for rule in _rules() if "alert" in rule]
     assert {alert["alert"] for alert in alerts} == {
-        "EvalserveModelAUCDrift",
+        "EvalserveModelAUCDegraded",
         "EvalserveModelAUCBelowFloor",
         "EvalserveModelAUCBelowTrailing7d",
         "EvalserveModelEvaluationsStale",
