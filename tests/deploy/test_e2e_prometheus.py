@@ -5,21 +5,27 @@ installed by ``make prometheus-tools``) runs on a free loopback port with its ow
 dir and a config generated from deploy/prometheus/prometheus.yml: the evalserve target replaced
 by the service's address, scrape and evaluation intervals of 1 s, no Alertmanager, and the rule
 path pointing at a test copy of deploy/prometheus/rules/evalserve.rules.yml whose ``for:``
-durations (5 to 30 minutes in the real file) are shortened to 2 s. Nothing else of the rules
-changes.
+durations (5 to 30 minutes in the real file) are shortened to 2 s (``for: 0m`` stays 0).
+Nothing else of the rules changes.
 
-Two models are evaluated over REST every half second: ``healthy`` (AUC about 0.9 against a
-baseline payload of the same distribution) and ``drifted`` (AUC about 0.7 against a baseline of
-about 0.9, 4000 rows each, so the drop is significant by far). Through Prometheus's HTTP API the
-test checks that the gauges arrive with the model's labels and the response's values, that the
-recording rules aggregate them, that EvalserveModelAUCDrift fires for ``drifted``, and that no
-alert at all concerns ``healthy``. Then the service stops, as its pod would in a restart or a
-rollout: its gauges go stale in Prometheus, while the recorded series keep both models' last
-evaluation, the drift alert keeps firing and no staleness alert fires.
+Three models are evaluated over REST every half second, each request a new window with a
+``baseline``, carrying the AUC monitor's ``monitor_state`` (base64 in JSON) from each answer to
+the model's next request, as a monitoring job does: ``healthy`` (AUC about 0.9 against a
+baseline payload of the same distribution); ``quiet`` (30 000 rows, AUC about 0.893 against a
+baseline AUC of exactly 0.9: a drop within the monitor's default drift_tolerance of 0.01, yet
+significant for the per-window drift test, p < 0.01 with z < 0, on which a per-window rule
+would page); and ``drifted`` (AUC about 0.86 against a baseline payload of about 0.9: the monitor
+alarms after a few windows of evidence). Through Prometheus's HTTP API the test checks that the
+gauges arrive with the model's labels and the response's values, that the recording rules
+aggregate them, that EvalserveModelAUCDegraded fires for ``drifted``, and that no alert at all
+concerns ``healthy`` or ``quiet``. Then the service stops, as its pod would in a restart or a
+rollout: its gauges go stale in Prometheus, while the recorded series keep the models' last
+evaluation and monitor verdict, the degradation alert keeps firing and no staleness alert fires.
 """
 
 from __future__ import annotations
 
+import base64
 import math
 import os
 import re
@@ -48,7 +54,10 @@ SHORT_FOR = "2s"
 DEADLINE_SECONDS = 60.0
 
 HEALTHY = {"name": "healthy", "version": "1"}  # no segment: the label is empty, so absent
+QUIET = {"name": "quiet", "version": "3"}
 DRIFTED = {"name": "drifted", "version": "2024-06.1", "segment": "eu"}
+MODELS = {"healthy": HEALTHY, "quiet": QUIET, "drifted": DRIFTED}
+DEGRADED = "EvalserveModelAUCDegraded"
 
 
 @dataclass
@@ -129,9 +138,16 @@ def _free_port() -> int:
 
 
 def _test_rules(path: Path) -> None:
-    """The project's rules with every ``for:`` shortened, nothing else changed."""
+    """The project's rules with every ``for:`` shortened (a zero one kept), nothing else
+    changed."""
     text = (PROMETHEUS_DIR / "rules" / "evalserve.rules.yml").read_text(encoding="utf-8")
-    shortened, count = re.subn(r"(?m)^([ \t]+for:[ \t]*)\S+[ \t]*$", rf"\g<1>{SHORT_FOR}", text)
+    durations = re.compile(r"(?m)^([ \t]+for:[ \t]*)(\S+)[ \t]*$")
+
+    def shorten(found: re.Match[str]) -> str:
+        zero = re.fullmatch(r"0+[smhdwy]?", found.group(2)) is not None
+        return found.group(0) if zero else f"{found.group(1)}{SHORT_FOR}"
+
+    shortened, count = durations.subn(shorten, text)
     assert count == len(re.findall(r"(?m)^\s+- alert:", text)), "every alert has a for:"
     path.write_text(shortened, encoding="utf-8")
 
@@ -205,6 +221,35 @@ def _request(model: dict[str, str], current: dict[str, Any], baseline: dict[str,
     return {"task": "binary", **current, "baseline": baseline, "model": model}
 
 
+@dataclass
+class Monitored:
+    """A model's requests as a monitoring job sends them: each one a new window, with the
+    monitor's state from the previous answer; every answer kept."""
+
+    body: dict[str, Any]
+    state: str | None = None
+    answers: list[dict[str, Any]] = field(default_factory=list)
+
+    def next_request(self) -> dict[str, Any]:
+        window = f"w{len(self.answers)}"
+        return {**self.body, "monitor_state": self.state, "window": window}
+
+    def answered(self, answer: dict[str, Any]) -> None:
+        state = answer["monitor_state"]
+        assert isinstance(state, str) and base64.b64decode(state, validate=True), answer
+        self.state = state
+        self.answers.append(answer)
+
+    @property
+    def last(self) -> dict[str, Any]:
+        return self.answers[-1]
+
+    def monitor_values(self, field_name: str) -> list[float]:
+        """The monitor's ``field_name`` in every answer (a gauge scraped between two requests
+        holds one of them)."""
+        return [float(answer["monitor"]["roc_auc"][field_name]) for answer in self.answers]
+
+
 def _query(prometheus: Process, expr: str) -> list[dict[str, Any]]:
     reply = httpx.get(f"{prometheus.url}/api/v1/query", params={"query": expr}, timeout=10)
     assert reply.status_code == 200, reply.text
@@ -227,28 +272,35 @@ def _labels(model: dict[str, str]) -> dict[str, str]:
     return {names[key]: value for key, value in model.items() if value}
 
 
-def test_gauges_reach_prometheus_and_the_drift_alert_fires_for_the_drifted_model_only(
+def _selector(model: dict[str, str]) -> str:
+    return ",".join(f'{key}="{value}"' for key, value in _labels(model).items())
+
+
+def test_gauges_reach_prometheus_and_the_degradation_alert_fires_for_the_drifted_model_only(
     service: Process, prometheus: Process
 ) -> None:
-    requests = {
-        "healthy": _request(HEALTHY, _rows(1, 0.9), _rows(3, 0.9)),
-        "drifted": _request(DRIFTED, _rows(2, 0.7), _rows(4, 0.9)),
+    exact = {"roc_auc": 0.9, "roc_auc_variance": 0.0}  # a baseline AUC known exactly
+    jobs = {
+        "healthy": Monitored(_request(HEALTHY, _rows(1, 0.9), _rows(3, 0.9))),
+        "quiet": Monitored(_request(QUIET, _rows(7, 0.8925, n=30000, prevalence=0.5), exact)),
+        "drifted": Monitored(_request(DRIFTED, _rows(2, 0.86), _rows(4, 0.9))),
     }
-    answers: dict[str, Any] = {}
-    seen_healthy_alerts: list[dict[str, Any]] = []
+    seen_quiet_alerts: list[dict[str, Any]] = []
 
     def evaluate_all() -> None:
-        for name, body in requests.items():
-            reply = httpx.post(f"{service.url}/v1/evaluate", json=body, timeout=30)
+        for job in jobs.values():
+            reply = httpx.post(f"{service.url}/v1/evaluate", json=job.next_request(), timeout=30)
             assert reply.status_code == 200, reply.text
-            answers[name] = reply.json()
+            job.answered(reply.json())
 
     def wait_for(what: str, ready: Callable[[], bool]) -> None:
         deadline = time.monotonic() + DEADLINE_SECONDS
         while time.monotonic() < deadline:
-            evaluate_all()  # evaluations keep coming, as from a monitoring job
-            seen_healthy_alerts.extend(
-                alert for alert in _alerts(prometheus) if alert["labels"].get("model") == "healthy"
+            evaluate_all()  # windows keep coming, as from a monitoring job
+            seen_quiet_alerts.extend(
+                alert
+                for alert in _alerts(prometheus)
+                if alert["labels"].get("model") in ("healthy", "quiet")
             )
             if ready():
                 return
@@ -260,23 +312,29 @@ def test_gauges_reach_prometheus_and_the_drift_alert_fires_for_the_drifted_model
         )
 
     evaluate_all()
-    # The test data says what it should: the healthy model's drift is not significant, the
-    # drifted model's is, by far.
-    healthy_drift = answers["healthy"]["drift"]["roc_auc"]
-    drifted_drift = answers["drifted"]["drift"]["roc_auc"]
+    # The test data says what it should. healthy: no drift. quiet: a drop the per-window drift
+    # test calls significant (p < 0.01, z < 0: a per-window rule would page) but within the
+    # monitor's tolerance. drifted: a real drop, significant by far.
+    healthy_drift = jobs["healthy"].last["drift"]["roc_auc"]
+    quiet_drift = jobs["quiet"].last["drift"]["roc_auc"]
+    drifted_drift = jobs["drifted"].last["drift"]["roc_auc"]
     assert healthy_drift["status"] == "ok" and healthy_drift["p_value"] > 0.2, healthy_drift
-    assert drifted_drift["significant"] and drifted_drift["z"] < -10, drifted_drift
+    assert quiet_drift["p_value"] < 0.01 and quiet_drift["z"] < 0, quiet_drift
+    assert 0.89 < jobs["quiet"].last["metrics"]["roc_auc"] < 0.9
+    assert drifted_drift["significant"] and drifted_drift["z"] < -4, drifted_drift
+    for job in jobs.values():
+        assert job.last["monitor"]["roc_auc"]["windows"] == 1
 
     # 1. The gauges arrive, with the model's labels and the response's values.
     def arrived() -> bool:
         raw = _query(prometheus, 'evalserve_model_metric{metric="roc_auc"}')
-        return len(raw) == 2 and len(_query(prometheus, "evalserve:model_roc_auc:max")) == 2
+        monitor = _query(prometheus, "evalserve:model_roc_auc_monitor_alarm:max")
+        return len(raw) == 3 and len(monitor) == 3
 
-    wait_for("the AUC gauges and their recording rules", arrived)
+    wait_for("the AUC and monitor gauges and their recording rules", arrived)
     target = service.url.removeprefix("http://")
-    for name, model in (("healthy", HEALTHY), ("drifted", DRIFTED)):
-        answer = answers[name]
-        selector = ",".join(f'{key}="{value}"' for key, value in _labels(model).items())
+    for name, model in MODELS.items():
+        answer, selector = jobs[name].last, _selector(model)
         (auc,) = _query(prometheus, f'evalserve_model_metric{{metric="roc_auc",{selector}}}')
         assert auc["metric"] == {
             "__name__": "evalserve_model_metric",
@@ -285,6 +343,7 @@ def test_gauges_reach_prometheus_and_the_drift_alert_fires_for_the_drifted_model
             "metric": "roc_auc",
             **_labels(model),
         }
+        # every window of a model has the same rows: the same AUC, interval and drift test
         assert float(auc["value"][1]) == pytest.approx(answer["metrics"]["roc_auc"], rel=1e-12)
         interval = answer["intervals"]["roc_auc"]
         for gauge, expected in (
@@ -294,11 +353,25 @@ def test_gauges_reach_prometheus_and_the_drift_alert_fires_for_the_drifted_model
             ("evalserve_model_drift_p_value", answer["drift"]["roc_auc"]["p_value"]),
             ("evalserve_model_drift_significant", float(answer["drift"]["roc_auc"]["significant"])),
             ("evalserve_model_drift_insufficient_data", 0.0),
+            ("evalserve_model_monitor_threshold", answer["monitor"]["roc_auc"]["threshold"]),
         ):
             (sample,) = _query(prometheus, f'{gauge}{{metric="roc_auc",{selector}}}')
             assert float(sample["value"][1]) == pytest.approx(expected, rel=1e-12), gauge
+        # the monitor's statistic and alarm move from window to window: the gauge holds the
+        # verdict of one of the windows answered so far
+        for gauge, field_name in (
+            ("evalserve_model_monitor_statistic", "statistic"),
+            ("evalserve_model_monitor_alarm", "alarm"),
+        ):
+            (sample,) = _query(prometheus, f'{gauge}{{metric="roc_auc",{selector}}}')
+            value = float(sample["value"][1])
+            assert any(
+                value == pytest.approx(seen, rel=1e-12)
+                for seen in jobs[name].monitor_values(field_name)
+            ), (gauge, value)
+        n_rows = len(jobs[name].body["labels"])
         (count,) = _query(prometheus, f'evalserve_model_metric{{metric="n_samples",{selector}}}')
-        assert float(count["value"][1]) == 4000
+        assert float(count["value"][1]) == n_rows
         (stamp,) = _query(
             prometheus, f"evalserve_model_last_evaluation_timestamp_seconds{{{selector}}}"
         )
@@ -310,35 +383,54 @@ def test_gauges_reach_prometheus_and_the_drift_alert_fires_for_the_drifted_model
         assert float(recorded["value"][1]) == pytest.approx(answer["metrics"]["roc_auc"])
         (floor,) = _query(prometheus, f"evalserve:model_auc_floor{{{selector}}}")
         assert float(floor["value"][1]) == 0.7
+        (threshold,) = _query(
+            prometheus, f"evalserve:model_roc_auc_monitor_threshold:max{{{selector}}}"
+        )
+        assert threshold["metric"] == {
+            "__name__": "evalserve:model_roc_auc_monitor_threshold:max",
+            **_labels(model),
+        }
 
-    # 3. The drift alert fires for the drifted model (pending first, then firing after its
-    # shortened for:), and no alert concerns the healthy model.
-    def drift_alerts() -> list[dict[str, Any]]:
-        return [
-            a for a in _alerts(prometheus) if a["labels"]["alertname"] == "EvalserveModelAUCDrift"
-        ]
+    # 3. The degradation alert fires for the drifted model once the monitor's evidence over
+    # its windows reaches the threshold (for: 0m: firing, not pending, from the first rule
+    # evaluation that sees the alarm), and no alert concerns the healthy or the quiet model.
+    def degraded_alerts() -> list[dict[str, Any]]:
+        return [a for a in _alerts(prometheus) if a["labels"]["alertname"] == DEGRADED]
 
     wait_for(
-        "EvalserveModelAUCDrift to fire",
-        lambda: any(alert["state"] == "firing" for alert in drift_alerts()),
+        f"{DEGRADED} to fire",
+        lambda: any(alert["state"] == "firing" for alert in degraded_alerts()),
     )
     alerts = _alerts(prometheus)
-    assert seen_healthy_alerts == [], seen_healthy_alerts
-    assert [a for a in alerts if a["labels"].get("model") == "healthy"] == [], alerts
-    (alert,) = drift_alerts()
-    assert alert["labels"] == {
-        "alertname": "EvalserveModelAUCDrift",
-        "severity": "warning",
-        **_labels(DRIFTED),
-    }
-    assert float(alert["value"]) < 0.01  # the p-value
+    assert seen_quiet_alerts == [], seen_quiet_alerts
+    assert [a for a in alerts if a["labels"].get("model") in ("healthy", "quiet")] == [], alerts
+    (alert,) = degraded_alerts()
+    assert alert["labels"] == {"alertname": DEGRADED, "severity": "warning", **_labels(DRIFTED)}
+    drifted = jobs["drifted"]
+    first_alarm = drifted.monitor_values("alarm").index(1.0)
+    assert drifted.answers[first_alarm]["monitor"]["roc_auc"]["windows"] == first_alarm + 1
+    threshold_value = drifted.last["monitor"]["roc_auc"]["threshold"]
+    assert float(alert["value"]) >= threshold_value  # the statistic
     description = alert["annotations"]["description"]
     assert 'Model drifted, version "2024-06.1", segment "eu"' in description, description
-    assert f"current AUC {answers['drifted']['metrics']['roc_auc']:.3f}" in description
+    assert f"reached its threshold {threshold_value:.0f}" in description, description
+    assert f"The newest window's AUC is {drifted.last['metrics']['roc_auc']:.3f}" in description
+    assert alert["annotations"]["documentation"].startswith("docs/monitoring.md#")
+    # every answer counted one more window: the state went round from each answer to the next
+    for job in jobs.values():
+        assert [a["monitor"]["roc_auc"]["windows"] for a in job.answers] == list(
+            range(1, len(job.answers) + 1)
+        )
+    # the quiet model: significant at every window, never an alarm
+    quiet = jobs["quiet"]
+    assert all(answer["drift"]["roc_auc"]["p_value"] < 0.01 for answer in quiet.answers)
+    assert quiet.monitor_values("alarm") == [0.0] * len(quiet.answers)
+    assert max(quiet.monitor_values("statistic")) < 1
 
     # 4. The service goes away, as its pod does in a restart or a rollout: Prometheus marks its
     # gauges stale at the failed scrape. The recorded series, without the replica's labels,
-    # keep each model's last evaluation; the drift alert keeps firing; nothing is stale.
+    # keep each model's last evaluation and monitor verdict; the degradation alert keeps
+    # firing; nothing is stale.
     _stop(service.process, service.reader)
     deadline = time.monotonic() + DEADLINE_SECONDS
     while _query(prometheus, "evalserve_model_last_evaluation_timestamp_seconds"):
@@ -347,10 +439,11 @@ def test_gauges_reach_prometheus_and_the_drift_alert_fires_for_the_drifted_model
         time.sleep(0.5)
     time.sleep(3)  # a few rule evaluations (1 s) with no replica exporting the models
     assert _query(prometheus, 'evalserve_model_metric{metric="roc_auc"}') == []
-    for name, model in (("healthy", HEALTHY), ("drifted", DRIFTED)):
-        selector = ",".join(f'{key}="{value}"' for key, value in _labels(model).items())
+    assert _query(prometheus, "evalserve_model_monitor_alarm") == []
+    for name, model in MODELS.items():
+        selector = _selector(model)
         (recorded,) = _query(prometheus, f"evalserve:model_roc_auc:max{{{selector}}}")
-        assert float(recorded["value"][1]) == pytest.approx(answers[name]["metrics"]["roc_auc"])
+        assert float(recorded["value"][1]) == pytest.approx(jobs[name].last["metrics"]["roc_auc"])
         (count,) = _query(
             prometheus, f'evalserve:model_metric:last_over_7d{{metric="n_samples",{selector}}}'
         )
@@ -359,10 +452,12 @@ def test_gauges_reach_prometheus_and_the_drift_alert_fires_for_the_drifted_model
             "metric": "n_samples",
             **_labels(model),
         }
-        assert float(count["value"][1]) == 4000
+        assert float(count["value"][1]) == len(jobs[name].body["labels"])
+        (alarm,) = _query(prometheus, f"evalserve:model_roc_auc_monitor_alarm:max{{{selector}}}")
+        assert float(alarm["value"][1]) == jobs[name].last["monitor"]["roc_auc"]["alarm"]
         (age,) = _query(prometheus, f"evalserve:model_evaluation_age_seconds{{{selector}}}")
         assert 0 < float(age["value"][1]) < DEADLINE_SECONDS
     alerts = _alerts(prometheus)
-    assert [a["state"] for a in drift_alerts()] == ["firing"], alerts
-    assert [a for a in alerts if a["labels"].get("model") == "healthy"] == [], alerts
+    assert [a["state"] for a in degraded_alerts()] == ["firing"], alerts
+    assert [a for a in alerts if a["labels"].get("model") in ("healthy", "quiet")] == [], alerts
     assert [a for a in alerts if "Stale" in a["labels"]["alertname"]] == [], alerts

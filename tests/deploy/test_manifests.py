@@ -523,6 +523,9 @@ def test_dashboard_queries_only_contract_metrics_and_recorded_series() -> None:
         "evalserve_model_drift_p_value",
         "evalserve_model_drift_significant",
         "evalserve_model_drift_insufficient_data",
+        "evalserve_model_monitor_statistic",
+        "evalserve_model_monitor_threshold",
+        "evalserve_model_monitor_alarm",
         "evalserve_model_last_evaluation_timestamp_seconds",
         "evalserve_model_evaluations_total",
         "evalserve_model_rows_total",
@@ -534,7 +537,9 @@ def test_dashboard_queries_only_contract_metrics_and_recorded_series() -> None:
     } <= used
 
 
-def test_dashboard_shows_auc_with_its_interval_per_model_drift_samples_and_latency() -> None:
+def test_dashboard_shows_auc_with_its_interval_per_model_monitor_drift_samples_and_latency() -> (
+    None
+):
     panels = _query_panels()
 
     def panels_with(*needles: str) -> list[dict[str, Any]]:
@@ -548,6 +553,17 @@ def test_dashboard_shows_auc_with_its_interval_per_model_drift_samples_and_laten
     assert panels_with("evalserve:model_drift_z:last_over_7d{")
     assert panels_with("evalserve:model_drift_p_value:last_over_7d{")
     assert panels_with("evalserve:model_drift_significant:last_over_7d{")
+    # the AUC monitor: its statistic against its threshold on a log scale, and its alarm
+    (monitor,) = panels_with(
+        "evalserve:model_monitor_statistic:last_over_7d{", "evalserve:model_monitor_threshold:"
+    )
+    assert monitor["fieldConfig"]["defaults"]["custom"]["scaleDistribution"]["type"] == "log"
+    (alarm,) = [
+        p
+        for p in panels_with("evalserve:model_monitor_alarm:last_over_7d{")
+        if p["type"] == "state-timeline"
+    ]
+    assert "EvalserveModelAUCDegraded" in alarm["description"]
     assert panels_with("n_samples")
     assert panels_with("rate(evalserve_model_evaluations_total")
     (latency,) = panels_with("evalserve_request_duration_seconds_bucket")

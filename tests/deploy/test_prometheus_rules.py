@@ -72,7 +72,7 @@ def test_recording_rules_are_named_with_colons_and_the_evalserve_prefix() -> Non
 def test_alerts_carry_a_severity_and_runbook_annotations() -> None:
     alerts = [rule for rule in _rules() if "alert" in rule]
     assert {alert["alert"] for alert in alerts} == {
-        "EvalserveModelAUCDrift",
+        "EvalserveModelAUCDegraded",
         "EvalserveModelAUCBelowFloor",
         "EvalserveModelAUCBelowTrailing7d",
         "EvalserveModelEvaluationsStale",
@@ -88,6 +88,32 @@ def test_alerts_carry_a_severity_and_runbook_annotations() -> None:
         for label in labels:
             assert f"$labels.{label}" in annotations["description"], (alert["alert"], label)
         assert "for" in alert, alert["alert"]
+
+
+def _anchors(page: Path) -> set[str]:
+    """The anchors MkDocs gives the headings of ``page`` (its default slugify); lines of code
+    blocks that start with # are not headings."""
+    text = re.sub(r"(?ms)^```.*?^```", "", page.read_text(encoding="utf-8"))
+    anchors = set()
+    for heading in re.findall(r"(?m)^#+\s+(.+?)\s*$", text):
+        words = re.sub(r"[^\w\s-]", "", heading).strip().lower()
+        anchors.add(re.sub(r"[-\s]+", "-", words))
+    return anchors
+
+
+def test_documentation_annotations_name_a_section_of_the_docs() -> None:
+    # an alert that links the docs (docs/<page>.md#<heading>) links a heading that exists
+    linked = [
+        rule["annotations"]["documentation"]
+        for rule in _rules()
+        if "alert" in rule and "documentation" in rule["annotations"]
+    ]
+    assert linked, "the degradation alert links its documentation"
+    for link in linked:
+        path, _, anchor = link.partition("#")
+        page = PROMETHEUS_DIR.parents[1] / path
+        assert path.startswith("docs/") and page.is_file(), link
+        assert anchor in _anchors(page), link
 
 
 def test_every_alert_has_unit_tests_that_fire_and_that_do_not() -> None:
