@@ -224,7 +224,10 @@ def _cut_no_truth_and_partial_map(problem: Problem) -> bool:
 def test_the_problems_hold_what_the_properties_need(condition: Callable[[Problem], bool]) -> None:
     # Ties across images that decide the answer (so the shard order matters), the cut and the
     # no-ground-truth warnings, matches at some thresholds and not others: all generated.
-    generate_only = settings(max_examples=500, database=None, phases=[Phase.generate])
+    # Derandomized: a random search of 500 problems missed the rarer condition now and then.
+    generate_only = settings(
+        max_examples=2000, database=None, phases=[Phase.generate], derandomize=True
+    )
     find(problems(), condition, settings=generate_only)
 
 
