@@ -200,9 +200,8 @@ class StreamAccumulator:
             check_baseline(baseline, self.accumulator.options)
         check_monitor(baseline, header.monitor_state, header.window)
         if header.coverage is not None:
-            check_coverage(
-                header.coverage.given()
-            )  # its values now; n_predictions >= rows at the end
+            # its values now; n_predictions >= rows is checked at the end
+            check_coverage(header.coverage.given())
         self.max_rows = settings.max_stream_rows
         self.n_batches = 0
         # What the first batch with rows sent: the stream's other batches must match it.

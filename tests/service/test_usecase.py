@@ -1,4 +1,4 @@
-"""``usecase.StreamAccumulator``: the batches of a stream of any task, merged through the core's
+"""``streams.StreamAccumulator``: the batches of a stream of any task, merged through the core's
 ``Accumulator``, give the answer of the whole; a bad batch is refused naming it (``batch 3.
 scores``) and leaves the stream as it was; the state's cap counts bytes of the state, not rows or
 repeats across batches."""
