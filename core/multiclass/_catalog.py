@@ -203,6 +203,25 @@ CATALOG_ENTRIES: tuple[MetricInfo, ...] = (
         test=_CONFUSION,
     ),
     _m(
+        "cohen_kappa_linear", True, SIGNED_UNIT,
+        "1 - sum w O / sum w E over the k x k confusion matrix O and the product of its "
+        "marginals E, w_ij = |i - j|: disagreements between classes farther apart in the "
+        "classes' order (ordinal classes) weigh more (Cohen 1968).",
+        conventions=("predictions", "undefined"),
+        reference="sklearn.metrics.cohen_kappa_score(weights='linear', labels=<every class>); "
+        "where it is 0/0 scikit-learn returns NaN, ours is null",
+        test=_CONFUSION,
+    ),
+    _m(
+        "cohen_kappa_quadratic", True, SIGNED_UNIT,
+        "As cohen_kappa_linear with w_ij = (i - j)^2 (the quadratic weighted kappa of "
+        "ordinal ratings).",
+        conventions=("predictions", "undefined"),
+        reference="sklearn.metrics.cohen_kappa_score(weights='quadratic', labels=<every "
+        "class>); where it is 0/0 scikit-learn returns NaN, ours is null",
+        test=_CONFUSION,
+    ),
+    _m(
         "log_loss", False, NON_NEGATIVE,
         "-mean(log p_true), p_true the probability of the true class clipped to "
         "[eps, 1 - eps]; needs probability rows.",

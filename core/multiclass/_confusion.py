@@ -87,8 +87,9 @@ def hard_metrics(
     *,
     level: float,
 ) -> None:
-    """accuracy, balanced_accuracy, mcc, cohen_kappa and {precision, recall, f1}_{micro,
-    macro, weighted} into ``sink``; the Wilson interval of accuracy."""
+    """accuracy, balanced_accuracy, mcc, cohen_kappa (unweighted, linear and quadratic) and
+    {precision, recall, f1}_{micro, macro, weighted} into ``sink``; the Wilson interval of
+    accuracy."""
     total = float(matrix.sum())
     correct = float(counts.tp.sum())
     sink.set("accuracy", correct / total)
@@ -99,6 +100,7 @@ def hard_metrics(
     sink.set("balanced_accuracy", float(counts.recall[present].mean()))
     _mcc(sink, matrix / total)
     _cohen_kappa(sink, matrix / total)
+    _weighted_kappas(sink, matrix / total)
     for name in ("precision", "recall", "f1"):
         # Pooled over classes: sum TP / sum (TP + FP) = sum TP / sum (TP + FN) = accuracy.
         sink.set(f"{name}_micro", correct / total)
@@ -184,3 +186,28 @@ def _cohen_kappa(sink: MetricSink, proportions: Floats) -> None:
         sink.undefine("cohen_kappa", "chance agreement rounds to 1 (0/0)")
         return
     sink.set("cohen_kappa", 1.0 - observed / expected)
+
+
+# The weighted kappas: a disagreement between classes i and j (in the classes' order, taken as
+# ordinal) weighs |i - j| ** power.
+WEIGHTED_KAPPAS = (("cohen_kappa_linear", 1), ("cohen_kappa_quadratic", 2))
+
+
+def _weighted_kappas(sink: MetricSink, proportions: Floats) -> None:
+    # Cohen (1968): 1 - sum w O / sum w E, E the product of the marginals (scikit-learn's
+    # cohen_kappa_score(weights=...) over every class, in the classes' order).
+    true = proportions.sum(axis=1)
+    predicted = proportions.sum(axis=0)
+    index = np.arange(proportions.shape[0], dtype=np.float64)
+    distance = np.abs(index[:, None] - index[None, :])
+    for name, power in WEIGHTED_KAPPAS:
+        weights = distance**power
+        observed = float(np.sum(weights * proportions))
+        expected = float(true @ weights @ predicted)
+        if expected <= 0:  # all of both marginals in one class: no disagreement by chance
+            sink.undefine(
+                name,
+                "chance disagreement is 0: labels and predictions are one and the same class (0/0)",
+            )
+            continue
+        sink.set(name, 1.0 - observed / expected)

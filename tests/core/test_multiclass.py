@@ -21,6 +21,7 @@ import math
 import warnings
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any
 
 import numpy as np
@@ -239,6 +240,19 @@ def test_confusion_matrix_accuracy_and_agreement(case: Case) -> None:
         assert math.isnan(kappa) or kappa == 0.0
     else:
         assert metrics["cohen_kappa"] == close(kappa)
+    for weights in ("linear", "quadratic"):
+        name = f"cohen_kappa_{weights}"
+        weighted = quiet(
+            partial(
+                skm.cohen_kappa_score, y, pred, labels=case.labels, weights=weights,
+                sample_weight=w,
+            )
+        )  # fmt: skip
+        if metrics[name] is None:
+            assert math.isnan(weighted) or weighted == 0.0
+            assert "0/0" in case.output.sink.undefined[name]
+        else:
+            assert metrics[name] == close(weighted), name
 
 
 @pytest.mark.parametrize("case", cases())
