@@ -97,18 +97,19 @@ def result_to_proto(result: EvaluationResult) -> pb.EvaluateResponse:
 
 def _monitor_to_proto(verdict: MonitorVerdict) -> pb.MonitorVerdict:
     """The monitor's verdict; a None field is unset."""
-    message = pb.MonitorVerdict(
+    return pb.MonitorVerdict(
         statistic=verdict.statistic,
         threshold=verdict.threshold,
         alarm=verdict.alarm,
         windows=verdict.windows,
         status=verdict.status,
+        **_set(evalue=verdict.evalue, reason=verdict.reason),
     )
-    if verdict.evalue is not None:
-        message.evalue = verdict.evalue
-    if verdict.reason is not None:
-        message.reason = verdict.reason
-    return message
+
+
+def _set(**values: Any) -> dict[str, Any]:
+    """The optional fields that have a value: a None one stays unset in the message."""
+    return {name: value for name, value in values.items() if value is not None}
 
 
 def _add_class(response: pb.EvaluateResponse, row: ClassRow) -> None:
@@ -124,63 +125,53 @@ def _add_class(response: pb.EvaluateResponse, row: ClassRow) -> None:
 
 def _interval_to_proto(interval: Interval) -> pb.Interval:
     """The interval; the bootstrap's replicates and seed only when set."""
-    message = pb.Interval(
+    return pb.Interval(
         lower=interval.lower,
         upper=interval.upper,
         level=interval.level,
         method=interval.method,
         std_error=interval.std_error,
+        **_set(replicates=interval.replicates, seed=interval.seed),
     )
-    if interval.replicates is not None:
-        message.replicates = interval.replicates
-    if interval.seed is not None:
-        message.seed = interval.seed
-    return message
 
 
 def _drift_to_proto(test: DriftTest) -> pb.DriftTest:
     """The drift test; a None statistic is an unset optional field."""
-    message = pb.DriftTest(baseline=test.baseline, method=test.method, status=test.status)
-    _set_verdict(message, test)
-    return message
+    return pb.DriftTest(
+        baseline=test.baseline, method=test.method, status=test.status, **_verdict(test)
+    )
 
 
 def _comparison_to_proto(test: Comparison) -> pb.Comparison:
     """The comparison; a None statistic (or challenger AUC) is an unset optional field."""
-    message = pb.Comparison(method=test.method, status=test.status)
-    if test.challenger is not None:
-        message.challenger = test.challenger
-    _set_verdict(message, test)
-    return message
+    return pb.Comparison(
+        method=test.method, status=test.status, **_set(challenger=test.challenger),
+        **_verdict(test),
+    )  # fmt: skip
 
 
-def _set_verdict(message: pb.DriftTest | pb.Comparison, test: DriftTest | Comparison) -> None:
-    if test.delta is not None:
-        message.delta = test.delta
-    if test.z is not None:
-        message.z = test.z
-    if test.df is not None:
-        message.df = test.df
-    if test.p_value is not None:
-        message.p_value = test.p_value
-    if test.significant is not None:
-        message.significant = test.significant
-    if test.std_error is not None:
-        message.std_error = test.std_error
-    if test.reason is not None:
-        message.reason = test.reason
+def _verdict(test: DriftTest | Comparison) -> dict[str, Any]:
+    return _set(
+        delta=test.delta,
+        z=test.z,
+        df=test.df,
+        p_value=test.p_value,
+        significant=test.significant,
+        std_error=test.std_error,
+        reason=test.reason,
+    )
 
 
 def _coverage_to_proto(coverage: CoverageReport) -> pb.CoverageReport:
     """The coverage report; a None field is unset."""
-    report = pb.CoverageReport(n_labelled=coverage.n_labelled)
-    if coverage.n_predictions is not None:
-        report.n_predictions = coverage.n_predictions
-    if coverage.label_coverage is not None:
-        report.label_coverage = coverage.label_coverage
-    if coverage.label_delay_seconds is not None:
-        report.label_delay_seconds = coverage.label_delay_seconds
-    return report
+    return pb.CoverageReport(
+        n_labelled=coverage.n_labelled,
+        **_set(
+            n_predictions=coverage.n_predictions,
+            label_coverage=coverage.label_coverage,
+            label_delay_seconds=coverage.label_delay_seconds,
+        ),
+    )
 
 
 # Every field of a test entry, in the JSON shape (unset optional fields are null).
