@@ -27,6 +27,9 @@ from evalserve.core._errors import InvalidInputError
 __all__ = ["OPTIONS", "OptionSpec", "Options", "parse_options"]
 
 MAX_LIST_OPTION = 64  # values of one list option
+# Targets of one operating-point or quantile option: each value adds metrics (and gauges), so
+# the lists are short.
+MAX_TARGETS = 8
 MAX_BETA = 1e4  # beta^2 must stay far from overflow
 MAX_COUNT = 1_000_000  # top-k, detections per image
 # Curve points: each curve of the answer holds up to this many points per array (multiclass: a
@@ -34,6 +37,8 @@ MAX_COUNT = 1_000_000  # top-k, detections per image
 MAX_CURVE_POINTS = 100_000
 
 Kind = Literal["number", "integer", "choice"]
+# The tasks whose classes (or labels) have scores: binary and one-vs-rest per class.
+OPERATING_TASKS = ("binary", "multiclass", "multilabel")
 
 
 @dataclass(frozen=True, slots=True)
@@ -48,6 +53,7 @@ class _Declared:
     high_open: bool
     zero_means: str | None
     noun: str | None
+    max_items: int
 
 
 def _option(
@@ -61,15 +67,17 @@ def _option(
     high_open: bool = False,
     zero_means: str | None = None,
     noun: str | None = None,
+    max_items: int = MAX_LIST_OPTION,
 ) -> Any:
     """A field of ``Options``: its row of the table.
 
     ``low`` / ``high``: the bounds of a value (of each value of a list), inclusive unless
     ``*_open``. ``zero_means``: for a count whose 0 switches something off (what it means);
     1 is then refused (a curve needs two points, a bootstrap two replicates). ``noun``: how
-    error messages name a value, when not "a number" / "an integer".
+    error messages name a value, when not "a number" / "an integer". ``max_items``: the most
+    values a list option takes.
     """
-    declared = _Declared(doc, tasks, low, high, low_open, high_open, zero_means, noun)
+    declared = _Declared(doc, tasks, low, high, low_open, high_open, zero_means, noun, max_items)
     return field(default=default, metadata={"option": declared})
 
 
@@ -222,6 +230,75 @@ class Options:
         tasks=("detection",),
         low=1,
         high=MAX_COUNT,
+    )
+    recall_at_precision: tuple[float, ...] = _option(
+        (),
+        "Operating points: for each precision target p, the highest recall of a threshold "
+        "whose precision is >= p (recall_at_precision_{p}) and that threshold "
+        "(recall_at_precision_{p}_threshold); multiclass and multilabel per class, and macro.",
+        tasks=OPERATING_TASKS,
+        low=0.0,
+        low_open=True,
+        high=1.0,
+        noun="a precision target",
+        max_items=MAX_TARGETS,
+    )
+    precision_at_recall: tuple[float, ...] = _option(
+        (),
+        "Operating points: for each recall target r, the highest precision of a threshold "
+        "whose recall is >= r (precision_at_recall_{r}) and that threshold.",
+        tasks=OPERATING_TASKS,
+        low=0.0,
+        low_open=True,
+        high=1.0,
+        noun="a recall target",
+        max_items=MAX_TARGETS,
+    )
+    tpr_at_fpr: tuple[float, ...] = _option(
+        (),
+        "Operating points: for each false-positive-rate bound f, the highest true positive "
+        "rate of a threshold whose FPR is <= f (tpr_at_fpr_{f}) and that threshold.",
+        tasks=OPERATING_TASKS,
+        low=0.0,
+        high=1.0,
+        noun="an FPR bound",
+        max_items=MAX_TARGETS,
+    )
+    specificity_at_sensitivity: tuple[float, ...] = _option(
+        (),
+        "Operating points: for each sensitivity target s, the highest specificity of a "
+        "threshold whose sensitivity (recall) is >= s (specificity_at_sensitivity_{s}) and "
+        "that threshold.",
+        tasks=OPERATING_TASKS,
+        low=0.0,
+        low_open=True,
+        high=1.0,
+        noun="a sensitivity target",
+        max_items=MAX_TARGETS,
+    )
+    flagged_share: tuple[float, ...] = _option(
+        (),
+        "Alert budgets: for each share q of the rows (in sample weight), the lowest threshold "
+        "that flags at most q of them (flagged_share_{q}_threshold), the share it flags and "
+        "its precision and recall there.",
+        tasks=OPERATING_TASKS,
+        low=0.0,
+        low_open=True,
+        high=1.0,
+        noun="a share",
+        max_items=MAX_TARGETS,
+    )
+    quantiles: tuple[float, ...] = _option(
+        (),
+        "The quantile levels of the regression pinball loss (pinball_loss_{q}), each in "
+        "(0, 1).",
+        tasks=("regression",),
+        low=0.0,
+        low_open=True,
+        high=1.0,
+        high_open=True,
+        noun="a quantile level",
+        max_items=MAX_TARGETS,
     )
 
 
@@ -415,7 +492,7 @@ def _table() -> Mapping[str, OptionSpec]:
             choices=choices,
             zero_means=declared.zero_means,
             noun=declared.noun,
-            max_items=MAX_LIST_OPTION if repeated else None,
+            max_items=declared.max_items if repeated else None,
         )
     return types.MappingProxyType(specs)
 

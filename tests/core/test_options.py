@@ -70,7 +70,11 @@ def _inside(spec: OptionSpec, count: int) -> list[Any]:
     start = 1 if spec.low is None else math.floor(spec.low) + 1
     if spec.zero_means is not None:
         start = max(start, 2)
-    values = [start + i for i in range(count)]
+    values: list[float] = [start + i for i in range(count)]
+    if spec.kind == "number" and spec.high is not None and values[-1] >= spec.high:
+        # A narrow range of numbers (a share, a probability target): evenly inside it.
+        low = spec.low if spec.low is not None else spec.high - 1
+        values = [low + (spec.high - low) * (i + 1) / (count + 1) for i in range(count)]
     assert spec.high is None or values[-1] < spec.high, spec
     return [float(v) for v in values] if spec.kind == "number" else values
 
@@ -416,6 +420,12 @@ CHANGED: dict[str, tuple[Any, Mapping[str, Any]]] = {
     "bootstrap_seed": (1, {"bootstrap_replicates": 10}),
     "full_model_variance": (0.4, {"n_params": 2}),
     "max_detections": (1, {}),
+    "recall_at_precision": ([0.5], {}),
+    "precision_at_recall": ([0.5], {}),
+    "tpr_at_fpr": ([0.1], {}),
+    "specificity_at_sensitivity": ([0.5], {}),
+    "flagged_share": ([0.25], {}),
+    "quantiles": ([0.9], {}),
 }
 
 

@@ -69,6 +69,12 @@ class Options(_message.Message):
     MAX_DETECTIONS_FIELD_NUMBER: _builtins.int
     DRIFT_TOLERANCE_FIELD_NUMBER: _builtins.int
     MONITOR_ARL_WINDOWS_FIELD_NUMBER: _builtins.int
+    RECALL_AT_PRECISION_FIELD_NUMBER: _builtins.int
+    PRECISION_AT_RECALL_FIELD_NUMBER: _builtins.int
+    TPR_AT_FPR_FIELD_NUMBER: _builtins.int
+    SPECIFICITY_AT_SENSITIVITY_FIELD_NUMBER: _builtins.int
+    FLAGGED_SHARE_FIELD_NUMBER: _builtins.int
+    QUANTILES_FIELD_NUMBER: _builtins.int
     threshold: _builtins.float
     """A score >= threshold is predicted positive."""
     beta: _builtins.float
@@ -111,6 +117,30 @@ class Options(_message.Message):
     def head_k(self) -> _containers.RepeatedScalarFieldContainer[_builtins.float]:
         """k of precision_at_{k} and recall_at_{k}, in units of sample weight."""
 
+    @_builtins.property
+    def recall_at_precision(self) -> _containers.RepeatedScalarFieldContainer[_builtins.float]:
+        """Operating points: precision targets of recall_at_precision_{p} (and its threshold)."""
+
+    @_builtins.property
+    def precision_at_recall(self) -> _containers.RepeatedScalarFieldContainer[_builtins.float]:
+        """Operating points: recall targets of precision_at_recall_{r}."""
+
+    @_builtins.property
+    def tpr_at_fpr(self) -> _containers.RepeatedScalarFieldContainer[_builtins.float]:
+        """Operating points: false-positive-rate bounds of tpr_at_fpr_{f}."""
+
+    @_builtins.property
+    def specificity_at_sensitivity(self) -> _containers.RepeatedScalarFieldContainer[_builtins.float]:
+        """Operating points: sensitivity targets of specificity_at_sensitivity_{s}."""
+
+    @_builtins.property
+    def flagged_share(self) -> _containers.RepeatedScalarFieldContainer[_builtins.float]:
+        """Alert budgets: shares of the rows to flag (flagged_share_{q}_threshold and its metrics)."""
+
+    @_builtins.property
+    def quantiles(self) -> _containers.RepeatedScalarFieldContainer[_builtins.float]:
+        """Regression: quantile levels of the pinball loss (pinball_loss_{q})."""
+
     def __init__(
         self,
         *,
@@ -132,10 +162,16 @@ class Options(_message.Message):
         max_detections: _builtins.int | None = ...,
         drift_tolerance: _builtins.float | None = ...,
         monitor_arl_windows: _builtins.float | None = ...,
+        recall_at_precision: _abc.Iterable[_builtins.float] | None = ...,
+        precision_at_recall: _abc.Iterable[_builtins.float] | None = ...,
+        tpr_at_fpr: _abc.Iterable[_builtins.float] | None = ...,
+        specificity_at_sensitivity: _abc.Iterable[_builtins.float] | None = ...,
+        flagged_share: _abc.Iterable[_builtins.float] | None = ...,
+        quantiles: _abc.Iterable[_builtins.float] | None = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _typing.Literal["_alpha", b"_alpha", "_auc_interval", b"_auc_interval", "_beta", b"_beta", "_bootstrap_replicates", b"_bootstrap_replicates", "_bootstrap_seed", b"_bootstrap_seed", "_calibration_bins", b"_calibration_bins", "_confidence_level", b"_confidence_level", "_drift_min_samples", b"_drift_min_samples", "_drift_tolerance", b"_drift_tolerance", "_full_model_variance", b"_full_model_variance", "_max_curve_points", b"_max_curve_points", "_max_detections", b"_max_detections", "_max_fpr", b"_max_fpr", "_monitor_arl_windows", b"_monitor_arl_windows", "_n_params", b"_n_params", "_threshold", b"_threshold", "alpha", b"alpha", "auc_interval", b"auc_interval", "beta", b"beta", "bootstrap_replicates", b"bootstrap_replicates", "bootstrap_seed", b"bootstrap_seed", "calibration_bins", b"calibration_bins", "confidence_level", b"confidence_level", "drift_min_samples", b"drift_min_samples", "drift_tolerance", b"drift_tolerance", "full_model_variance", b"full_model_variance", "max_curve_points", b"max_curve_points", "max_detections", b"max_detections", "max_fpr", b"max_fpr", "monitor_arl_windows", b"monitor_arl_windows", "n_params", b"n_params", "threshold", b"threshold"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["_alpha", b"_alpha", "_auc_interval", b"_auc_interval", "_beta", b"_beta", "_bootstrap_replicates", b"_bootstrap_replicates", "_bootstrap_seed", b"_bootstrap_seed", "_calibration_bins", b"_calibration_bins", "_confidence_level", b"_confidence_level", "_drift_min_samples", b"_drift_min_samples", "_drift_tolerance", b"_drift_tolerance", "_full_model_variance", b"_full_model_variance", "_max_curve_points", b"_max_curve_points", "_max_detections", b"_max_detections", "_max_fpr", b"_max_fpr", "_monitor_arl_windows", b"_monitor_arl_windows", "_n_params", b"_n_params", "_threshold", b"_threshold", "alpha", b"alpha", "auc_interval", b"auc_interval", "beta", b"beta", "bootstrap_replicates", b"bootstrap_replicates", "bootstrap_seed", b"bootstrap_seed", "calibration_bins", b"calibration_bins", "confidence_level", b"confidence_level", "drift_min_samples", b"drift_min_samples", "drift_tolerance", b"drift_tolerance", "full_model_variance", b"full_model_variance", "head_k", b"head_k", "max_curve_points", b"max_curve_points", "max_detections", b"max_detections", "max_fpr", b"max_fpr", "monitor_arl_windows", b"monitor_arl_windows", "n_params", b"n_params", "threshold", b"threshold", "top_k", b"top_k"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["_alpha", b"_alpha", "_auc_interval", b"_auc_interval", "_beta", b"_beta", "_bootstrap_replicates", b"_bootstrap_replicates", "_bootstrap_seed", b"_bootstrap_seed", "_calibration_bins", b"_calibration_bins", "_confidence_level", b"_confidence_level", "_drift_min_samples", b"_drift_min_samples", "_drift_tolerance", b"_drift_tolerance", "_full_model_variance", b"_full_model_variance", "_max_curve_points", b"_max_curve_points", "_max_detections", b"_max_detections", "_max_fpr", b"_max_fpr", "_monitor_arl_windows", b"_monitor_arl_windows", "_n_params", b"_n_params", "_threshold", b"_threshold", "alpha", b"alpha", "auc_interval", b"auc_interval", "beta", b"beta", "bootstrap_replicates", b"bootstrap_replicates", "bootstrap_seed", b"bootstrap_seed", "calibration_bins", b"calibration_bins", "confidence_level", b"confidence_level", "drift_min_samples", b"drift_min_samples", "drift_tolerance", b"drift_tolerance", "flagged_share", b"flagged_share", "full_model_variance", b"full_model_variance", "head_k", b"head_k", "max_curve_points", b"max_curve_points", "max_detections", b"max_detections", "max_fpr", b"max_fpr", "monitor_arl_windows", b"monitor_arl_windows", "n_params", b"n_params", "precision_at_recall", b"precision_at_recall", "quantiles", b"quantiles", "recall_at_precision", b"recall_at_precision", "specificity_at_sensitivity", b"specificity_at_sensitivity", "threshold", b"threshold", "top_k", b"top_k", "tpr_at_fpr", b"tpr_at_fpr"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     _WhichOneofReturnType__alpha: _TypeAlias = _typing.Literal["alpha"]  # noqa: Y015
     _WhichOneofArgType__alpha: _TypeAlias = _typing.Literal["_alpha", b"_alpha"]  # noqa: Y015

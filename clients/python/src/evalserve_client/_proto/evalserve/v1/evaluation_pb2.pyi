@@ -69,6 +69,12 @@ class Options(google.protobuf.message.Message):
     MAX_DETECTIONS_FIELD_NUMBER: builtins.int
     DRIFT_TOLERANCE_FIELD_NUMBER: builtins.int
     MONITOR_ARL_WINDOWS_FIELD_NUMBER: builtins.int
+    RECALL_AT_PRECISION_FIELD_NUMBER: builtins.int
+    PRECISION_AT_RECALL_FIELD_NUMBER: builtins.int
+    TPR_AT_FPR_FIELD_NUMBER: builtins.int
+    SPECIFICITY_AT_SENSITIVITY_FIELD_NUMBER: builtins.int
+    FLAGGED_SHARE_FIELD_NUMBER: builtins.int
+    QUANTILES_FIELD_NUMBER: builtins.int
     threshold: builtins.float
     """A score >= threshold is predicted positive."""
     beta: builtins.float
@@ -111,6 +117,30 @@ class Options(google.protobuf.message.Message):
     def head_k(self) -> google.protobuf.internal.containers.RepeatedScalarFieldContainer[builtins.float]:
         """k of precision_at_{k} and recall_at_{k}, in units of sample weight."""
 
+    @property
+    def recall_at_precision(self) -> google.protobuf.internal.containers.RepeatedScalarFieldContainer[builtins.float]:
+        """Operating points: precision targets of recall_at_precision_{p} (and its threshold)."""
+
+    @property
+    def precision_at_recall(self) -> google.protobuf.internal.containers.RepeatedScalarFieldContainer[builtins.float]:
+        """Operating points: recall targets of precision_at_recall_{r}."""
+
+    @property
+    def tpr_at_fpr(self) -> google.protobuf.internal.containers.RepeatedScalarFieldContainer[builtins.float]:
+        """Operating points: false-positive-rate bounds of tpr_at_fpr_{f}."""
+
+    @property
+    def specificity_at_sensitivity(self) -> google.protobuf.internal.containers.RepeatedScalarFieldContainer[builtins.float]:
+        """Operating points: sensitivity targets of specificity_at_sensitivity_{s}."""
+
+    @property
+    def flagged_share(self) -> google.protobuf.internal.containers.RepeatedScalarFieldContainer[builtins.float]:
+        """Alert budgets: shares of the rows to flag (flagged_share_{q}_threshold and its metrics)."""
+
+    @property
+    def quantiles(self) -> google.protobuf.internal.containers.RepeatedScalarFieldContainer[builtins.float]:
+        """Regression: quantile levels of the pinball loss (pinball_loss_{q})."""
+
     def __init__(
         self,
         *,
@@ -132,9 +162,15 @@ class Options(google.protobuf.message.Message):
         max_detections: builtins.int | None = ...,
         drift_tolerance: builtins.float | None = ...,
         monitor_arl_windows: builtins.float | None = ...,
+        recall_at_precision: collections.abc.Iterable[builtins.float] | None = ...,
+        precision_at_recall: collections.abc.Iterable[builtins.float] | None = ...,
+        tpr_at_fpr: collections.abc.Iterable[builtins.float] | None = ...,
+        specificity_at_sensitivity: collections.abc.Iterable[builtins.float] | None = ...,
+        flagged_share: collections.abc.Iterable[builtins.float] | None = ...,
+        quantiles: collections.abc.Iterable[builtins.float] | None = ...,
     ) -> None: ...
     def HasField(self, field_name: typing.Literal["_alpha", b"_alpha", "_auc_interval", b"_auc_interval", "_beta", b"_beta", "_bootstrap_replicates", b"_bootstrap_replicates", "_bootstrap_seed", b"_bootstrap_seed", "_calibration_bins", b"_calibration_bins", "_confidence_level", b"_confidence_level", "_drift_min_samples", b"_drift_min_samples", "_drift_tolerance", b"_drift_tolerance", "_full_model_variance", b"_full_model_variance", "_max_curve_points", b"_max_curve_points", "_max_detections", b"_max_detections", "_max_fpr", b"_max_fpr", "_monitor_arl_windows", b"_monitor_arl_windows", "_n_params", b"_n_params", "_threshold", b"_threshold", "alpha", b"alpha", "auc_interval", b"auc_interval", "beta", b"beta", "bootstrap_replicates", b"bootstrap_replicates", "bootstrap_seed", b"bootstrap_seed", "calibration_bins", b"calibration_bins", "confidence_level", b"confidence_level", "drift_min_samples", b"drift_min_samples", "drift_tolerance", b"drift_tolerance", "full_model_variance", b"full_model_variance", "max_curve_points", b"max_curve_points", "max_detections", b"max_detections", "max_fpr", b"max_fpr", "monitor_arl_windows", b"monitor_arl_windows", "n_params", b"n_params", "threshold", b"threshold"]) -> builtins.bool: ...
-    def ClearField(self, field_name: typing.Literal["_alpha", b"_alpha", "_auc_interval", b"_auc_interval", "_beta", b"_beta", "_bootstrap_replicates", b"_bootstrap_replicates", "_bootstrap_seed", b"_bootstrap_seed", "_calibration_bins", b"_calibration_bins", "_confidence_level", b"_confidence_level", "_drift_min_samples", b"_drift_min_samples", "_drift_tolerance", b"_drift_tolerance", "_full_model_variance", b"_full_model_variance", "_max_curve_points", b"_max_curve_points", "_max_detections", b"_max_detections", "_max_fpr", b"_max_fpr", "_monitor_arl_windows", b"_monitor_arl_windows", "_n_params", b"_n_params", "_threshold", b"_threshold", "alpha", b"alpha", "auc_interval", b"auc_interval", "beta", b"beta", "bootstrap_replicates", b"bootstrap_replicates", "bootstrap_seed", b"bootstrap_seed", "calibration_bins", b"calibration_bins", "confidence_level", b"confidence_level", "drift_min_samples", b"drift_min_samples", "drift_tolerance", b"drift_tolerance", "full_model_variance", b"full_model_variance", "head_k", b"head_k", "max_curve_points", b"max_curve_points", "max_detections", b"max_detections", "max_fpr", b"max_fpr", "monitor_arl_windows", b"monitor_arl_windows", "n_params", b"n_params", "threshold", b"threshold", "top_k", b"top_k"]) -> None: ...
+    def ClearField(self, field_name: typing.Literal["_alpha", b"_alpha", "_auc_interval", b"_auc_interval", "_beta", b"_beta", "_bootstrap_replicates", b"_bootstrap_replicates", "_bootstrap_seed", b"_bootstrap_seed", "_calibration_bins", b"_calibration_bins", "_confidence_level", b"_confidence_level", "_drift_min_samples", b"_drift_min_samples", "_drift_tolerance", b"_drift_tolerance", "_full_model_variance", b"_full_model_variance", "_max_curve_points", b"_max_curve_points", "_max_detections", b"_max_detections", "_max_fpr", b"_max_fpr", "_monitor_arl_windows", b"_monitor_arl_windows", "_n_params", b"_n_params", "_threshold", b"_threshold", "alpha", b"alpha", "auc_interval", b"auc_interval", "beta", b"beta", "bootstrap_replicates", b"bootstrap_replicates", "bootstrap_seed", b"bootstrap_seed", "calibration_bins", b"calibration_bins", "confidence_level", b"confidence_level", "drift_min_samples", b"drift_min_samples", "drift_tolerance", b"drift_tolerance", "flagged_share", b"flagged_share", "full_model_variance", b"full_model_variance", "head_k", b"head_k", "max_curve_points", b"max_curve_points", "max_detections", b"max_detections", "max_fpr", b"max_fpr", "monitor_arl_windows", b"monitor_arl_windows", "n_params", b"n_params", "precision_at_recall", b"precision_at_recall", "quantiles", b"quantiles", "recall_at_precision", b"recall_at_precision", "specificity_at_sensitivity", b"specificity_at_sensitivity", "threshold", b"threshold", "top_k", b"top_k", "tpr_at_fpr", b"tpr_at_fpr"]) -> None: ...
     @typing.overload
     def WhichOneof(self, oneof_group: typing.Literal["_alpha", b"_alpha"]) -> typing.Literal["alpha"] | None: ...
     @typing.overload
