@@ -59,6 +59,24 @@ export interface Options {
   readonly full_model_variance?: number | null;
   /** Detection: the highest-scoring predictions kept per image (default 100, as COCO). */
   readonly max_detections?: number | null;
+  /** Precision targets in (0, 1], at most 8: the highest recall whose precision reaches each
+   * (`recall_at_precision_{p}`, its `_threshold`); read with `operatingPoint`. */
+  readonly recall_at_precision?: readonly number[] | null;
+  /** Recall targets in (0, 1], at most 8: the highest precision whose recall reaches each
+   * (`precision_at_recall_{r}`, its `_threshold`). */
+  readonly precision_at_recall?: readonly number[] | null;
+  /** FPR bounds in [0, 1], at most 8: the highest TPR whose FPR stays within each
+   * (`tpr_at_fpr_{f}`, its `_threshold`). */
+  readonly tpr_at_fpr?: readonly number[] | null;
+  /** Sensitivity targets in (0, 1], at most 8: the highest specificity whose sensitivity
+   * reaches each (`specificity_at_sensitivity_{s}`, its `_threshold`). */
+  readonly specificity_at_sensitivity?: readonly number[] | null;
+  /** Alert budgets: shares of the rows (in sample weight) in (0, 1], at most 8; the lowest
+   * threshold flagging at most each share, the share it flags, its precision and recall
+   * (`flagged_share_{q}_threshold`, ...); read with `flaggedShare`. */
+  readonly flagged_share?: readonly number[] | null;
+  /** Regression: quantile levels in (0, 1), at most 8, of the pinball loss (`pinball_loss_{q}`). */
+  readonly quantiles?: readonly number[] | null;
 }
 
 /** The evaluated model; a request that names one updates its Prometheus gauges. */
