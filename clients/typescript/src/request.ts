@@ -13,6 +13,7 @@
 
 import { InvalidArgument } from "./errors.js";
 import { floats, flatten } from "./f64.js";
+import { OptionsSchema } from "./gen/evalserve/v1/evaluation_pb.js";
 import type {
   Baseline,
   Challenger,
@@ -81,23 +82,35 @@ function pythonFloat(value: number): string {
 }
 
 /**
- * The options without their null (default) entries. A non-finite number is refused here, with
- * the server's message: JSON has no infinity (JSON.stringify would send null, the default).
+ * The options without their null (default) entries. A non-finite number, alone or in a list,
+ * is refused here, with the server's message: JSON has no infinity (JSON.stringify would send
+ * null). A single number given to a list option (from JavaScript) is sent as a list of one, as
+ * the server reads it: gRPC could not carry it otherwise.
  */
 function setOptions(options: Options | null | undefined): Options | null {
   if (options == null) {
     return null;
   }
-  const kept = Object.entries(options).filter(([, value]) => value != null);
-  for (const [key, value] of kept) {
-    if (typeof value === "number" && !Number.isFinite(value)) {
-      throw new InvalidArgument(`expected a finite number, but got ${pythonFloat(value)}`, {
-        field: `options.${key}`,
-        code: "invalid_argument",
-      });
+  const kept: [string, unknown][] = [];
+  for (const [key, given] of Object.entries(options)) {
+    if (given == null) {
+      continue;
     }
+    const field = OptionsSchema.fields.find((f) => f.name === key);
+    const list = field?.fieldKind === "list";
+    const value: unknown = list && typeof given === "number" ? [given] : given;
+    const items: readonly unknown[] = Array.isArray(value) ? value : [value];
+    for (const item of items) {
+      if (typeof item === "number" && !Number.isFinite(item)) {
+        throw new InvalidArgument(`expected a finite number, but got ${pythonFloat(item)}`, {
+          field: `options.${key}`,
+          code: "invalid_argument",
+        });
+      }
+    }
+    kept.push([key, value]);
   }
-  return Object.fromEntries(kept);
+  return Object.fromEntries(kept) as Options;
 }
 
 function isNames(labels: Labels): labels is readonly string[] {

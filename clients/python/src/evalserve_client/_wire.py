@@ -123,20 +123,36 @@ def _known(where: str, values: Mapping[str, Any], message: Any) -> dict[str, Any
     return sent
 
 
+def _repeated(descriptor: Any) -> bool:
+    """Whether a proto field is a list: ``is_repeated`` from protobuf 6 on (7 dropped
+    ``label``), ``label`` before it."""
+    repeated = getattr(descriptor, "is_repeated", None)
+    if repeated is None:
+        return bool(descriptor.label == descriptor.LABEL_REPEATED)
+    return bool(repeated)
+
+
 def _options(options: Mapping[str, Any] | None) -> dict[str, Any] | None:
     """The options to send, refused here only where a transport cannot carry them: a name the
-    proto lacks (gRPC could not encode it) or a non-finite number (JSON has none), with the
-    server's own messages."""
+    proto lacks (gRPC could not encode it) or a non-finite number, alone or in a list (JSON has
+    none), with the server's own messages. A list option's single number is sent as a list."""
     if options is None:
         return None
     sent = _known("options", options, pb.Options)
     for key, value in sent.items():
-        if isinstance(value, float) and not math.isfinite(value):
-            raise InvalidArgument(
-                f"expected a finite number, but got {value}",
-                field=f"options.{key}",
-                code="invalid_argument",
-            )
+        if repeated := _repeated(pb.Options.DESCRIPTOR.fields_by_name[key]):
+            # a list option (top_k, recall_at_precision, quantiles, ...): a single number is a
+            # list of one, as the server reads it (gRPC could not encode it otherwise)
+            items = np.asarray(value).tolist() if isinstance(value, np.ndarray) else value
+            sent[key] = value = list(items) if isinstance(items, list | tuple) else [items]
+        for item in value if repeated else [value]:
+            if isinstance(item, float) and not math.isfinite(item):
+                # JSON has no such number (a list's would travel as null): the server's message
+                raise InvalidArgument(
+                    f"expected a finite number, but got {item}",
+                    field=f"options.{key}",
+                    code="invalid_argument",
+                )
     return sent
 
 
