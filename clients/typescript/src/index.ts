@@ -12,6 +12,16 @@ export { EvalserveClient, type ClientSettings } from "./client.js";
 export { fingerprint, type ModelKey } from "./monitor-key.js";
 export { MonitorStates, type MonitorEntry, type MonitorStatesOptions } from "./monitor-store.js";
 export {
+  flaggedShare,
+  formatTarget,
+  operatingPoint,
+  OPERATING_OPTIONS,
+  type FlaggedShare,
+  type OperatingOption,
+  type OperatingPoint,
+  type OperatingPointOptions,
+} from "./operating-points.js";
+export {
   DeadlineExceeded,
   EvalserveError,
   InvalidArgument,

@@ -11,6 +11,12 @@ Every hour, the AUC monitor of a model against its baseline (the client keeps it
     result = client.evaluate("binary", y_true, y_score, model={"name": "ranker"},
                              baseline={"roc_auc": 0.85, "n_positive": 4000, "n_negative": 16000})
     result.monitor["roc_auc"]["alarm"]
+
+Operating points asked for by options (``recall_at_precision``, ``flagged_share``, ...)::
+
+    result = client.evaluate("binary", y_true, y_score, options={"recall_at_precision": [0.95]})
+    point = result.operating_point("recall_at_precision", 0.95)
+    point.value, point.threshold, point.reason
 """
 
 from evalserve_client._client import AsyncClient, Client
@@ -23,6 +29,7 @@ from evalserve_client._errors import (
 )
 from evalserve_client._monitor_key import ModelKey
 from evalserve_client._monitor_store import MonitorEntry, MonitorStates
+from evalserve_client._operating import FlaggedShare, OperatingPoint, format_target
 from evalserve_client._result import EvaluationResult, MetricInfo, MetricRange
 
 __all__ = [
@@ -31,12 +38,15 @@ __all__ = [
     "DeadlineExceeded",
     "EvalserveError",
     "EvaluationResult",
+    "FlaggedShare",
     "InvalidArgument",
     "MetricInfo",
     "MetricRange",
     "ModelKey",
     "MonitorEntry",
     "MonitorStates",
+    "OperatingPoint",
     "TooLarge",
     "Unavailable",
+    "format_target",
 ]

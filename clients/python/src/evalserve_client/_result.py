@@ -8,6 +8,14 @@ import copy
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from evalserve_client._operating import (
+    FlaggedShare,
+    OperatingOption,
+    OperatingPoint,
+    read_flagged_share,
+    read_operating_point,
+)
+
 if TYPE_CHECKING:
     from matplotlib.figure import Figure
 
@@ -80,6 +88,23 @@ class EvaluationResult:
     def to_dict(self) -> dict[str, Any]:
         """The response body, as the REST door and ``core``'s ``to_dict()`` give it."""
         return copy.deepcopy(self._body)
+
+    def operating_point(
+        self, option: OperatingOption, target: float, *, class_name: str | None = None
+    ) -> OperatingPoint:
+        """The operating point that the option ``option`` (``recall_at_precision``,
+        ``precision_at_recall``, ``tpr_at_fpr`` or ``specificity_at_sensitivity``) asked for
+        at ``target``: its value, threshold and interval, None where undefined with the
+        ``reason``. Multiclass and multilabel: the macro average, or the row of
+        ``class_name``. Raises ``KeyError`` when the answer does not hold it (the option was
+        not sent with that target)."""
+        return read_operating_point(self._body, self.metrics, option, target, class_name)
+
+    def flagged_share(self, share: float, *, class_name: str | None = None) -> FlaggedShare:
+        """The alert budget that the option ``flagged_share`` asked for at ``share``: the
+        threshold flagging at most that share of the rows, the share it flags, and the
+        precision and recall there (macro or ``class_name``'s, as ``operating_point``)."""
+        return read_flagged_share(self._body, self.metrics, share, class_name)
 
     def plot(self, figure: Figure | None = None) -> Figure:
         """The ROC and PR curves and the confusion matrix that the answer carries, drawn with
