@@ -55,8 +55,31 @@ CONVENTIONS = {
     "calibration_bins": (
         "options.calibration_bins equal-width bins [b/B, (b+1)/B), a score of 1 in the last"
     ),
+    "operating_points": (
+        "read off the exact curve (thresholds are the distinct scores, score >= t flagged, ties "
+        "one point, no interpolation); a target is met within 1e-12 relative; on a tie in the "
+        "value the point that dominates (better in the other rate) wins, then the higher "
+        "threshold: torchmetrics' order, except that its specificity_at_sensitivity keeps the "
+        "higher threshold; an unreachable target is null with a reason (torchmetrics: 0)"
+    ),
+    "flagged_share": (
+        "the lowest threshold flagging at most q of the rows in sample weight: the rows tied "
+        "at the cut are flagged together or not at all, so the share actually flagged (_actual) "
+        "may be below q"
+    ),
+    "equal_error_rate": (
+        "(FPR + FNR) / 2 at the curve point nearest FPR = FNR, the higher threshold on a tie, "
+        "as torchmetrics' binary_eer; no interpolation between points"
+    ),
+    "det_curve": (
+        "curves.det as scikit-learn's det_curve: FPR and FNR from the last point without false "
+        "positives to the first without false negatives, ascending thresholds"
+    ),
 }
 
+_OP = "tests/core/test_binary_operating.py::"
+_CURVES = "the definition evaluated on sklearn.metrics."
+_BRUTE = "every distinct threshold tried in plain Python"
 _m = entry_builder("binary", CONVENTIONS)
 
 # The tests that check the entries (pytest node ids are paths from the repository root).
@@ -277,6 +300,105 @@ CATALOG_ENTRIES: tuple[MetricInfo, ...] = (
         reference="the expected value over every order of the tied rows, enumerated in exact "
         "fractions",
         test=_SK + "test_head_metrics_are_the_expected_value_over_tie_orders",
+    ),
+    # Operating points (options recall_at_precision, precision_at_recall, tpr_at_fpr,
+    # specificity_at_sensitivity, flagged_share; k = each target).
+    _m(
+        "recall_at_precision_{k}", True, UNIT,
+        "The highest recall of a threshold whose precision is >= k.",
+        conventions=("operating_points", "undefined"),
+        reference=_CURVES + "precision_recall_curve; torchmetrics' documented cases",
+        test=_OP + "test_operating_points_match_their_definition_on_sklearn_curves",
+    ),
+    _m(
+        "recall_at_precision_{k}_threshold", None, UNBOUNDED,
+        "The threshold of recall_at_precision_{k}.",
+        conventions=("operating_points", "threshold_rule", "undefined"),
+        reference=_CURVES + "precision_recall_curve; torchmetrics' documented cases",
+        test=_OP + "test_operating_points_match_their_definition_on_sklearn_curves",
+    ),
+    _m(
+        "precision_at_recall_{k}", True, UNIT,
+        "The highest precision of a threshold whose recall is >= k.",
+        conventions=("operating_points", "undefined"),
+        reference=_CURVES + "precision_recall_curve; torchmetrics' documented cases",
+        test=_OP + "test_operating_points_match_their_definition_on_sklearn_curves",
+    ),
+    _m(
+        "precision_at_recall_{k}_threshold", None, UNBOUNDED,
+        "The threshold of precision_at_recall_{k}.",
+        conventions=("operating_points", "threshold_rule", "undefined"),
+        reference=_CURVES + "precision_recall_curve; torchmetrics' documented cases",
+        test=_OP + "test_operating_points_match_their_definition_on_sklearn_curves",
+    ),
+    _m(
+        "tpr_at_fpr_{k}", True, UNIT,
+        "The highest true positive rate of a threshold whose FPR is <= k (0 when only "
+        "flagging nothing keeps it).",
+        conventions=("operating_points", "undefined"),
+        reference=_CURVES + "roc_curve",
+        test=_OP + "test_operating_points_match_their_definition_on_sklearn_curves",
+    ),
+    _m(
+        "tpr_at_fpr_{k}_threshold", None, UNBOUNDED,
+        "The threshold of tpr_at_fpr_{k}; null when only flagging nothing keeps FPR <= k.",
+        conventions=("operating_points", "threshold_rule", "undefined"),
+        reference=_CURVES + "roc_curve",
+        test=_OP + "test_operating_points_match_their_definition_on_sklearn_curves",
+    ),
+    _m(
+        "specificity_at_sensitivity_{k}", True, UNIT,
+        "The highest specificity of a threshold whose sensitivity is >= k.",
+        conventions=("operating_points", "undefined"),
+        reference=_CURVES + "roc_curve; torchmetrics' documented cases",
+        test=_OP + "test_operating_points_match_their_definition_on_sklearn_curves",
+    ),
+    _m(
+        "specificity_at_sensitivity_{k}_threshold", None, UNBOUNDED,
+        "The threshold of specificity_at_sensitivity_{k}.",
+        conventions=("operating_points", "threshold_rule", "undefined"),
+        reference=_CURVES + "roc_curve; torchmetrics' documented cases",
+        test=_OP + "test_operating_points_match_their_definition_on_sklearn_curves",
+    ),
+    _m(
+        "flagged_share_{k}_threshold", None, UNBOUNDED,
+        "The lowest threshold that flags at most a share k of the rows (an alert budget).",
+        conventions=("flagged_share", "threshold_rule", "undefined"),
+        reference=_BRUTE, test=_OP + "test_flagged_share_matches_brute_force",
+    ),
+    _m(
+        "flagged_share_{k}_actual", None, UNIT,
+        "The share of the rows that flagged_share_{k}_threshold flags (at most k).",
+        conventions=("flagged_share", "weights", "undefined"),
+        reference=_BRUTE, test=_OP + "test_flagged_share_matches_brute_force",
+    ),
+    _m(
+        "precision_at_flagged_share_{k}", True, UNIT,
+        "Precision at flagged_share_{k}_threshold.",
+        conventions=("flagged_share", "undefined"),
+        reference=_BRUTE, test=_OP + "test_flagged_share_matches_brute_force",
+    ),
+    _m(
+        "recall_at_flagged_share_{k}", True, UNIT,
+        "Recall at flagged_share_{k}_threshold.",
+        conventions=("flagged_share", "undefined"),
+        reference=_BRUTE, test=_OP + "test_flagged_share_matches_brute_force",
+    ),
+    _m(
+        "equal_error_rate", False, UNIT,
+        "(FPR + FNR) / 2 where the two are nearest each other on the curve.",
+        aliases=("eer",), conventions=("equal_error_rate", "undefined"),
+        reference="torchmetrics' binary_eer rule on sklearn.metrics.roc_curve("
+        "drop_intermediate=False); torchmetrics' documented cases",
+        test=_OP + "test_equal_error_rate_matches_its_definition",
+    ),
+    _m(
+        "equal_error_rate_threshold", None, UNBOUNDED,
+        "The threshold of equal_error_rate.",
+        conventions=("equal_error_rate", "threshold_rule", "undefined"),
+        reference="torchmetrics' binary_eer rule on sklearn.metrics.roc_curve("
+        "drop_intermediate=False)",
+        test=_OP + "test_equal_error_rate_matches_its_definition",
     ),
     # Calibration.
     _m(

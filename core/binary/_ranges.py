@@ -28,6 +28,7 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import TypeVar
 
 import numpy as np
 from numpy.typing import NDArray
@@ -46,6 +47,25 @@ from evalserve.core.binary._calibration import (
 from evalserve.core.binary._catalog import CONVENTIONS
 from evalserve.core.binary._classes import ClassScores
 from evalserve.core.binary._intervals import auc_interval_of
+from evalserve.core.binary._operating import (
+    Classes,
+    Hits,
+    Point,
+    best_precision,
+    eer_point,
+    eer_sides,
+    flagged_point,
+    precision_point,
+    recall_point,
+    specificity_point,
+    tpr_point,
+    write_eer,
+    write_flagged,
+    write_precision,
+    write_recall,
+    write_specificity,
+    write_tpr,
+)
 from evalserve.core.binary._points import every_point
 from evalserve.core.binary._ranking import TIE_TOLERANCE
 from evalserve.core.binary._suite import (
@@ -74,6 +94,7 @@ __all__ = [
 
 Floats = NDArray[np.float64]
 Cuts = tuple[float, ...]
+_T = TypeVar("_T")
 
 
 def _floor(best: float) -> float:
@@ -173,6 +194,7 @@ class RangeContext:
     lowest_above: float  # the lowest score of the ranges above (inf when none)
     marks: Floats | None  # the curve marks this range answers; None: every point
     head: Cuts  # head cuts (head_k capped, then P for the break-even point)
+    recall_targets: Cuts = ()  # options.precision_at_recall, for the finish
 
 
 def range_context(totals: Sequence[RangeTotals], position: int, options: Options) -> RangeContext:
@@ -201,6 +223,7 @@ def range_context(totals: Sequence[RangeTotals], position: int, options: Options
         lowest_above,
         _marks(totals, position, options, positives, negatives),
         head,
+        options.precision_at_recall,
     )
 
 
@@ -248,6 +271,21 @@ class RangePass:
     points: tuple[Floats, Floats, Floats] = field(
         default_factory=lambda: (np.empty(0), np.empty(0), np.empty(0))
     )
+    operating: RangeOperating | None = None
+
+
+@dataclass(frozen=True)
+class RangeOperating:
+    """The range's candidates for the operating points (the searches of ``_operating`` on the
+    range, the mass above it added): per target of each option, in the options' order."""
+
+    recall: tuple[Point | None, ...] = ()
+    best_precision: tuple[float, ...] = ()
+    tpr: tuple[Point | None, ...] = ()
+    specificity: tuple[Point | None, ...] = ()
+    flagged: tuple[Point | None, ...] = ()
+    eer_before: Point | None = None
+    eer_after: Point | None = None
 
 
 @dataclass(frozen=True)
@@ -284,9 +322,14 @@ def range_pass(
     p, n = context.positives, context.negatives
     g = _Global.of(s, context)
     head = tuple(_head_here(g, k) for k in context.head)
+    operating = _operating_here(s, context, options)
     if not s.size or p == 0 or n == 0:  # no hits here, or no ranking at all: heads only
         one_class = p == 0 or n == 0
-        return RangePass(head=head, points=_NO_POINTS if one_class else _points(s, g, context))
+        return RangePass(
+            head=head,
+            points=_NO_POINTS if one_class else _points(s, g, context),
+            operating=operating,
+        )
     points = _points(s, g, context)
     precision = g.tps / (g.tps + g.fps)
     above = g.tps_above + g.fps_above
@@ -312,6 +355,29 @@ def range_pass(
         last_hit_fps=float(g.fps[-1]),
         head=head,
         points=points,
+        operating=operating,
+    )
+
+
+def _operating_here(s: Sweep, context: RangeContext, options: Options) -> RangeOperating:
+    """The range's candidates for every operating point (see ``RangeOperating``)."""
+    p, n = context.positives, context.negatives
+    classes = Classes(s.positives, s.negatives, context.pos_above, context.neg_above)
+    flagged = tuple(flagged_point(classes, q * (p + n)) for q in options.flagged_share)
+    if p == 0 or n == 0:
+        return RangeOperating(flagged=flagged)
+    hits = Hits.of(s, context.pos_above, context.neg_above)
+    before, after = eer_sides(classes, p, n)
+    return RangeOperating(
+        recall=tuple(recall_point(hits, k) for k in options.recall_at_precision),
+        best_precision=tuple(best_precision(hits, k * p) for k in options.precision_at_recall),
+        tpr=tuple(tpr_point(hits, k * n) for k in options.tpr_at_fpr),
+        specificity=tuple(
+            specificity_point(hits, k * p) for k in options.specificity_at_sensitivity
+        ),
+        flagged=flagged,
+        eer_before=before,
+        eer_after=after,
     )
 
 
@@ -377,6 +443,7 @@ class Bests:
     f1: float
     auc: float
     precision_below: tuple[float, ...]
+    precision_at_recall: tuple[float, ...] = ()  # per target: the best precision of all ranges
 
 
 @dataclass(frozen=True)
@@ -388,6 +455,7 @@ class RangeFinish:
     f1_threshold: float | None = None
     s10_sum: float = 0.0
     s01_sum: float = 0.0
+    precision_points: tuple[Point | None, ...] = ()  # per precision_at_recall target
 
 
 def bests_of(passes: Sequence[RangePass], positives: float) -> Bests:
@@ -397,12 +465,17 @@ def bests_of(passes: Sequence[RangePass], positives: float) -> Bests:
         below.append(running)
         running = max(running, done.max_precision)
     auc = min(1.0, max(0.0, sum(done.v10_sum for done in passes) / positives))
+    operating = [done.operating for done in passes if done.operating is not None]
+    targets = len(operating[0].best_precision) if operating else 0
     return Bests(
         ks=max(max(done.ks_max for done in passes), 0.0),
         youden=max(done.youden_max for done in passes),
         f1=max(done.f1_max for done in passes),
         auc=auc,
         precision_below=tuple(reversed(below)),
+        precision_at_recall=tuple(
+            max(each.best_precision[i] for each in operating) for i in range(targets)
+        ),
     )
 
 
@@ -418,7 +491,15 @@ def range_finish(
     p, n, auc = context.positives, context.negatives, bests.auc
     if not s.size:
         at = context.pos_above / p - auc
-        return RangeFinish(s01_sum=s.n_negative * at * at)
+        return RangeFinish(
+            s01_sum=s.n_negative * at * at,
+            precision_points=(None,) * len(bests.precision_at_recall),
+        )
+    hits = Hits.of(s, context.pos_above, context.neg_above)
+    precision_points = tuple(
+        precision_point(hits, k * p, best)
+        for k, best in zip(context.recall_targets, bests.precision_at_recall, strict=True)
+    )
     g = _Global.of(s, context)
     precision = g.tps / (g.tps + g.fps)
     envelope = np.maximum(
@@ -452,6 +533,7 @@ def range_finish(
         f1_threshold=_first_f1(s, g, p, bests.f1),
         s10_sum=inner(s.pos, v10 * v10),
         s01_sum=inner(between, at_between * at_between) + inner(s.neg, at_tie * at_tie),
+        precision_points=precision_points,
     )
 
 
@@ -508,6 +590,7 @@ def combine_ranges(
     else:
         assert bests is not None
         curves = _ranking(sink, totals, passes, finishes, bests, options, lowest)
+    _flagged(sink, passes, options, positives, negatives)
     _head(sink, contexts, passes, positives, negatives, options)
     if positives + negatives > 0:
         sums = _calibration(sink, totals, positives + negatives, lowest)
@@ -556,6 +639,7 @@ def _ranking(
     sink.set("optimal_threshold_youden", _first_or([f.youden_threshold for f in finishes], lowest))
     sink.set("optimal_threshold_f1", _first_or([f.f1_threshold for f in finishes], lowest))
     _delong(sink, totals, finishes, bests, options, p, n)
+    _operating(sink, passes, finishes, options, p, n)
     if options.bootstrap_replicates:
         sink.warn(
             "no bootstrap intervals: the bootstrap draws from every row at once, which the "
@@ -567,6 +651,48 @@ def _ranking(
     tps = np.concatenate([done.points[1] for done in passes])
     fps = np.concatenate([done.points[2] for done in passes])
     return curves_of_points(thresholds, tps, fps, p, n)
+
+
+def _operating(
+    sink: MetricSink,
+    passes: Sequence[RangePass],
+    finishes: Sequence[RangeFinish],
+    options: Options,
+    p: float,
+    n: float,
+) -> None:
+    """The operating points from every range's candidates: the lowest candidate (the highest
+    recall or TPR), the highest one (the fewest false positives), as each search asks."""
+    found = [done.operating for done in passes if done.operating is not None]
+    for i, k in enumerate(options.recall_at_precision):
+        write_recall(sink, k, _last([each.recall[i] for each in found]), p)
+    for i, k in enumerate(options.precision_at_recall):
+        write_precision(sink, k, _last([f.precision_points[i] for f in finishes]))
+    for i, k in enumerate(options.tpr_at_fpr):
+        write_tpr(sink, k, _last([each.tpr[i] for each in found]), p)
+    for i, k in enumerate(options.specificity_at_sensitivity):
+        candidates = [each.specificity[i] for each in found if each.specificity[i] is not None]
+        fewest = min((point.fp for point in candidates if point is not None), default=None)
+        write_specificity(
+            sink, k, _last([point for point in candidates if point and point.fp == fewest]), n
+        )
+    before = _last([each.eer_before for each in found])
+    after = _first([each.eer_after for each in found])
+    write_eer(sink, eer_point(before, after, p, n), p, n)
+
+
+def _last(points: Sequence[Point | None]) -> Point | None:
+    return next((point for point in reversed(points) if point is not None), None)
+
+
+def _flagged(
+    sink: MetricSink, passes: Sequence[RangePass], options: Options, p: float, n: float
+) -> None:
+    found = [done.operating for done in passes if done.operating is not None]
+    points = {
+        q: _last([each.flagged[i] for each in found]) for i, q in enumerate(options.flagged_share)
+    }
+    write_flagged(sink, options, None, total=p + n, positives=p, points=points)
 
 
 def _delong(
@@ -636,7 +762,7 @@ def _calibration(
     return sums
 
 
-def _first(values: Sequence[float | None]) -> float | None:
+def _first(values: Sequence[_T | None]) -> _T | None:
     return next((value for value in values if value is not None), None)
 
 

@@ -15,6 +15,14 @@ from evalserve.core.binary._bootstrap import bootstrap_intervals
 from evalserve.core.binary._calibration import add_calibration_curve, calibration_metrics
 from evalserve.core.binary._delong import placements
 from evalserve.core.binary._intervals import auc_interval, wilson_intervals
+from evalserve.core.binary._operating import (
+    Classes,
+    Hits,
+    add_operating_points,
+    target_label,
+    undefine_operating,
+    write_flagged,
+)
 from evalserve.core.binary._points import curve_points
 from evalserve.core.binary._precision_recall import head_counts, pr_areas
 from evalserve.core.binary._ranking import (
@@ -58,7 +66,7 @@ RANKING_METRICS = (
 def head_metric_names(k: float) -> tuple[str, str]:
     """precision_at_100 for k = 100; fractional k (possible with weights) keep their exact
     repr, so distinct k never share a name: precision_at_9.5."""
-    label = str(int(k)) if float(k).is_integer() and abs(k) < 1e15 else repr(float(k))
+    label = target_label(k)
     return f"precision_at_{label}", f"recall_at_{label}"
 
 
@@ -82,11 +90,14 @@ def compute(
     positives, negatives = sweep.n_positive, sweep.n_negative
     threshold_metrics(sink, (tp, fp, tn, fn), options)
     curves: Curves = {}
+    classes = Classes(sweep.positives, sweep.negatives)
     if positives == 0 or negatives == 0:
         undefine_ranking(sink, positives, options)
     else:
         curves = _ranking_metrics(sink, sweep, options)
+        add_operating_points(sink, Hits.of(sweep), classes, options)
         _ranking_intervals(sink, sweep, options, (tp, fp), n_rows)
+    write_flagged(sink, options, classes, total=positives + negatives, positives=positives)
     _head_metrics(sink, sweep, options)
     if positives + negatives > 0:
         sums = calibration_metrics(sink, sweep, bins=options.calibration_bins)
@@ -110,6 +121,7 @@ def undefine_ranking(sink: MetricSink, positives: float, options: Options) -> No
     for name in RANKING_METRICS:
         if name != "roc_auc_partial" or options.max_fpr is not None:
             sink.undefine(name, reason)
+    undefine_operating(sink, options, reason)
     sink.warn(f"ranking metrics are undefined: {reason}")
 
 
@@ -182,17 +194,30 @@ def curves_of_points(
     start point (threshold +inf): ROC (0, 0), PR (recall 0, precision 1)."""
     thresholds = np.concatenate(([np.inf], kept_thresholds))
     recall = np.concatenate(([0.0], tps / positives))
+    fpr = np.concatenate(([0.0], fps / negatives))
     return {
-        "roc": {
-            "fpr": np.concatenate(([0.0], fps / negatives)),
-            "tpr": recall,
-            "thresholds": thresholds,
-        },
+        "roc": {"fpr": fpr, "tpr": recall, "thresholds": thresholds},
         "pr": {
             "precision": np.concatenate(([1.0], tps / (tps + fps))),
             "recall": recall.copy(),
             "thresholds": thresholds.copy(),
         },
+        "det": _det(thresholds, fpr, tps, positives),
+    }
+
+
+def _det(thresholds: Floats, fpr: Floats, tps: Floats, positives: float) -> dict[str, Floats]:
+    """The detection error tradeoff curve (Martin et al. 1997) at the ROC curve's points, as
+    scikit-learn's ``det_curve``: from the last point without false positives to the first
+    without false negatives, in ascending threshold order (FPR falling, FNR rising)."""
+    first = int(np.searchsorted(fpr, 0.0, side="right")) - 1
+    last = int(np.searchsorted(tps, tps[-1], side="left")) + 1  # in tps: after the start point
+    fnr = np.concatenate(([1.0], (positives - tps) / positives))
+    keep = slice(first, last + 1)
+    return {
+        "fpr": fpr[keep][::-1].copy(),
+        "fnr": fnr[keep][::-1].copy(),
+        "thresholds": thresholds[keep][::-1].copy(),
     }
 
 

@@ -23,6 +23,13 @@ OPTION_CASES: list[dict[str, Any]] = [
     {"max_curve_points": 6},
     {"max_curve_points": 2, "auc_interval": "wald"},
     {"max_curve_points": 0, "calibration_bins": 3},
+    {
+        "recall_at_precision": [0.3, 0.6, 0.95, 1.0],
+        "precision_at_recall": [0.1, 0.5, 1.0],
+        "tpr_at_fpr": [0.0, 0.05, 0.5],
+        "specificity_at_sensitivity": [0.2, 0.9, 1.0],
+        "flagged_share": [0.01, 0.3, 1.0],
+    },
 ]
 
 

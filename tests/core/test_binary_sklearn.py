@@ -296,7 +296,7 @@ def predicted(case: Case) -> NDArray[np.int64]:
 def test_single_class_leaves_ranking_metrics_undefined(case: Case) -> None:
     result = case.result
     if case.both_classes:
-        assert {"roc", "pr"} <= set(result.curves) <= {"roc", "pr", "calibration"}
+        assert {"roc", "pr", "det"} <= set(result.curves) <= {"roc", "pr", "det", "calibration"}
         for name in RANKING_METRICS:
             assert type(result.metrics[name]) is float, name
     else:

@@ -51,6 +51,13 @@ BINARY_OPTIONS: dict[str, dict[str, Any]] = {
     "full-max-fpr": {"max_fpr": 1.0, "threshold": 0.35, "beta": 0.5, "head_k": [3]},
     "small-k": {"head_k": [0.5, 0.001, 0.00001], "max_fpr": 0.5, "calibration_bins": 3},
     "no-curves": {"max_curve_points": 0, "threshold": 10.0, "head_k": [8]},
+    "operating-points": {
+        "recall_at_precision": [0.5, 1.0],
+        "precision_at_recall": [0.5],
+        "tpr_at_fpr": [0.0, 0.25],
+        "specificity_at_sensitivity": [0.75],
+        "flagged_share": [0.1, 0.5],
+    },
 }
 
 
