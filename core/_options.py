@@ -202,8 +202,9 @@ class Options:
     bootstrap_replicates: int = _option(
         0,
         "Replicates of the stratified bootstrap intervals of average_precision, f1, "
-        "ks_statistic and break_even_point (1000 for a smooth 95% interval); 0 skips them: "
-        "at small requests they cost several times the rest of the evaluation.",
+        "ks_statistic, break_even_point, equal_error_rate and the operating points (1000 for "
+        "a smooth 95% interval); 0 skips them: at small requests they cost several times the "
+        "rest of the evaluation.",
         tasks=("binary",),
         low=0,
         high=100_000,

@@ -1,5 +1,10 @@
 """Bootstrap intervals for the metrics without a closed-form variance: average precision, F1,
-KS and the break-even point.
+KS, the break-even point, the operating points and the equal error rate.
+
+An operating point's threshold is itself estimated from the data (the threshold where recall
+first reaches r, or where precision still holds p): a Wilson interval of the recall at that
+fixed threshold would ignore the threshold's own variation and be too narrow. The bootstrap
+redraws the data, finds the operating point again in each replicate and so carries both.
 
 The bootstrap is stratified by class (each replicate redraws P positives and N negatives, with
 replacement, so the class totals stay fixed, as pROC's stratified bootstrap) and runs on the
@@ -25,7 +30,9 @@ import math
 import numpy as np
 from numpy.typing import NDArray
 
+from evalserve.core._options import Options
 from evalserve.core._result_parts import Interval
+from evalserve.core.binary._operating import TOLERANCE, operating_names, value_names
 from evalserve.core.binary._stats import BinaryStats
 
 __all__ = ["BOOTSTRAP_METRICS", "MAX_GROUPS", "bootstrap_intervals"]
@@ -46,47 +53,61 @@ def bootstrap_intervals(
     replicates: int,
     seed: int,
     level: float,
+    options: Options | None = None,
 ) -> dict[str, Interval]:
-    """Percentile intervals for the metrics of ``BOOTSTRAP_METRICS`` present in ``exact``
-    (their exact values); ``confusion`` is (tp, fp) at the threshold, for F1. Both classes
-    must be present."""
+    """Percentile intervals for the metrics of ``BOOTSTRAP_METRICS`` and the operating points
+    of ``options`` present in ``exact`` (their exact values); ``confusion`` is (tp, fp) at the
+    threshold, for F1. Both classes must be present. An operating point that some replicate
+    cannot reach (no threshold there holds the precision asked) gets no interval."""
     rng = np.random.default_rng(seed)
     pos, neg = _pooled(stats)
     positives, negatives = float(pos.sum()), float(neg.sum())
-    if _separated(stats):
-        # Every positive above every negative: so is every stratified redraw, and AP, KS and
-        # the break-even point are 1 in each (pooling could mix the classes at the cut).
-        samples = {name: np.ones(replicates) for name in CURVE_METRICS}
-    else:
-        samples = _curve_draws(rng, pos, neg, replicates)
-        pooled = _curve_metrics(pos[None, ::-1], neg[None, ::-1], positives, negatives)
-        for name in CURVE_METRICS:
-            samples[name] += exact[name] - float(pooled[name][0])  # exact - pooled value
+    separated = _separated(stats)
+    samples = _curve_draws(rng, pos, neg, replicates, options)
+    pooled = _curve_metrics(pos[None, ::-1], neg[None, ::-1], positives, negatives, options)
+    for name, values in samples.items():
+        shift = float(pooled[name][0])
+        if exact.get(name) is not None and not math.isnan(shift):
+            values += exact[name] - shift  # exact - pooled value
+    if separated:
+        # Every positive above every negative: so is every stratified redraw, and AP, KS, the
+        # break-even point and the operating points but the budgets are perfect in each
+        # (pooling could mix the classes at the cut).
+        for name in (*CURVE_METRICS, *_perfect_names(options)):
+            samples[name] = np.full(replicates, 0.0 if name == "equal_error_rate" else 1.0)
     samples["f1"] = _f1_draws(rng, confusion, positives, negatives, replicates)
     intervals: dict[str, Interval] = {}
-    for name in BOOTSTRAP_METRICS:
-        if exact.get(name) is None:
+    for name, values in samples.items():
+        if exact.get(name) is None or np.isnan(values).any():
             continue
         # Every one of these metrics lies in [0, 1]; the pooling shift must not push it out.
-        clipped = np.clip(samples[name], 0.0, 1.0)
+        clipped = np.clip(values, 0.0, 1.0)
         intervals[name] = _percentile(clipped, level, replicates, seed)
     return intervals
 
 
+def _perfect_names(options: Options | None) -> tuple[str, ...]:
+    """The operating points that are 1 (the equal error rate: 0) when the classes separate."""
+    if options is None:
+        return ()
+    names = [name for name in value_names(options) if "flagged_share" not in name]
+    return tuple(names)
+
+
 def _curve_draws(
-    rng: np.random.Generator, pos: Floats, neg: Floats, replicates: int
+    rng: np.random.Generator, pos: Floats, neg: Floats, replicates: int, options: Options | None
 ) -> dict[str, Floats]:
     """The curve metrics of ``replicates`` stratified redraws, in chunks of a few MB."""
     positives, negatives = float(pos.sum()), float(neg.sum())
-    draws: dict[str, list[Floats]] = {name: [] for name in CURVE_METRICS}
+    draws: dict[str, list[Floats]] = {}
     chunk = max(1, CHUNK_CELLS // pos.size)
     for start in range(0, replicates, chunk):
         size = min(chunk, replicates - start)
         pos_draw = _redraw(rng, pos, positives, size)
         neg_draw = _redraw(rng, neg, negatives, size)
-        values = _curve_metrics(pos_draw[:, ::-1], neg_draw[:, ::-1], positives, negatives)
-        for name in CURVE_METRICS:
-            draws[name].append(values[name])
+        values = _curve_metrics(pos_draw[:, ::-1], neg_draw[:, ::-1], positives, negatives, options)
+        for name, value in values.items():
+            draws.setdefault(name, []).append(value)
     return {name: np.concatenate(parts) for name, parts in draws.items()}
 
 
@@ -131,11 +152,15 @@ def _redraw(rng: np.random.Generator, mass: Floats, total: float, size: int) -> 
 
 
 def _curve_metrics(
-    pos: Floats, neg: Floats, positives: float, negatives: float
+    pos: Floats, neg: Floats, positives: float, negatives: float, options: Options | None = None
 ) -> dict[str, Floats]:
-    """Average precision, break-even point and KS of each row of (replicates x scores) class
-    masses, the scores in descending order; the class totals are the same in every row."""
+    """Average precision, break-even point, KS and (with ``options``) the operating points of
+    each row of (replicates x scores) class masses, the scores in descending order; the class
+    totals are the same in every row."""
     tps, fps = np.cumsum(pos, axis=1), np.cumsum(neg, axis=1)
+    operating = (
+        {} if options is None else _operating_metrics(tps, fps, positives, negatives, options)
+    )
     taken = tps + fps
     with np.errstate(invalid="ignore", divide="ignore"):
         precision = np.where(pos > 0, tps / taken, 0.0)
@@ -152,7 +177,60 @@ def _curve_metrics(
         "average_precision": average_precision,
         "break_even_point": found / positives,
         "ks_statistic": ks,
+        **operating,
     }
+
+
+def _operating_metrics(
+    tps: Floats, fps: Floats, positives: float, negatives: float, options: Options
+) -> dict[str, Floats]:
+    """The operating points and the equal error rate of each row of cumulative class masses
+    (descending scores), as ``_operating`` finds them on one curve; NaN where a replicate
+    cannot reach a target. A column whose redrawn mass is 0 repeats its neighbour's point."""
+    values: dict[str, Floats] = {}
+    hit = tps > 0  # a point that flags a positive (flagging nothing is no threshold)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        precision = tps / (tps + fps)
+    for p in options.recall_at_precision:
+        met = hit & (tps * (1.0 + TOLERANCE) >= p * (tps + fps))
+        best = np.where(met, tps, -1.0).max(axis=1)
+        values[operating_names("recall_at_precision", p)[0]] = np.where(
+            best >= 0, best / positives, np.nan
+        )
+    for r in options.precision_at_recall:
+        met = tps >= r * positives * (1.0 - TOLERANCE)
+        values[operating_names("precision_at_recall", r)[0]] = np.where(
+            met, precision, -np.inf
+        ).max(axis=1)
+    for f in options.tpr_at_fpr:
+        met = hit & (fps <= f * negatives * (1.0 + TOLERANCE))
+        most = np.where(met, tps, 0.0).max(axis=1)
+        values[operating_names("tpr_at_fpr", f)[0]] = most / positives
+    for s in options.specificity_at_sensitivity:
+        met = tps >= s * positives * (1.0 - TOLERANCE)
+        fewest = np.where(met, fps, np.inf).min(axis=1)
+        values[operating_names("specificity_at_sensitivity", s)[0]] = 1.0 - fewest / negatives
+    rows = np.arange(tps.shape[0])
+    flagged = tps + fps
+    for q in options.flagged_share:
+        last = (flagged <= q * (positives + negatives) * (1.0 + TOLERANCE)).sum(axis=1) - 1
+        at = np.maximum(last, 0)
+        valid = (last >= 0) & (flagged[rows, at] > 0)
+        names = operating_names("flagged_share", q)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            values[names[2]] = np.where(valid, tps[rows, at] / flagged[rows, at], np.nan)
+        values[names[3]] = np.where(valid, tps[rows, at] / positives, np.nan)
+    # The equal error rate: FPR - FNR grows down the curve; of the two points around its sign
+    # change the nearer one (the higher on a tie), never the start point.
+    gap = fps * positives + tps * negatives - positives * negatives
+    after = (gap < 0).sum(axis=1)
+    before = np.maximum(after - 1, 0)
+    take_before = (after > 0) & (np.abs(gap[rows, before]) <= np.abs(gap[rows, after]))
+    at = np.where(take_before, before, after)
+    fpr = fps[rows, at] / negatives
+    fnr = (positives - tps[rows, at]) / positives
+    values["equal_error_rate"] = (fpr + fnr) / 2.0
+    return values
 
 
 def _f1_draws(

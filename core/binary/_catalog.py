@@ -27,7 +27,9 @@ CONVENTIONS = {
     "undefined": "null with a reason in `undefined`, never 0 or NaN",
     "intervals": "roc_auc: DeLong (logit scale unless auc_interval is wald); accuracy, "
     "precision, recall, specificity: Wilson; average_precision, f1, ks_statistic, "
-    "break_even_point: stratified bootstrap when bootstrap_replicates > 0",
+    "break_even_point, equal_error_rate and every operating point's value (not its "
+    "threshold): stratified bootstrap when bootstrap_replicates > 0, the point found again "
+    "in each replicate",
     "weights": "frequency weights: weight 2 is the row given twice, in intervals and tests too",
     "roc_auc_partial": (
         "McClish's standardized area (1 + (A - min) / (max - min)) / 2 over FPR in [0, max_fpr], "

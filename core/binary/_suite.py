@@ -21,6 +21,7 @@ from evalserve.core.binary._operating import (
     add_operating_points,
     target_label,
     undefine_operating,
+    value_names,
     write_flagged,
 )
 from evalserve.core.binary._points import curve_points
@@ -91,13 +92,15 @@ def compute(
     threshold_metrics(sink, (tp, fp, tn, fn), options)
     curves: Curves = {}
     classes = Classes(sweep.positives, sweep.negatives)
+    total = positives + negatives
     if positives == 0 or negatives == 0:
         undefine_ranking(sink, positives, options)
+        write_flagged(sink, options, classes, total=total, positives=positives)
     else:
         curves = _ranking_metrics(sink, sweep, options)
         add_operating_points(sink, Hits.of(sweep), classes, options)
+        write_flagged(sink, options, classes, total=total, positives=positives)
         _ranking_intervals(sink, sweep, options, (tp, fp), n_rows)
-    write_flagged(sink, options, classes, total=positives + negatives, positives=positives)
     _head_metrics(sink, sweep, options)
     if positives + negatives > 0:
         sums = calibration_metrics(sink, sweep, bins=options.calibration_bins)
@@ -178,8 +181,15 @@ def _ranking_intervals(
                 replicates=options.bootstrap_replicates,
                 seed=options.bootstrap_seed,
                 level=options.confidence_level,
+                options=options,
             )
         )
+        for name in value_names(options):
+            if sink.metrics.get(name) is not None and name not in sink.intervals:
+                sink.warn(
+                    f"no bootstrap interval for {name}: some replicates reach no threshold "
+                    "that meets its target"
+                )
 
 
 def _curves(sweep: Sweep, max_points: int) -> Curves:

@@ -22,7 +22,9 @@ from numpy.typing import NDArray
 from sklearn.metrics import precision_recall_curve, roc_curve
 
 from evalserve import core
-from evalserve.core.binary._operating import operating_names, target_label
+from evalserve.core import parse_options
+from evalserve.core.binary._bootstrap import _curve_metrics
+from evalserve.core.binary._operating import operating_names, target_label, value_names
 
 Floats = NDArray[np.float64]
 Bools = NDArray[np.bool_]
@@ -367,3 +369,71 @@ def test_merged_halves_give_the_operating_points_of_the_whole(
     assert merged.undefined == whole.undefined
     for key, values in whole.curves["det"].items():
         np.testing.assert_array_equal(merged.curves["det"][key], values)
+
+
+# --- intervals ----------------------------------------------------------------------------------
+
+
+@properties
+@given(both_classes(), st.lists(TARGETS, min_size=1, max_size=3), FPR_BOUNDS)
+def test_the_bootstraps_search_finds_the_exact_points_on_the_unresampled_curve(
+    data: tuple[Bools, Floats, Floats | None], targets: list[float], bound: float
+) -> None:
+    """The bootstrap finds each operating point again in every replicate with its own
+    vectorised search: on the data itself (one 'replicate' that redraws nothing) it must give
+    the exact values."""
+    y, s, w = data
+    options = {
+        "recall_at_precision": targets,
+        "precision_at_recall": targets,
+        "tpr_at_fpr": [bound],
+        "specificity_at_sensitivity": targets,
+        "flagged_share": targets,
+    }
+    exact = core.evaluate("binary", y, s, sample_weight=w, options=options).metrics
+    stats = core.BinaryStats.from_arrays(y, s, w)
+    pos, neg = stats.pos[None, ::-1], stats.neg[None, ::-1]
+    found = _curve_metrics(pos, neg, float(pos.sum()), float(neg.sum()), parse_options(options))
+    for name in value_names(parse_options(options)):
+        value = float(found[name][0])
+        if exact[name] is None:
+            assert np.isnan(value), name
+        else:
+            assert value == pytest.approx(exact[name], rel=1e-12, abs=1e-12), name
+
+
+def test_operating_points_get_seeded_bootstrap_intervals() -> None:
+    rng = np.random.default_rng(3)
+    y = rng.random(4000) < 0.25
+    s = rng.normal(size=4000) + 1.5 * y
+    options = {**ALL_TARGETS, "bootstrap_replicates": 300, "bootstrap_seed": 7}
+    result = core.evaluate("binary", y, s, options=options)
+    again = core.evaluate("binary", y, s, options=options)
+    for name in ("recall_at_precision_0.5", "tpr_at_fpr_0.1", "specificity_at_sensitivity_0.5",
+                 "precision_at_recall_0.75", "precision_at_flagged_share_0.1",
+                 "recall_at_flagged_share_0.5", "equal_error_rate"):  # fmt: skip
+        interval = result.intervals[name]
+        value = result.metrics[name]
+        assert value is not None
+        assert interval.method == "bootstrap-percentile"
+        assert interval.lower <= value <= interval.upper, name
+        assert 0.0 < interval.upper - interval.lower < 0.15, name
+        assert again.intervals[name] == interval
+    # Precision 0.9 is out of reach of this model in some replicates (or all): no interval,
+    # and the answer says why.
+    assert "recall_at_precision_0.9" not in result.intervals
+    if result.metrics["recall_at_precision_0.9"] is not None:
+        assert any("recall_at_precision_0.9" in warning for warning in result.warnings)
+    # Thresholds get no interval: they are where the point is read, not a rate.
+    assert not any(name.endswith("_threshold") for name in result.intervals)
+
+
+def test_separated_classes_give_degenerate_intervals() -> None:
+    result = core.evaluate(
+        "binary",
+        [0, 0, 0, 1, 1, 1],
+        [0.1, 0.2, 0.3, 0.6, 0.7, 0.8],
+        options={"recall_at_precision": [0.9], "bootstrap_replicates": 50},
+    )
+    assert result.intervals["recall_at_precision_0.9"].lower == 1.0
+    assert result.intervals["equal_error_rate"].upper == 0.0
