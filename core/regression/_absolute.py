@@ -9,14 +9,17 @@ one per row for continuous predictions, a few thousand for errors rounded to a g
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 from numpy.typing import NDArray
 
-__all__ = ["AbsoluteErrors"]
+__all__ = ["AbsoluteErrors", "group_starts", "merge_distinct"]
 
 Floats = NDArray[np.float64]
 Indices = NDArray[np.intp]
+# Distinct values: floats (absolute errors) or complex y + iŷ (pairs, ``_pairs.py``).
+Values = NDArray[Any]
 
 EPS = float(np.finfo(np.float64).eps)
 
@@ -34,46 +37,21 @@ class AbsoluteErrors:
         """The distribution of ``absolute`` under positive ``weights`` (None: ones)."""
         if weights is None:
             values = np.sort(absolute)  # a plain sort is several times faster than argsort
-            starts = _group_starts(values)
+            starts = group_starts(values)
             counts = np.diff(np.append(starts, values.size)).astype(np.float64)
             return cls(values[starts], counts)
         order = np.argsort(absolute)
         values = absolute[order]
-        starts = _group_starts(values)
+        starts = group_starts(values)
         return cls(values[starts], np.add.reduceat(weights[order], starts))
 
     def merge(self, other: AbsoluteErrors) -> AbsoluteErrors:
-        """The distribution of both row sets (the smaller set inserted into the larger one: a
-        binary search per inserted value and two linear passes)."""
+        """The distribution of both row sets (``merge_distinct``)."""
         if other.size == 0:
             return self
         if self.size == 0:
             return other
-        small, large = (self, other) if self.values.size <= other.values.size else (other, self)
-        at = np.searchsorted(large.values, small.values)
-        shared = np.zeros(small.values.size, dtype=np.bool_)
-        inside = np.flatnonzero(at < large.values.size)
-        shared[inside] = large.values[at[inside]] == small.values[inside]
-        large_masses = large.masses
-        if shared.any():
-            # ``at`` is strictly increasing where values are shared: no index repeats.
-            large_masses = large_masses.copy()
-            large_masses[at[shared]] += small.masses[shared]
-        new = ~shared
-        # Where the inserted values land in the output; every other slot takes the larger set.
-        landing = at[new] + np.arange(int(new.sum()))
-        from_large = np.ones(large.values.size + landing.size, dtype=np.bool_)
-        from_large[landing] = False
-
-        def interleave(large_column: Floats, small_column: Floats) -> Floats:
-            out = np.empty(from_large.size, dtype=np.float64)
-            out[landing] = small_column[new]
-            out[from_large] = large_column
-            return out
-
-        return AbsoluteErrors(
-            interleave(large.values, small.values), interleave(large_masses, small.masses)
-        )
+        return AbsoluteErrors(*merge_distinct(self.values, self.masses, other.values, other.masses))
 
     @property
     def size(self) -> int:
@@ -109,7 +87,41 @@ class AbsoluteErrors:
         return low + (high - low) / 2
 
 
-def _group_starts(ordered: Floats) -> Indices:
+def group_starts(ordered: Values) -> Indices:
     """The index of the first of each run of equal values in ``ordered``."""
     starts: Indices = np.flatnonzero(np.concatenate(([True], ordered[1:] != ordered[:-1])))
     return starts
+
+
+def merge_distinct(
+    values: Values, masses: Floats, other_values: Values, other_masses: Floats
+) -> tuple[Values, Floats]:
+    """Two sets of distinct values (strictly ascending, in numpy's order: complex values
+    lexicographically) with their masses, merged into one: the smaller set is inserted into
+    the larger one (a binary search per inserted value and two linear passes), and the masses
+    of values present in both are added."""
+    if values.size <= other_values.size:
+        small, small_masses, large, large_masses = values, masses, other_values, other_masses
+    else:
+        small, small_masses, large, large_masses = other_values, other_masses, values, masses
+    at = np.searchsorted(large, small)
+    shared = np.zeros(small.size, dtype=np.bool_)
+    inside = np.flatnonzero(at < large.size)
+    shared[inside] = large[at[inside]] == small[inside]
+    if shared.any():
+        # ``at`` is strictly increasing where values are shared: no index repeats.
+        large_masses = large_masses.copy()
+        large_masses[at[shared]] += small_masses[shared]
+    new = ~shared
+    # Where the inserted values land in the output; every other slot takes the larger set.
+    landing = at[new] + np.arange(int(new.sum()))
+    from_large = np.ones(large.size + landing.size, dtype=np.bool_)
+    from_large[landing] = False
+
+    def interleave(large_column: Values, small_column: Values) -> Values:
+        out = np.empty(from_large.size, dtype=large_column.dtype)
+        out[landing] = small_column[new]
+        out[from_large] = large_column
+        return out
+
+    return interleave(large, small), interleave(large_masses, small_masses)

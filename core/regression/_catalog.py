@@ -9,6 +9,7 @@ from __future__ import annotations
 from evalserve.core._metric_info import (
     COUNT,
     NON_NEGATIVE,
+    SIGNED_UNIT,
     UNBOUNDED,
     UP_TO_ONE,
     MetricInfo,
@@ -16,7 +17,7 @@ from evalserve.core._metric_info import (
     entry_builder,
 )
 
-__all__ = ["CATALOG_ENTRIES", "CONVENTIONS", "METRIC_NAMES"]
+__all__ = ["CATALOG_ENTRIES", "CONVENTIONS", "METRIC_NAMES", "PINBALL_TEMPLATE"]
 
 CONVENTIONS: dict[str, str] = {
     "weights": (
@@ -51,13 +52,38 @@ CONVENTIONS: dict[str, str] = {
         "it); compare models on the same rows only"
     ),
     "mallows_cp": "SSE / σ² - n + 2p with σ² = options.full_model_variance",
+    "pinball_loss": (
+        "one metric per q of options.quantiles (none by default), named with q as written in "
+        "full (pinball_loss_0.9); r = y - ŷ costs q r when positive (under-prediction) and "
+        "(1 - q)(-r) when negative, as scikit-learn's mean_pinball_loss(alpha=q)"
+    ),
+    "mean_squared_log_error": (
+        "ln(1 + x) as scikit-learn; null when a label or prediction of positive weight is "
+        "<= -1 (scikit-learn raises, for rows of weight 0 too)"
+    ),
+    "correlations": (
+        "pearson_r, spearman_r and concordance_correlation are null for fewer than 2 rows of "
+        "positive weight or for constant labels or predictions (scipy returns NaN; Lin's "
+        "formula would give 0 for one constant column)"
+    ),
+    "spearman_r": (
+        "ties take their average rank (scipy.stats.spearmanr); weights are frequency weights: "
+        "a row of weight w ranks as w copies of it, so a tie group's rank is the weight ranked "
+        "before it plus half its own"
+    ),
+    "concordance_correlation": (
+        "Lin (1989)'s population moments, divided by n = the sum of the weights (not n - 1)"
+    ),
     "undefined": "null with a reason in `undefined`, never 0 or NaN",
 }
 
 _r = entry_builder("regression", CONVENTIONS)
 
+PINBALL_TEMPLATE = "pinball_loss_{k}"
+
 # The tests that check the entries (pytest node ids are paths from the repository root).
 _RG = "tests/core/test_regression.py::"
+_BREADTH = "tests/core/test_regression_breadth.py::"
 _SKLEARN = _RG + "test_matches_scikit_learn"
 _FORMULAS = _RG + "test_smape_and_the_criteria_match_their_formulas_row_by_row"
 _LIKELIHOOD = (
@@ -174,6 +200,56 @@ CATALOG_ENTRIES: tuple[MetricInfo, ...] = (
         reference="Mallows (1973): (n - m - 1) SSE_p / SSE_m - n + 2p on least-squares fits, "
         "and Cp = m + 1 for the full model",
         test=_RG + "test_mallows_cp_second_form",
+    ),
+    _r(
+        "mean_squared_log_error", False, NON_NEGATIVE,
+        "Mean squared logarithmic error mean_w((ln(1 + y) - ln(1 + ŷ))^2) (scikit-learn); "
+        "undefined when a label or prediction is <= -1.",
+        aliases=("msle",), conventions=("mean_squared_log_error", "weights", "undefined"),
+        reference="sklearn.metrics.mean_squared_log_error(sample_weight=...); where a value is "
+        "<= -1 scikit-learn raises, ours is null",
+        test=_BREADTH + "test_mean_squared_log_error_matches_scikit_learn",
+    ),
+    _r(
+        PINBALL_TEMPLATE, False, NON_NEGATIVE,
+        "Pinball (quantile) loss at level q = k of options.quantiles: mean_w(q max(r, 0) + "
+        "(1 - q) max(-r, 0)), r = y - ŷ, the check function of quantile regression (Koenker "
+        "& Bassett 1978); its minimum over constant predictions is at the q-quantile of y.",
+        conventions=("pinball_loss", "weights"),
+        reference="sklearn.metrics.mean_pinball_loss(alpha=q, sample_weight=...)",
+        test=_BREADTH + "test_pinball_loss_matches_scikit_learn",
+    ),
+    _r(
+        "pearson_r", True, SIGNED_UNIT,
+        "Pearson correlation of y and ŷ: C / sqrt(SST · SS(ŷ)), C = sum w (y - mean_w(y))"
+        "(ŷ - mean_w(ŷ)); undefined for constant labels or predictions or under 2 rows.",
+        aliases=("pearson_correlation",), conventions=("correlations", "weights", "undefined"),
+        reference="scipy.stats.pearsonr (unweighted); with integer weights, on the rows "
+        "repeated",
+        test=_BREADTH + "test_pearson_and_spearman_match_scipy",
+    ),
+    _r(
+        "spearman_r", True, SIGNED_UNIT,
+        "Spearman rank correlation (Spearman 1904): pearson_r of the ranks of y and of ŷ, "
+        "ties at their average rank, weights as frequencies; undefined for constant labels "
+        "or predictions or under 2 rows.",
+        aliases=("spearman_correlation",),
+        conventions=("spearman_r", "correlations", "weights", "undefined"),
+        reference="scipy.stats.spearmanr (unweighted); with integer weights, on the rows "
+        "repeated",
+        test=_BREADTH + "test_pearson_and_spearman_match_scipy",
+    ),
+    _r(
+        "concordance_correlation", True, SIGNED_UNIT,
+        "Lin's concordance correlation coefficient 2 s_xy / (s_x^2 + s_y^2 + (mean_w(y) - "
+        "mean_w(ŷ))^2), population moments (over n), x = y and y = ŷ (Lin 1989): pearson_r "
+        "shrunk by any shift or scale between ŷ and y; undefined for constant labels or "
+        "predictions or under 2 rows.",
+        aliases=("ccc", "lin_ccc"),
+        conventions=("concordance_correlation", "correlations", "weights", "undefined"),
+        reference="Lin (1989)'s formula by hand on a worked example (exact fractions) and in "
+        "numpy row by row",
+        test=_BREADTH + "test_concordance_correlation_by_hand_and_by_formula",
     ),
 )  # fmt: skip
 

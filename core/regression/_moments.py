@@ -19,6 +19,19 @@ stays within a few eps times log2(batches) of the one-batch value.
 Overflow (values near 1e154 and beyond square to infinity) makes M2 infinite for good: every
 later merge adds non-negative terms to it. Such moments are kept as ``OVERFLOWED`` (mean 0,
 M2 infinity) so that no NaN enters a state.
+
+The cross moment of two value sets x and y of the same rows, ``C = sum w (x - x̄)(y - ȳ)``
+(W Cov(x, y), for Pearson's r and Lin's concordance), follows the same two steps: one batch by
+the corrected two-pass sum, ``C = sum w dx dy - (sum w dx)(sum w dy) / W`` with the deviations
+from the computed means, and batches by the bivariate form of the pairwise update (Chan, Golub
+& LeVeque's update for the variance; the same algebra for the co-moment, as Bennett, Grout,
+Pébay, Roe & Thompson 2009 state it)::
+
+    C = Ca + Cb + δx δy Wa Wb / W
+
+with δx, δy the differences of the two batches' double-double means. Unlike M2, C has terms of
+both signs; |C| <= sqrt(M2x M2y) (Cauchy-Schwarz), so it is finite while both M2 are. Where it
+is not (overflow), it is kept as ``math.inf`` for good, like an overflowed M2.
 """
 
 from __future__ import annotations
@@ -29,7 +42,7 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import NDArray
 
-__all__ = ["OVERFLOWED", "Moments", "weighted_sum"]
+__all__ = ["OVERFLOWED", "Moments", "co_moment", "merged_co_moment", "weighted_sum"]
 
 Floats = NDArray[np.float64]
 
@@ -67,12 +80,22 @@ class Moments:
         m2 = max(second - first * low, 0.0)
         return _checked(mean, low, m2)
 
+    def delta(self, other: Moments) -> float:
+        """The difference of the means, other's less this one's, from their double-double
+        form: accurate where the two means agree in most of their digits."""
+        return (other.mean - self.mean) + (other.mean_low - self.mean_low)
+
+    @property
+    def mean_value(self) -> float:
+        """The mean as one float."""
+        return self.mean + self.mean_low
+
     def merge(self, other: Moments, weight: float, other_weight: float) -> Moments:
         """The moments of both value sets; ``weight`` and ``other_weight`` are their W."""
         if math.isinf(self.m2) or math.isinf(other.m2):
             return OVERFLOWED
         share = other_weight / (weight + other_weight)
-        delta = (other.mean - self.mean) + (other.mean_low - self.mean_low)
+        delta = self.delta(other)
         m2 = self.m2 + other.m2 + delta * delta * (weight * share)
         high, error = _two_sum(self.mean, delta * share)
         mean, low = _two_sum(high, error + self.mean_low)
@@ -80,6 +103,40 @@ class Moments:
 
 
 OVERFLOWED = Moments(0.0, 0.0, math.inf)
+
+
+def co_moment(
+    x: Floats, y: Floats, x_moments: Moments, y_moments: Moments, weights: Floats | None
+) -> float:
+    """C = sum w (x - x̄)(y - ȳ) of one batch, by the corrected two-pass sum over the
+    deviations from the batches' computed means (``Moments.of``): their rounding shifts the
+    deviations by about ``mean_low``, and the second term removes it. ``math.inf`` where it
+    overflowed. Call under ``np.errstate(all="ignore")``."""
+    if math.isinf(x_moments.m2) or math.isinf(y_moments.m2):
+        return math.inf
+    dx = x - x_moments.mean
+    dy = y - y_moments.mean
+    total = float(dx.size) if weights is None else float(np.sum(weights))
+    product = weighted_sum(weights, dx * dy)
+    correction = weighted_sum(weights, dx) * weighted_sum(weights, dy) / total
+    value = product - correction
+    return value if math.isfinite(value) else math.inf
+
+
+def merged_co_moment(
+    c: float,
+    other_c: float,
+    deltas: tuple[float, float],
+    weight: float,
+    other_weight: float,
+) -> float:
+    """C of two batches: Ca + Cb + δx δy Wa Wb / W, ``deltas`` = (δx, δy) the differences of
+    their means (``Moments.delta``); ``math.inf`` once either is (overflow)."""
+    if math.isinf(c) or math.isinf(other_c):
+        return math.inf
+    share = other_weight / (weight + other_weight)
+    value = c + other_c + deltas[0] * deltas[1] * (weight * share)
+    return value if math.isfinite(value) else math.inf
 
 
 def _checked(mean: float, low: float, m2: float) -> Moments:

@@ -63,10 +63,11 @@ def absolute_error_metrics(sink: MetricSink, stats: RegressionStats) -> None:
     put(sink, "smape", min(stats.smape_sum / n, 2.0))  # a mean of terms <= 2 may round up
 
 
-def order_statistics(sink: MetricSink, stats: RegressionStats) -> None:
-    """max_error over the rows of positive weight; median_absolute_error as scikit-learn."""
-    put(sink, "max_error", stats.errors.maximum)
-    put(sink, "median_absolute_error", stats.errors.median(stats.n_kept))
+def order_statistics(sink: MetricSink, stats: RegressionStats, errors: AbsoluteErrors) -> None:
+    """max_error over the rows of positive weight; median_absolute_error as scikit-learn
+    (``errors``: the distribution of |y - ŷ| of ``stats``)."""
+    put(sink, "max_error", errors.maximum)
+    put(sink, "median_absolute_error", errors.median(stats.n_kept))
 
 
 def weighted_median(values: Floats, weights: Floats) -> float:

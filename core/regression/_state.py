@@ -27,21 +27,30 @@ from evalserve.core._state import (
 )
 from evalserve.core.regression._absolute import AbsoluteErrors
 from evalserve.core.regression._moments import OVERFLOWED, Moments
+from evalserve.core.regression._pairs import PAIR_BYTES, DistinctPairs
 from evalserve.core.regression._rows import regression_predictions, regression_rows
 from evalserve.core.regression._sample import SAMPLE_ROWS, PairSample, row_keys
-from evalserve.core.regression._stats import RegressionStats
+from evalserve.core.regression._stats import JointStats, RegressionStats
 from evalserve.core.regression._suite import regression_output
 
 __all__ = ["REGRESSION_STATE", "RegressionState"]
 
-# The scalars of ``to_arrays``: three counts, a flag and thirteen floats, 8 bytes each as the
+# The scalars of ``to_arrays``: four counts, a flag and twenty-two floats, 8 bytes each as the
 # byte format pads them.
 _COUNTS = ("n_rows", "n_kept", "zero_label_row")
 _SUMS = ("weight", "sse", "absolute_sum", "percentage_sum", "smape_sum")
 _MOMENTS = ("labels", "residuals")
 _SAMPLE = ("keys", "labels", "predictions", "weights")
-FIXED_BYTES = 8 * (len(_COUNTS) + 1 + len(_SUMS) + 2 + 3 * len(_MOMENTS))
-ENTRY_BYTES = 16  # a distinct |y - ŷ| and its weight
+# The joint statistics (``JointStats``): absent from a state written before they were kept.
+_JOINT_SUMS = ("positive_sum", "negative_sum", "log_sum")
+_JOINT_FLOATS = ("prediction_min", "prediction_max", "cross")
+_JOINT = (
+    *_JOINT_SUMS, "log_refused_row", *_JOINT_FLOATS,
+    "predictions.mean", "predictions.mean_low", "predictions.m2",
+)  # fmt: skip
+_PAIRS = ("labels", "predictions", "masses")
+FIXED_BYTES = 8 * (len(_COUNTS) + 1 + len(_SUMS) + 2 + 3 * len(_MOMENTS) + len(_JOINT))
+ENTRY_BYTES = 16  # a distinct |y - ŷ| and its weight (a state written before the pairs)
 # Counts beyond 2^53 are no longer exact as float64 sums of unit weights.
 _MAX_ROWS = 2**53
 # Weights summed in another order (per distinct |error|, or all at once) agree far closer.
@@ -54,33 +63,38 @@ MIN_PENDING = 1 << 20
 
 
 @dataclass(frozen=True, slots=True, eq=False)
-class RawErrors:
-    """A batch's absolute errors (of its rows of positive weight) and their weights (None:
+class RawPairs:
+    """A batch's pairs (y, ŷ) (of its rows of positive weight) and their weights (None:
     ones), unsorted: sorted with the other waiting batches' in one sort."""
 
-    absolute: NDArray[np.float64]
+    labels: NDArray[np.float64]
+    predictions: NDArray[np.float64]
     weights: NDArray[np.float64] | None
 
     @property
     def entries(self) -> int:
-        return int(self.absolute.size)
+        return int(self.labels.size)
 
     def sample(self, limit: int) -> NDArray[np.float64]:
-        return self.absolute[:limit]
+        # One number per pair for the estimate of the distinct pairs: the pair's key (a hash
+        # of its bits), as a float.
+        keys = row_keys(self.labels[:limit], self.predictions[:limit], None)
+        return keys.astype(np.float64)
 
     @property
     def nbytes(self) -> int:
-        return self.absolute.nbytes + (0 if self.weights is None else self.weights.nbytes)
+        extra = 0 if self.weights is None else self.weights.nbytes
+        return self.labels.nbytes + self.predictions.nbytes + extra
 
 
 @dataclass(frozen=True, slots=True, eq=False)
 class RegressionState:
-    """The statistic of the rows added so far: fixed sums and moments, and the distinct
-    absolute errors with their weight; the latest batches' errors may still wait in ``raw``
-    (their sums are in ``stats`` already)."""
+    """The statistic of the rows added so far: fixed sums and moments, and the distinct pairs
+    (y, ŷ) with their weight; the latest batches' pairs may still wait in ``raw`` (their sums
+    are in ``stats`` already)."""
 
     stats: RegressionStats
-    raw: Waiting[RawErrors] = field(default_factory=Waiting)
+    raw: Waiting[RawPairs] = field(default_factory=Waiting)
 
     @property
     def n_rows(self) -> int:
@@ -88,14 +102,16 @@ class RegressionState:
 
     @property
     def size(self) -> int:
-        return self.stats.errors.size + self.raw.entries
+        return self.stats.distinct + self.raw.entries
 
     @property
     def nbytes(self) -> int:
-        sample = self.stats.sample
+        stats = self.stats
+        sample = stats.sample
+        entry = ENTRY_BYTES if stats.pairs is None else PAIR_BYTES
         return (
             FIXED_BYTES
-            + ENTRY_BYTES * self.stats.errors.size
+            + entry * stats.distinct
             + (0 if sample is None else sample.nbytes)
             + self.raw.nbytes
         )
@@ -108,18 +124,27 @@ class RegressionState:
         if not self.raw.parts:
             return self
         parts = self.raw.parts
-        absolute = np.concatenate([part.absolute for part in parts])
-        weights = joined_weights([(part.absolute.size, part.weights) for part in parts])
-        errors = self.stats.errors.merge(AbsoluteErrors.of_rows(absolute, weights))
-        raw = self.raw.emptied(self.stats.errors.size, errors.size)
-        return RegressionState(replace(self.stats, errors=errors), raw)
+        labels = np.concatenate([part.labels for part in parts])
+        predictions = np.concatenate([part.predictions for part in parts])
+        weights = joined_weights([(part.labels.size, part.weights) for part in parts])
+        stats = self.stats
+        held = stats.distinct
+        if stats.pairs is not None:
+            pairs = stats.pairs.merge(DistinctPairs.of_rows(labels, predictions, weights))
+            stats = replace(stats, pairs=pairs)
+        else:  # a state written before the pairs were held: its |errors| only
+            with np.errstate(over="ignore", invalid="ignore"):
+                absolute = np.abs(labels - predictions)
+            errors = stats.error_distribution().merge(AbsoluteErrors.of_rows(absolute, weights))
+            stats = replace(stats, errors=errors)
+        return RegressionState(stats, self.raw.emptied(held, stats.distinct))
 
     def check_merge(self, other: RegressionState) -> None:
         pass  # any two states merge
 
     def merge(self, other: RegressionState) -> RegressionState:
         merged = RegressionState(self.stats.merge(other.stats), self.raw.joined(other.raw))
-        if merged.raw.due(merged.stats.errors.size, MIN_PENDING):
+        if merged.raw.due(merged.stats.distinct, MIN_PENDING):
             return merged.compact()
         return merged
 
@@ -133,8 +158,22 @@ class RegressionState:
             moments: Moments = getattr(stats, prefix)
             for part in ("mean", "mean_low", "m2"):
                 arrays[f"{prefix}.{part}"] = np.array(getattr(moments, part), dtype=np.float64)
-        arrays["errors.values"] = stats.errors.values
-        arrays["errors.masses"] = stats.errors.masses
+        joint, pairs = stats.joint, stats.pairs
+        if joint is not None:
+            for name in (*_JOINT_SUMS, *_JOINT_FLOATS):
+                arrays[name] = np.array(getattr(joint, name), dtype=np.float64)
+            arrays["log_refused_row"] = np.array(joint.log_refused_row, dtype=np.int64)
+            for part in ("mean", "mean_low", "m2"):
+                value = getattr(joint.predictions, part)
+                arrays[f"predictions.{part}"] = np.array(value, dtype=np.float64)
+        if pairs is not None:
+            arrays["pairs.labels"] = pairs.labels
+            arrays["pairs.predictions"] = pairs.predictions
+            arrays["pairs.masses"] = pairs.masses
+        else:
+            errors = stats.error_distribution()
+            arrays["errors.values"] = errors.values
+            arrays["errors.masses"] = errors.masses
         if stats.sample is not None:  # unknown in a state of format version 1
             for name in _SAMPLE:
                 arrays[f"sample.{name}"] = getattr(stats.sample, name)
@@ -154,13 +193,12 @@ def _of_batch(
 ) -> RegressionState:
     predictions = regression_predictions(y_score, y_pred, classes)
     rows = regression_rows(y_true, predictions, sample_weight)
-    stats = RegressionStats.of_rows(rows, errors=False)
+    stats = RegressionStats.of_rows(rows, pairs=False)
     if stats.n_kept == 0:
         return RegressionState(stats)
-    with np.errstate(over="ignore", invalid="ignore"):
-        absolute = np.abs(rows.labels - rows.predictions)
     weights = rows.weights.copy() if rows.weighted else None
-    return RegressionState(stats, Waiting.of(RawErrors(absolute, weights)))
+    raw = RawPairs(rows.labels.copy(), rows.predictions.copy(), weights)
+    return RegressionState(stats, Waiting.of(raw))
 
 
 # --- reading a state back: every array checked against what a state can hold ----------------
@@ -222,8 +260,8 @@ def _differs(arrays: Mapping[str, NDArray[Any]], state: RegressionState) -> bool
     """Whether ``arrays`` hold other values than ``state`` (its row count aside)."""
     for name, value in state.to_arrays().items():
         got = arrays.get(name)
-        if got is None and name.startswith("sample."):
-            continue  # format version 1 had no sample
+        if got is None and (name.startswith(("sample.", "pairs.")) or name in _JOINT):
+            continue  # an earlier state had no sample, no joint statistics and no pairs
         if got is None or got.shape != value.shape or got.dtype != value.dtype:
             return True
         if name != "n_rows" and not np.array_equal(got, value):
@@ -263,8 +301,15 @@ def _from_arrays(
         raise _bad(f"labels range from {low} to {high}: the minimum is above the maximum")
     if zero_row >= 0 and not low <= 0 <= high:
         raise _bad(f"a label 0 at row {zero_row}, but the labels range from {low} to {high}")
-    errors = _errors_of(arrays, n_kept, weighted)
-    total = float(np.sum(errors.masses))
+    joint, pairs, errors = None, None, None
+    if "pairs.masses" in arrays:
+        joint = _joint_of(arrays, n_rows, low, high)
+        pairs = _pairs_of(arrays, n_kept, weighted, (low, high), joint)
+        masses = pairs.masses
+    else:  # written before the pairs and the joint statistics were kept
+        errors = _errors_of(arrays, n_kept, weighted)
+        masses = errors.masses
+    total = float(np.sum(masses))
     if not weighted and (n_kept != n_rows or weight != n_kept or total != n_kept):
         raise _bad(
             f"unweighted counts do not add up: {n_rows} rows, {n_kept} kept, total weight "
@@ -277,13 +322,98 @@ def _from_arrays(
         absolute_sum=absolute, percentage_sum=percentage, smape_sum=smape, label_min=low,
         label_max=high, zero_label_row=zero_row, labels=_moments_of(arrays, "labels"),
         residuals=_moments_of(arrays, "residuals"), errors=errors,
-        sample=_sample_of(arrays, n_kept, weighted, low, high),
+        sample=_sample_of(arrays, n_kept, weighted, low, high, joint), joint=joint, pairs=pairs,
     )  # fmt: skip
+    if joint is not None:
+        _check_signed_sums(joint, absolute)
     return RegressionState(stats)
 
 
+def _joint_of(
+    arrays: Mapping[str, NDArray[Any]], n_rows: int, low: float, high: float
+) -> JointStats:
+    positive, negative, logs = (_sum_of(arrays, name) for name in _JOINT_SUMS)
+    refused = int(array_of(arrays, "log_refused_row", np.int64, 0))
+    if not -1 <= refused < n_rows:
+        raise _bad(f"array 'log_refused_row' is {refused}, expected -1 or a row below {n_rows}")
+    p_low, p_high = _finite_of(arrays, "prediction_min"), _finite_of(arrays, "prediction_max")
+    if p_low > p_high:
+        raise _bad(f"predictions range from {p_low} to {p_high}: the minimum is above the maximum")
+    if refused >= 0 and not (low <= -1 or p_low <= -1):
+        raise _bad(
+            f"a label or prediction <= -1 at row {refused}, but the labels range from {low} "
+            f"and the predictions from {p_low}"
+        )
+    cross = _float_of(arrays, "cross")
+    if math.isnan(cross) or cross == -math.inf:
+        raise _bad(f"array 'cross' is {cross}, expected a finite number (or inf: overflow)")
+    return JointStats(
+        positive_sum=positive, negative_sum=negative, log_sum=logs, log_refused_row=refused,
+        prediction_min=p_low, prediction_max=p_high,
+        predictions=_moments_of(arrays, "predictions"), cross=cross,
+    )  # fmt: skip
+
+
+def _check_signed_sums(joint: JointStats, absolute: float) -> None:
+    """|r| = max(r, 0) + max(-r, 0) row by row: the two sums add up to the absolute one (up to
+    the order of the additions) unless one overflowed."""
+    both = joint.positive_sum + joint.negative_sum
+    finite = math.isfinite(both) and math.isfinite(absolute)
+    if finite and abs(both - absolute) > _WEIGHT_AGREEMENT * absolute:
+        raise _bad(
+            f"the sums of the positive and negative residuals add up to {both}, the sum of "
+            f"the absolute residuals is {absolute}"
+        )
+
+
+def _pairs_of(
+    arrays: Mapping[str, NDArray[Any]],
+    n_kept: int,
+    weighted: bool,
+    labels_range: tuple[float, float],
+    joint: JointStats,
+) -> DistinctPairs:
+    """The distinct pairs, checked: finite, strictly ascending, spanning exactly the labels'
+    and the predictions' ranges, of positive weight (whole when no batch carried weights)."""
+    labels = array_of(arrays, "pairs.labels", np.float64, 1)
+    predictions, masses = (
+        array_of(arrays, f"pairs.{name}", np.float64, 1, length=labels.size)
+        for name in ("predictions", "masses")
+    )
+    if labels.size == 0 or labels.size > n_kept:
+        raise _bad(
+            f"array 'pairs.labels' holds {labels.size} distinct pairs, expected 1 to the "
+            f"{n_kept} rows of positive weight"
+        )
+    if not (np.isfinite(labels).all() and np.isfinite(predictions).all()):
+        raise _bad("the pairs hold a label or prediction that is not finite")
+    pairs = DistinctPairs.of_arrays(labels, predictions, masses)
+    if not pairs.is_ordered():
+        raise _bad("the pairs are not strictly ascending in (label, prediction)")
+    spans = (
+        (float(labels[0]), float(labels[-1])),
+        (
+            float(predictions.min()),
+            float(predictions.max()),
+        ),
+    )
+    if spans != (labels_range, (joint.prediction_min, joint.prediction_max)):
+        raise _bad("the pairs' labels or predictions do not span the state's ranges")
+    check_masses("pairs.masses", masses)
+    if not (masses > 0).all():
+        raise _bad("array 'pairs.masses' holds a weight of 0 (weight-0 rows leave no trace)")
+    if not weighted and not (masses == np.round(masses)).all():
+        raise _bad("array 'pairs.masses' holds a fraction, but no batch carried weights")
+    return pairs
+
+
 def _sample_of(
-    arrays: Mapping[str, NDArray[Any]], n_kept: int, weighted: bool, low: float, high: float
+    arrays: Mapping[str, NDArray[Any]],
+    n_kept: int,
+    weighted: bool,
+    low: float,
+    high: float,
+    joint: JointStats | None,
 ) -> PairSample | None:
     """The sample, checked to be what the rows it holds make; None in a state of format
     version 1, which had none."""
@@ -304,6 +434,12 @@ def _sample_of(
         raise _bad("the sample holds a label or prediction that is not finite")
     if not ((labels >= low) & (labels <= high)).all():
         raise _bad(f"the sample holds a label outside the labels' range [{low}, {high}]")
+    if joint is not None:
+        p_low, p_high = joint.prediction_min, joint.prediction_max
+        if not ((predictions >= p_low) & (predictions <= p_high)).all():
+            raise _bad(
+                f"the sample holds a prediction outside the predictions' range [{p_low}, {p_high}]"
+            )
     check_masses("sample.weights", weights)
     if not (weights > 0).all() or (not weighted and not (weights == 1).all()):
         raise _bad("array 'sample.weights' holds a weight the rows cannot have")

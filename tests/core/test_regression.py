@@ -39,8 +39,13 @@ REL = 1e-9
 ABS = 1e-9
 API_NAMES = (
     "mse", "rmse", "mae", "mape", "smape", "r2", "adjusted_r2", "explained_variance",
-    "max_error", "median_absolute_error", "aic", "bic", "mallows_cp",
+    "max_error", "median_absolute_error", "aic", "bic", "mallows_cp", "mean_squared_log_error",
+    "pearson_r", "spearman_r", "concordance_correlation",
 )  # fmt: skip
+# With options.quantiles (0.1, 0.5, 0.9): the pinball losses come after mean_squared_log_error.
+QUANTILES = (0.1, 0.5, 0.9)
+PINBALL = tuple(f"pinball_loss_{q}" for q in QUANTILES)
+QUANTILE_NAMES = (*API_NAMES[:14], *PINBALL, *API_NAMES[14:])
 # Metrics that count n (the sum of the weights): they change when every weight is scaled.
 N_METRICS = ("adjusted_r2", "aic", "bic", "mallows_cp")
 
@@ -260,6 +265,17 @@ def test_every_metric_by_hand() -> None:
         "aic": n * math.log(sse / n) + 2 * p,  # 4 ln(9/16) + 2
         "bic": n * math.log(sse / n) + p * math.log(n),  # 4 ln(9/16) + ln 4
         "mallows_cp": sse / sigma2 - n + 2 * p,  # 9/2 - 4 + 2 = 5/2
+        # (ln(1 + y) - ln(1 + ŷ))^2: ln(2/2.5)^2, 0, ln(4/3)^2, ln(5/6)^2
+        "mean_squared_log_error": (
+            math.log(2 / 2.5) ** 2 + math.log(4 / 3) ** 2 + math.log(5 / 6) ** 2
+        )
+        / n,
+        # mean ŷ = 21/8; C = sum (y - 5/2)(ŷ - 21/8) = 21/4, SS(ŷ) = 123/16, SST = 5
+        "pearson_r": 21 / math.sqrt(615),  # (21/4) / sqrt(5 * 123/16)
+        # ranks 1, 2, 3, 4 and 1, 2.5, 2.5, 4 (ŷ = 2 tied): C = 9/2, SS = 5 and 9/2
+        "spearman_r": 3 / math.sqrt(10),  # (9/2) / sqrt(5 * 9/2)
+        # 2C / (SST + SS(ŷ) + n (mean r)^2) = (21/2) / (5 + 123/16 + 4/64) = 14/17
+        "concordance_correlation": Fraction(14, 17),
     }
     assert expected["smape"] == Fraction(23, 90)
     assert expected["adjusted_r2"] == Fraction(13, 40)
@@ -493,10 +509,15 @@ def test_bad_input_names_the_field(
 
 def test_catalog_entries_cover_exactly_what_is_emitted() -> None:
     names = [entry.name for entry in CATALOG_ENTRIES]
-    assert sorted(names) == sorted(["n_samples", *API_NAMES])
+    assert sorted(names) == sorted(["n_samples", *API_NAMES, "pinball_loss_{k}"])
     assert all(entry.task == "regression" for entry in CATALOG_ENTRIES)
     emitted = run([1.0, 2.0, 3.0], [1.0, 2.5, 2.0], n_params=1, full_model_variance=1.0)
-    assert set(emitted.sink.metrics) == set(names)
+    assert set(emitted.sink.metrics) == set(names) - {"pinball_loss_{k}"}
+    with_quantiles = run([1.0, 2.0, 3.0], [1.0, 2.5, 2.0], quantiles=QUANTILES).sink.metrics
+    assert list(with_quantiles) == ["n_samples", *QUANTILE_NAMES]
+    for name in PINBALL:
+        entry = core.catalog_entry(name, "regression")
+        assert entry is not None and entry.name == "pinball_loss_{k}"
     assert emitted.conventions == CONVENTIONS
     for key in ("weights", "mape", "smape", "information_criteria", "n_params"):
         assert CONVENTIONS[key]
@@ -509,8 +530,12 @@ def test_catalog_directions_follow_the_naming_contract() -> None:
         "r2",
         "adjusted_r2",
         "explained_variance",
+        "pearson_r",
+        "spearman_r",
+        "concordance_correlation",
     }
-    assert all(up is False for name, up in better.items() if name.endswith("_error"))
+    assert all(up is False for name, up in better.items() if name.endswith(("_error", "_loss")))
+    assert better["pinball_loss_{k}"] is False
 
 
 def test_the_catalog_holds_the_regression_entries_as_written() -> None:
@@ -562,7 +587,7 @@ def assert_same(a: Metrics, b: Metrics, skip: tuple[str, ...] = ()) -> None:
             assert b[name] == pytest.approx(value, rel=1e-9, abs=1e-9), name
 
 
-OPTIONS: dict[str, Any] = {"n_params": 1, "full_model_variance": 0.7}
+OPTIONS: dict[str, Any] = {"n_params": 1, "full_model_variance": 0.7, "quantiles": QUANTILES}
 
 
 @properties
@@ -624,7 +649,7 @@ def test_shifting_labels_and_predictions_keeps_the_error_metrics(
 ) -> None:
     y, y_hat, w = rows
     before, after = metrics(y, y_hat, w, **OPTIONS), metrics(y + shift, y_hat + shift, w, **OPTIONS)
-    assert_same(before, after, skip=("mape", "smape"))
+    assert_same(before, after, skip=("mape", "smape", "mean_squared_log_error"))
 
 
 @properties
@@ -647,7 +672,12 @@ def test_scaling_labels_and_predictions(rows: tuple[Floats, Floats, Floats], k: 
         expected[name] = None if value is None else value + 2 * n * math.log(abs(k))
     assert a["mallows_cp"] is not None
     expected["mallows_cp"] = (a["mallows_cp"] + n - 2) * k * k - n + 2
-    assert_same(expected, b)
+    # The pinball loss scales by |k|; a negative k swaps the signs of the residuals, so q's loss
+    # becomes that of 1 - q. Correlations are unchanged (both columns scale alike).
+    for q, name in zip(QUANTILES, PINBALL, strict=True):
+        mirrored = a[name if k > 0 else PINBALL[QUANTILES.index(round(1 - q, 10))]]
+        expected[name] = None if mirrored is None else mirrored * abs(k)
+    assert_same(expected, b, skip=("mean_squared_log_error",))
 
 
 @properties
@@ -687,8 +717,8 @@ def test_any_finite_input_gives_floats_or_none_with_a_reason(
     w = data.draw(arrays(np.float64, y.size, elements=st.sampled_from([0.0, 1e-100, 1.0, 1e100])))
     if not w.any():
         w[0] = 1.0
-    sink = run(y, y_hat, w, n_params=2, full_model_variance=1e-100).sink
-    assert list(sink.metrics) == ["n_samples", *API_NAMES]
+    sink = run(y, y_hat, w, n_params=2, full_model_variance=1e-100, quantiles=QUANTILES).sink
+    assert list(sink.metrics) == ["n_samples", *QUANTILE_NAMES]
     for name, value in sink.metrics.items():
         if value is None:
             assert sink.undefined[name], name

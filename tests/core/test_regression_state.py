@@ -25,8 +25,8 @@ from numpy.typing import NDArray
 from evalserve.core import Accumulator, InvalidInputError, Options, evaluate
 from evalserve.core._state import MIN_FOLD
 from evalserve.core._state_format import StateDocument, encode
+from evalserve.core.regression._pairs import PAIR_BYTES
 from evalserve.core.regression._state import (
-    ENTRY_BYTES,
     FIXED_BYTES,
     REGRESSION_STATE,
     RegressionState,
@@ -35,7 +35,10 @@ from evalserve.core.regression._state import (
 Floats = NDArray[np.float64]
 Rows = tuple[Floats, Floats, Floats | None]  # labels, predictions, weights (None: unweighted)
 
-OPTIONS: dict[str, Any] = {"n_params": 2, "full_model_variance": 0.7}
+OPTIONS: dict[str, Any] = {"n_params": 2, "full_model_variance": 0.7, "quantiles": (0.1, 0.9)}
+# Correlations: C over sqrt(M2(y) M2(ŷ)) (or Lin's sum of squares), whose terms bound |C|: the
+# pairwise update keeps C within a few eps of them, so the correlation within 1e-12 of 1.
+CORRELATIONS = ("pearson_r", "spearman_r", "concordance_correlation")
 REL = 1e-12
 EXACT = ("n_samples", "max_error", "median_absolute_error")
 
@@ -134,6 +137,8 @@ def tolerance(name: str, expected: dict[str, float | None], n: float) -> float:
         return REL * (n * (1 + abs(math.log(mse))) + 2 * p + p * abs(math.log(n)))
     if name == "mallows_cp":
         return REL * (n * mse / sigma2 + n + 2 * p)
+    if name in CORRELATIONS:
+        return REL
     return 0.0
 
 
@@ -282,22 +287,26 @@ def test_overflow_is_none_with_the_reason_evaluate_gives() -> None:
     assert merged.metrics["smape"] == pytest.approx(expected.metrics["smape"], rel=REL)
 
 
-def test_the_state_grows_with_the_distinct_errors_only() -> None:
+def test_the_state_grows_with_the_distinct_pairs_only() -> None:
     rng = np.random.default_rng(5)
     accumulator = Accumulator("regression")
+    seen: set[tuple[float, float]] = set()
     for _ in range(20):
         labels = rng.integers(-100, 100, 500).astype(float)
-        accumulator.update(labels, y_pred=labels + rng.integers(-4, 5, 500))
+        predictions = labels + rng.integers(-4, 5, 500)
+        accumulator.update(labels, y_pred=predictions)
+        seen |= set(zip(labels.tolist(), predictions.tolist(), strict=True))
     assert accumulator.n_rows == 10_000
     result = accumulator.result()
     assert result.metrics["max_error"] == 4.0
     state = REGRESSION_STATE.from_arrays(_arrays(accumulator), Options(), None)
-    assert state.size == 5  # |errors| 0, 1, 2, 3, 4
+    assert state.size == len(seen) <= 200 * 9  # labels -100..99, errors -4..4
     sample = 32 * 1000  # the sample is full: 1,000 rows of a key and three floats
-    assert state.nbytes == FIXED_BYTES + ENTRY_BYTES * 5 + sample
-    # Batches' errors wait unsorted (8 bytes each) only until they outweigh the distinct
-    # errors held (folds compact these repeated errors): never all 10,000 rows at once.
-    assert accumulator.nbytes <= FIXED_BYTES + 8 * (MIN_FOLD + 500) + ENTRY_BYTES * 5 + sample
+    assert state.nbytes == FIXED_BYTES + PAIR_BYTES * len(seen) + sample
+    # Batches' pairs wait unsorted (16 bytes each) only until they outweigh the distinct pairs
+    # held (folds compact these repeated pairs): never all 10,000 rows at once.
+    held = FIXED_BYTES + PAIR_BYTES * len(seen) + sample
+    assert accumulator.nbytes <= held + 16 * (MIN_FOLD + 500)
     assert Accumulator.from_bytes(accumulator.to_bytes()).nbytes == state.nbytes
 
 
@@ -367,13 +376,39 @@ def _valid(weighted: bool = True) -> dict[str, Any]:
     return _arrays(accumulator.update([3.0], y_pred=[1.0]))
 
 
-def _with(name: str, value: Any, weighted: bool = True) -> dict[str, Any]:
-    arrays = _valid(weighted)
+JOINT_NAMES = (
+    "positive_sum", "negative_sum", "log_sum", "log_refused_row", "prediction_min",
+    "prediction_max", "cross", "predictions.mean", "predictions.mean_low", "predictions.m2",
+)  # fmt: skip
+
+
+def _older(arrays: dict[str, Any]) -> dict[str, Any]:
+    """The arrays as a state written before the pairs and the joint statistics were kept:
+    the distinct |errors| with their weights instead of the pairs."""
+    older = {
+        name: value
+        for name, value in arrays.items()
+        if not name.startswith("pairs.") and name not in JOINT_NAMES
+    }
+    if "pairs.masses" in arrays:
+        absolute = np.abs(arrays["pairs.labels"] - arrays["pairs.predictions"])
+        values, inverse = np.unique(absolute, return_inverse=True)
+        older["errors.values"] = values
+        older["errors.masses"] = np.bincount(inverse, weights=arrays["pairs.masses"])
+    return older
+
+
+def _with(name: str, value: Any, weighted: bool = True, older: bool = False) -> dict[str, Any]:
+    arrays = _older(_valid(weighted)) if older else _valid(weighted)
     if value is None:
         del arrays[name]
     else:
         arrays[name] = np.asarray(value)
     return arrays
+
+
+def _older_with(name: str, value: Any, weighted: bool = True) -> dict[str, Any]:
+    return _with(name, value, weighted, older=True)
 
 
 F, I8 = np.float64, np.int64
@@ -402,21 +437,64 @@ BAD_ARRAYS = {
     "m2-negative": _with("residuals.m2", np.array(-1e-3)),
     "m2-nan": _with("labels.m2", np.array(np.nan)),
     "m2-inf-with-mean": _with("labels.m2", np.array(np.inf)),
-    "errors-empty": _with("errors.values", np.array([], F)),
-    "errors-descending": _with("errors.values", np.array([1.0, 0.5, 2.0])),
-    "errors-tied": _with("errors.values", np.array([0.5, 0.5, 2.0])),
-    "errors-negative": _with("errors.values", np.array([-1.0, 0.5, 2.0])),
-    "errors-nan": _with("errors.values", np.array([0.5, 1.0, np.nan])),
-    "errors-2d": _with("errors.values", np.zeros((2, 2))),
-    "masses-length": _with("errors.masses", np.array([1.0, 1.0])),
-    "masses-zero": _with("errors.masses", np.array([0.0, 1.0, 3.5])),
-    "masses-negative": _with("errors.masses", np.array([-1.0, 1.0, 3.5])),
-    "masses-inf": _with("errors.masses", np.array([np.inf, 1.0, 3.5])),
-    "masses-off-weight": _with("errors.masses", np.array([2.0, 1.0, 3.5])),
-    "unweighted-fraction": _with("errors.masses", np.array([1.5, 1.5, 2.0]), False),
-    "unweighted-kept": _with("n_kept", np.array(4, I8), False),
-    "unweighted-sum": _with("errors.masses", np.array([1.0, 2.0, 3.0]), False),
-    "unweighted-weight": _with("weight", np.array(4.5), False),
+    "older-errors-empty": _older_with("errors.values", np.array([], F)),
+    "older-errors-descending": _older_with("errors.values", np.array([1.0, 0.5, 2.0])),
+    "older-errors-tied": _older_with("errors.values", np.array([0.5, 0.5, 2.0])),
+    "older-errors-negative": _older_with("errors.values", np.array([-1.0, 0.5, 2.0])),
+    "older-errors-nan": _older_with("errors.values", np.array([0.5, 1.0, np.nan])),
+    "older-errors-2d": _older_with("errors.values", np.zeros((2, 2))),
+    "older-masses-length": _older_with("errors.masses", np.array([1.0, 1.0])),
+    "older-masses-zero": _older_with("errors.masses", np.array([0.0, 1.0, 3.5])),
+    "older-masses-negative": _older_with("errors.masses", np.array([-1.0, 1.0, 3.5])),
+    "older-masses-inf": _older_with("errors.masses", np.array([np.inf, 1.0, 3.5])),
+    "older-masses-off-weight": _older_with("errors.masses", np.array([2.0, 1.0, 3.5])),
+    "older-unweighted-fraction": _older_with("errors.masses", np.array([1.5, 1.5, 2.0]), False),
+    "older-unweighted-kept": _older_with("n_kept", np.array(4, I8), False),
+    "older-unweighted-sum": _older_with("errors.masses", np.array([1.0, 2.0, 3.0]), False),
+    "older-unweighted-weight": _older_with("weight", np.array(4.5), False),
+    # |errors| 0.5, 2, 1 and 2 of the pairs (0, 2), (1, 1.5), (3, 1), (4, 5), weights 2.5, 1, 1, 1
+    "pairs-empty": _valid()
+    | {f"pairs.{c}": np.array([], F) for c in ("labels", "predictions", "masses")},
+    "pairs-descending": _with("pairs.labels", np.array([1.0, 0.0, 3.0, 4.0])),
+    "pairs-tied": _valid()
+    | {
+        "pairs.labels": np.array([0.0, 0.0, 3.0, 4.0]),
+        "pairs.predictions": np.array([2.0, 2.0, 1.0, 5.0]),
+    },
+    "pairs-predictions-descending": _valid()
+    | {
+        "pairs.labels": np.array([0.0, 0.0, 3.0, 4.0]),
+        "pairs.predictions": np.array([2.0, 1.5, 1.0, 5.0]),
+    },
+    "pairs-nan": _with("pairs.predictions", np.array([2.0, 1.5, np.nan, 5.0])),
+    "pairs-inf": _with("pairs.labels", np.array([0.0, 1.0, 3.0, np.inf])),
+    "pairs-2d": _with("pairs.labels", np.zeros((2, 2))),
+    "pairs-length": _with("pairs.predictions", np.array([2.0, 1.5, 1.0])),
+    "pairs-span": _with("pairs.predictions", np.array([2.0, 1.5, 1.0, 4.0])),
+    "pairs-too-many": _valid()
+    | {f"pairs.{c}": np.arange(9, dtype=F) for c in ("labels", "predictions")}
+    | {"pairs.masses": np.full(9, 5.5 / 9)},
+    "pairs-masses-zero": _with("pairs.masses", np.array([0.0, 1.0, 1.0, 3.5])),
+    "pairs-masses-negative": _with("pairs.masses", np.array([-1.0, 1.0, 1.0, 4.5])),
+    "pairs-masses-inf": _with("pairs.masses", np.array([np.inf, 1.0, 1.0, 1.0])),
+    "pairs-masses-off-weight": _with("pairs.masses", np.array([2.5, 1.0, 1.0, 2.0])),
+    "pairs-unweighted-fraction": _with("pairs.masses", np.array([1.5, 0.5, 1, 1, 1]), False),
+    "pairs-unweighted-sum": _with("pairs.masses", np.array([1.0, 1, 1, 1, 2]), False),
+    "positive-sum-negative": _with("positive_sum", np.array(-1.0)),
+    "negative-sum-nan": _with("negative_sum", np.array(np.nan)),
+    "signed-sums-disagree": _with("positive_sum", np.array(100.0)),
+    "log-sum-negative": _with("log_sum", np.array(-0.5)),
+    "log-row-beyond": _with("log_refused_row", np.array(5, I8)),
+    "log-row-below": _with("log_refused_row", np.array(-2, I8)),
+    "log-row-no-value-below-minus-one": _with("log_refused_row", np.array(1, I8)),
+    "log-row-dtype": _with("log_refused_row", np.array(1.0)),
+    "prediction-min-above-max": _with("prediction_max", np.array(0.5)),
+    "prediction-min-inf": _with("prediction_min", np.array(-np.inf)),
+    "cross-nan": _with("cross", np.array(np.nan)),
+    "cross-minus-inf": _with("cross", np.array(-np.inf)),
+    "prediction-m2-negative": _with("predictions.m2", np.array(-1.0)),
+    "prediction-mean-inf": _with("predictions.mean", np.array(np.inf)),
+    "joint-missing": _with("cross", None),
     "flag-dtype": _with("weighted", np.array(1, I8)),
     **{
         f"sample-{kind}": _valid() | changes
@@ -428,6 +506,7 @@ BAD_ARRAYS = {
             },
             "key": {"sample.keys": _valid()["sample.keys"] + 1},
             "label-outside": {"sample.labels": _valid()["sample.labels"] + 100.0},
+            "prediction-outside": {"sample.predictions": _valid()["sample.predictions"] - 9.0},
             "label-nan": {"sample.labels": np.full(4, np.nan)},
             "weight-zero": {"sample.weights": np.zeros(4)},
             "unordered": {
