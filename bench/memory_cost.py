@@ -9,7 +9,8 @@ figures for the same inputs to ``bench/memory_cost.json``; ``tests/service/test_
 checks that the model covers every measured peak, so a factor cannot be lowered below what was
 measured. The sizing table (rows per GiB of budget) comes from the same runs.
 
-    python bench/memory_cost.py [--quick] [--no-fail] [--results PATH] [--figures PATH]
+    python bench/memory_cost.py [--quick] [--no-fail] [--task TASK ...] [--results PATH]
+                                [--figures PATH]
 
 How a peak is measured: each (task, encoding) runs in a fresh process with the server's
 allocator setting (``retain_freed_memory``). After one small warm-up request on the same path,
@@ -368,6 +369,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--quick", action="store_true", help="a tenth of the rows")
     parser.add_argument("--seed", type=int, default=7)
     parser.add_argument("--no-fail", action="store_true", help="exit 0 even when a check fails")
+    parser.add_argument("--task", action="append", choices=TASKS, dest="tasks",
+                        help="this task only (repeatable; default: every task)")  # fmt: skip
     parser.add_argument("--results", type=Path, default=RESULTS_PATH)
     parser.add_argument("--figures", type=Path, default=FIGURES_PATH)
     parser.add_argument("--worker", nargs=4, metavar=("TASK", "ENCODING", "SCALE", "SEED"),
@@ -379,7 +382,7 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     scale = 0.1 if args.quick else 1.0
     figures = []
-    for task in TASKS:
+    for task in args.tasks or TASKS:
         for encoding in ENCODINGS:
             progress(f"{task} / {encoding} ...")
             figures.append(_in_fresh_process(task, encoding, scale, args.seed))

@@ -39,7 +39,10 @@ SPEC = TaskSpec(
     evaluate=_FROM_ROWS,
     state_result=_FROM_STATE,
     inputs=TaskInputs(predictions_from_scores=True),
-    memory=MemoryCost(evaluation=6.0, result=3.0),
+    # bench/memory_cost.py --quick --task regression (200,000 distinct pairs): evaluating
+    # took 6.9 bytes per byte of input besides it, a stream's result 5.3 per byte of state
+    # (its waiting pairs sorted into the distinct pairs, the ranks of spearman_r); 10% over.
+    memory=MemoryCost(evaluation=7.6, result=6.0),
     headline=("rmse", "mae", "r2", "mape", "median_absolute_error", "max_error"),
     takes_classes=False,
 )
