@@ -13,6 +13,10 @@ distinct, weights uniform on [0.1, 10). Targets, for the plain library call in a
   faster than ``roc_auc_score`` alone; weighted at most 3x the argsort floor.
 * The suite's extra peak memory (tracemalloc, in a fresh process, inputs excluded) at most 40
   bytes per row.
+* Operating points: the unweighted suite with four of them (recall at precision 0.5, precision
+  at recall 0.5, TPR at FPR 0.01, specificity at sensitivity 0.9) at most 1.05x the suite
+  without them, gated at 10 million rows; the equal error rate and the DET curve, which every
+  result carries, timed alone at most 1% of the suite (3% at 1 million rows).
 
 The sort floor is the faster of numpy's default sort and its AVX2 path: on some CPUs (AMD Zen 4)
 numpy's AVX-512 sort is several times slower than its AVX2 sort, and a ratio against a slow
@@ -64,6 +68,7 @@ import numpy as np
 from binary_worker import Worker, extra_peak_bytes  # bench/ is on sys.path as a script
 from binary_workload import (
     SUITE_OPTIONS,
+    WITH_OPERATING,
     Data,
     check_suite,
     make_data,
@@ -90,12 +95,22 @@ from timing import (
     warn_if_busy,
 )
 
+from evalserve.core.binary._operating import Classes, eer_point, eer_sides
+from evalserve.core.binary._points import curve_points
+from evalserve.core.binary._suite import curves_of_points
+from evalserve.core.binary._sweep import sweep_of_rows
 from evalserve.service.memory import retain_freed_memory
 
 SECTION_TITLE = "binary core (bench/binary_core.py)"
 SCRIPT = "bench/binary_core.py"
 REPO = Path(__file__).resolve().parent.parent
 
+# The four operating points and their searches cost at most 5% of the suite; the EER and the
+# DET curve, which every result has, are timed alone and held to 1% of it (3% at 1 million
+# rows, where the suite takes a tenth as long and the searches as long as ever).
+OPERATING_LIMIT = 1.05
+EER_DET_LIMITS = {10_000_000: 0.01, 1_000_000: 0.03}
+SUITE_CURVE_POINTS = 1000  # max_curve_points' default, as the suites run
 DEFAULT_ROWS = 10_000_000
 SMALL_ROWS = 1_000_000
 MEMORY_LIMIT = 40.0  # extra peak bytes per row of the unweighted suite
@@ -237,6 +252,7 @@ def bench_size(data: Data, repeats: int, folder: Path, disabled: Sequence[str]) 
     argsort = Floor(wall["np.argsort"], wall.get(f"np.argsort, {AVX2}"))
     limits = limits_for(n)
     ours, weighted = wall["our suite"], wall["our weighted suite"]
+    alone = eer_and_det(data)
     sort_name, argsort_name = f"sort floor ({sort.path})", f"argsort floor ({argsort.path})"
     rows = [
         Row("unweighted suite / sort floor", n, ours, sort_name, sort.best, ours / sort.best,
@@ -252,8 +268,30 @@ def bench_size(data: Data, repeats: int, folder: Path, disabled: Sequence[str]) 
         Row(f"weighted suite, {SERVER} / argsort floor", n, wall[f"our weighted suite, {SERVER}"],
             argsort_name, argsort.best, wall[f"our weighted suite, {SERVER}"] / argsort.best,
             limits.weighted_vs_argsort),
+        Row("unweighted suite with four operating points / unweighted suite", n,
+            wall[WITH_OPERATING], "our suite", ours, wall[WITH_OPERATING] / ours,
+            OPERATING_LIMIT, gate=n == DEFAULT_ROWS),
+        Row("equal error rate and DET curve, timed alone / unweighted suite", n,
+            alone, "our suite", ours, alone / ours, EER_DET_LIMITS.get(n, 0.01)),
     ]  # fmt: skip
     return SizeResult(rows, usage, sort, argsort, n, floor_hello)
+
+
+def eer_and_det(data: Data) -> float:
+    """The best of 5 timings of what every binary result now computes beside the rest: the
+    equal error rate's two searches and the DET curve from the thinned ROC curve (part of both
+    suites, so the operating-points row cannot see it)."""
+    sweep = sweep_of_rows(data.labels.astype(bool), data.scores, None)
+    classes = Classes(sweep.positives, sweep.negatives)
+    thresholds, tps, fps = curve_points(sweep, SUITE_CURVE_POINTS - 1)
+    p, n = sweep.n_positive, sweep.n_negative
+    best = math.inf
+    for _ in range(5):
+        start = time.perf_counter()
+        eer_point(*eer_sides(classes, p, n), p, n)
+        curves_of_points(thresholds, tps, fps, p, n)
+        best = min(best, time.perf_counter() - start)
+    return best
 
 
 def bench_memory(folder: Path, rows: int) -> list[Row]:

@@ -18,8 +18,10 @@ from evalserve.core import EvaluationResult, evaluate
 __all__ = [
     "EXPECTED_INTERVALS",
     "EXPECTED_METRICS",
+    "OPERATING_OPTIONS",
     "POSITIVE_RATE",
     "SUITE_OPTIONS",
+    "WITH_OPERATING",
     "Data",
     "check_suite",
     "make_data",
@@ -33,6 +35,23 @@ POSITIVE_RATE = 0.1
 # The suite's options: every other option at its default (DeLong and Wilson intervals, curves
 # thinned to 1000 points).
 SUITE_OPTIONS: dict[str, Any] = {"head_k": [100, 10000], "max_fpr": 0.1}
+# The suite with four operating points (one target each), timed beside it: the equal error
+# rate and the DET curve are in both (every binary result has them).
+OPERATING_OPTIONS: dict[str, Any] = {
+    **SUITE_OPTIONS,
+    "recall_at_precision": [0.5],
+    "precision_at_recall": [0.5],
+    "tpr_at_fpr": [0.01],
+    "specificity_at_sensitivity": [0.9],
+}
+OPERATING_METRICS = (
+    "recall_at_precision_0.5",
+    "precision_at_recall_0.5",
+    "tpr_at_fpr_0.01",
+    "specificity_at_sensitivity_0.9",
+    "equal_error_rate",
+)
+WITH_OPERATING = "our suite with operating points"
 # Metrics that must come out as numbers, so that the timed call really computed "everything".
 EXPECTED_METRICS = (
     "roc_auc",
@@ -98,13 +117,13 @@ def make_data(rows: int, seed: int) -> Data:
     return Data(labels, scores, weights)
 
 
-def suite(data: Data, *, weighted: bool) -> EvaluationResult:
+def suite(data: Data, *, weighted: bool, operating: bool = False) -> EvaluationResult:
     """The timed call: everything the core computes for a binary task, through the public
-    ``evaluate``, as a data job or a worker calls the library."""
+    ``evaluate``, as a data job or a worker calls the library (``operating``: with four
+    operating points)."""
     weights = data.weights if weighted else None
-    return evaluate(
-        "binary", data.labels, data.scores, sample_weight=weights, options=SUITE_OPTIONS
-    )
+    options = OPERATING_OPTIONS if operating else SUITE_OPTIONS
+    return evaluate("binary", data.labels, data.scores, sample_weight=weights, options=options)
 
 
 def tasks(data: Data) -> dict[str, Callable[[], object]]:
@@ -115,6 +134,7 @@ def tasks(data: Data) -> dict[str, Callable[[], object]]:
         "np.argsort": lambda: np.argsort(scores),
         "our suite": lambda: suite(data, weighted=False),
         "our weighted suite": lambda: suite(data, weighted=True),
+        WITH_OPERATING: lambda: suite(data, weighted=False, operating=True),
     }
 
 
@@ -125,7 +145,8 @@ def check_suite(result: object, *, weighted: bool) -> EvaluationResult:
         raise TypeError(f"evaluate returned {type(result).__name__}")
     missing = [name for name in EXPECTED_METRICS if result.metrics.get(name) is None]
     missing += [f"{name} interval" for name in EXPECTED_INTERVALS if name not in result.intervals]
-    if missing or not {"roc", "pr"} <= set(result.curves) <= {"roc", "pr", "calibration"}:
+    curves = set(result.curves)
+    if missing or not {"roc", "pr", "det"} <= curves <= {"roc", "pr", "det", "calibration"}:
         kind = "weighted" if weighted else "unweighted"
         raise AssertionError(f"the {kind} suite skipped {missing} or curves {set(result.curves)}")
     return result
@@ -149,7 +170,10 @@ def summary(name: str, result: object, data: Data) -> dict[str, float]:
             "last": float(data.scores[order[-1]]),
         }
     metrics = check_suite(result, weighted=name == "our weighted suite").metrics
-    return {metric: float(metrics[metric] or math.nan) for metric in EXPECTED_METRICS}
+    expected: tuple[str, ...] = EXPECTED_METRICS
+    if name == WITH_OPERATING:
+        expected = (*EXPECTED_METRICS, *OPERATING_METRICS)
+    return {metric: float(metrics[metric] or math.nan) for metric in expected}
 
 
 def same_summary(
