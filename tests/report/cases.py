@@ -10,6 +10,16 @@ from evalserve import evaluate
 from evalserve.core import EvaluationResult
 
 TASKS = ("binary", "multiclass", "multilabel", "regression", "detection")
+# The pages the browser opens: each task's, and task binary's without operating-point options.
+PAGES = (*TASKS, "binary-plain")
+# Task binary's operating points, as a team running the model at one threshold asks for them.
+OPERATING: dict[str, Any] = {
+    "recall_at_precision": [0.8, 0.95],
+    "precision_at_recall": [0.5],
+    "tpr_at_fpr": [0.01, 0.1],
+    "specificity_at_sensitivity": [0.9],
+    "flagged_share": [0.05, 0.2],
+}
 
 
 def binary_rows(n: int, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
@@ -21,11 +31,14 @@ def binary_rows(n: int, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
 
 
 def case(task: str) -> tuple[EvaluationResult, dict[str, Any]]:
-    """The result of ``task`` on generated rows, and the options it was evaluated with."""
+    """The result of ``task`` on generated rows, and the options it was evaluated with
+    (``binary-plain``: task binary without the operating points' options)."""
     rng = np.random.default_rng(7)
-    if task == "binary":
+    if task in ("binary", "binary-plain"):
         labels, scores = binary_rows(5000)
         options: dict[str, Any] = {"threshold": 0.4, "bootstrap_replicates": 0}
+        if task == "binary":
+            options.update(OPERATING)
         baseline = {"roc_auc": 0.86, "n_positive": 1500, "n_negative": 3500}
         return evaluate(
             "binary", labels, scores, options=options, baseline=baseline,

@@ -1,5 +1,6 @@
 """Task binary's charts: ROC (with the Wilson band of the true positive rate, the threshold's
-and Youden's points), precision-recall (the prevalence line, the F1 optimum), the classes'
+and Youden's points), precision-recall (the prevalence line, the F1 optimum), both with the
+operating points; precision, recall and share flagged by threshold; the DET curve; the classes'
 score distributions (KS), the reliability diagram and the confusion matrix at the threshold."""
 
 from __future__ import annotations
@@ -10,8 +11,9 @@ from typing import Any
 import altair as alt
 import numpy as np
 
-from evalserve.core import EvaluationResult, Interval
+from evalserve.core import EvaluationResult, Interval, Options
 from evalserve.core.intervals import wilson_band
+from evalserve.report._operating_charts import det_chart, operating_marks, threshold_view
 from evalserve.report._parts import (
     COLOURS,
     GREY,
@@ -29,12 +31,19 @@ from evalserve.report._parts import (
 __all__ = ["binary_charts"]
 
 
-def binary_charts(result: EvaluationResult, at: str) -> list[Chart]:
+def binary_charts(result: EvaluationResult, options: Options) -> list[Chart]:
     charts = []
     metrics = result.metrics
+    at = f"threshold {options.threshold:g}"
     if "roc" in result.curves:
-        charts.append(_roc(result, at))
-        charts.append(_pr(result, at))
+        charts.append(_roc(result, at, options))
+        charts.append(_pr(result, at, options))
+        view = threshold_view(result, options)
+        if view is not None:
+            charts.append(view)
+        det = det_chart(result)
+        if det is not None:
+            charts.append(det)
         charts.append(_distributions(result))
     if "calibration" in result.curves:
         charts.append(_calibration(result.curves["calibration"]))
@@ -45,7 +54,7 @@ def binary_charts(result: EvaluationResult, at: str) -> list[Chart]:
     return charts
 
 
-def _roc(result: EvaluationResult, at: str) -> Chart:
+def _roc(result: EvaluationResult, at: str, options: Options) -> Chart:
     roc = result.curves["roc"]
     fpr, tpr, thresholds = roc["fpr"], roc["tpr"], roc["thresholds"]
     n_positive = float(result.metrics.get("n_positive") or 0.0)
@@ -67,6 +76,9 @@ def _roc(result: EvaluationResult, at: str) -> Chart:
     marks = _roc_marks(result, at)
     if marks:
         layers.append(point_marks(marks, "fpr", "tpr"))
+    operating = operating_marks(result, options, "roc")
+    if operating is not None:
+        layers.append(operating)
     auc = result.metrics.get("roc_auc")
     interval = result.intervals.get("roc_auc")
     title = "ROC curve"
@@ -77,13 +89,15 @@ def _roc(result: EvaluationResult, at: str) -> Chart:
             title += f" ({_interval_text(interval)})"
     description += (
         f"; the shaded band is the {_level(result):.0%} pointwise Wilson interval of the true "
-        "positive rate; the dashed diagonal is a random ranking; points mark the threshold and "
-        "the optimal thresholds."
+        "positive rate; the dashed diagonal is a random ranking; filled points mark the "
+        "threshold and the optimal thresholds"
+        + (", hollow symbols the operating points." if operating is not None else ".")
     )
-    return Chart("roc", title, description, layered(layers, title, description, rows))
+    spec = layered(layers, title, description, rows, own_shapes=True)
+    return Chart("roc", title, description, spec)
 
 
-def _pr(result: EvaluationResult, at: str) -> Chart:
+def _pr(result: EvaluationResult, at: str, options: Options) -> Chart:
     pr = result.curves["pr"]
     rows = table_rows(recall=pr["recall"], precision=pr["precision"], threshold=pr["thresholds"])
     base = alt.Chart()
@@ -106,15 +120,20 @@ def _pr(result: EvaluationResult, at: str) -> Chart:
     marks = _pr_marks(result, at)
     if marks:
         layers.append(point_marks(marks, "recall", "precision"))
+    operating = operating_marks(result, options, "pr")
+    if operating is not None:
+        layers.append(operating)
     ap = result.metrics.get("average_precision")
     title = "Precision-recall curve"
     if isinstance(ap, float):
         title += f", average precision {ap:.4f}"
     description = (
         "Precision against recall; the dashed line is the prevalence (a random ranking's "
-        "precision); points mark the threshold and the F1-optimal threshold."
+        "precision); filled points mark the threshold and the F1-optimal threshold"
+        + (", hollow symbols the operating points." if operating is not None else ".")
     )
-    return Chart("pr", title, description, layered(layers, title, description, rows))
+    spec = layered(layers, title, description, rows, own_shapes=True)
+    return Chart("pr", title, description, spec)
 
 
 def _distributions(result: EvaluationResult) -> Chart:

@@ -15,7 +15,7 @@ from typing import Any
 import altair as alt
 import numpy as np
 
-from evalserve.core import EvaluationResult
+from evalserve.core import EvaluationResult, Options, parse_options
 from evalserve.report._binary_charts import binary_charts
 from evalserve.report._parts import (
     COLOURS,
@@ -34,16 +34,19 @@ from evalserve.report._parts import (
 __all__ = ["CHART_MAKERS", "Chart", "charts_of"]
 
 
-def charts_of(result: EvaluationResult, *, threshold: float = 0.5) -> list[Chart]:
-    """The charts of a result, by task; ``threshold``: the options' (binary)."""
-    return CHART_MAKERS[result.task](result, threshold)
+def charts_of(
+    result: EvaluationResult, options: Mapping[str, Any] | Options | None = None
+) -> list[Chart]:
+    """The charts of a result, by task; ``options``: the evaluation's (task binary: the
+    threshold, the operating points' targets)."""
+    return CHART_MAKERS[result.task](result, parse_options(options))
 
 
-def _binary(result: EvaluationResult, threshold: float) -> list[Chart]:
-    return binary_charts(result, f"threshold {threshold:g}")
+def _binary(result: EvaluationResult, options: Options) -> list[Chart]:
+    return binary_charts(result, options)
 
 
-def _multiclass(result: EvaluationResult, threshold: float) -> list[Chart]:
+def _multiclass(result: EvaluationResult, options: Options) -> list[Chart]:
     charts = []
     matrix = result.curves.get("confusion_matrix")
     classes = [entry.class_name for entry in result.per_class]
@@ -84,11 +87,11 @@ def _multiclass(result: EvaluationResult, threshold: float) -> list[Chart]:
     return charts
 
 
-def _multilabel(result: EvaluationResult, threshold: float) -> list[Chart]:
+def _multilabel(result: EvaluationResult, options: Options) -> list[Chart]:
     return _per_class_bars(result, "roc_auc", "ROC AUC per label")
 
 
-def _regression(result: EvaluationResult, threshold: float) -> list[Chart]:
+def _regression(result: EvaluationResult, options: Options) -> list[Chart]:
     charts = []
     sample = result.curves.get("sample")
     if sample is not None:
@@ -202,7 +205,7 @@ def _regression_sample(sample: Mapping[str, np.ndarray]) -> list[Chart]:
     return [scatter, histogram]
 
 
-def _detection(result: EvaluationResult, threshold: float) -> list[Chart]:
+def _detection(result: EvaluationResult, options: Options) -> list[Chart]:
     charts = _per_class_bars(result, "ap", "Average precision per class (COCO, IoU 0.50 to 0.95)")
     pr = result.curves.get("pr_iou50")
     if pr is not None:
@@ -277,7 +280,7 @@ def _per_class_bars(result: EvaluationResult, metric: str, title: str) -> list[C
     return [Chart(f"per_class_{metric}", title, description, finished(chart, title, description))]
 
 
-ChartMaker = Callable[[EvaluationResult, float], list[Chart]]
+ChartMaker = Callable[[EvaluationResult, Options], list[Chart]]
 # The charts of each task, by the name the core's registry gives it (a test checks that every
 # registered task has its charts).
 CHART_MAKERS: Mapping[str, ChartMaker] = MappingProxyType(

@@ -29,6 +29,7 @@ from evalserve.core import (
     task_spec,
 )
 from evalserve.report._charts import Chart, charts_of
+from evalserve.report._operating import operating_points
 from evalserve.report._vendor import scripts
 
 __all__ = ["HEADLINES", "render_report"]
@@ -88,7 +89,7 @@ def render_report(
     the page); ``title``: the page's heading (default: the task); ``source``: what was
     evaluated (files, a model), shown under the heading."""
     parsed = parse_options(options)
-    charts = charts_of(result, threshold=parsed.threshold)
+    charts = charts_of(result, parsed)
     heading = title or f"Evaluation report: {result.task}"
     stamp = (now or dt.datetime.now(dt.UTC)).strftime("%Y-%m-%d %H:%M UTC")
     unit = "images" if task_spec(result.task).inputs.images else "samples"
@@ -102,6 +103,7 @@ def render_report(
         _headline_section(result),
         _tests_section(result),
         _charts_section(charts),
+        _operating_section(result, parsed),
         _metrics_section(result),
         _undefined_section(result),
         _per_class_section(result),
@@ -184,6 +186,35 @@ def _metrics_section(result: EvaluationResult) -> str:
             rows,
         ),
     )
+
+
+def _operating_section(result: EvaluationResult, options: Options) -> str:
+    """The operating points (task binary): per target, the value, its interval when the result
+    has one, the threshold achieving it, or why either is undefined."""
+    points = operating_points(result, options)
+    if not points:
+        return ""
+    rows = []
+    for point in points:
+        interval = "" if point.interval is None else _interval(point.interval)
+        rows.append(
+            "<tr>"
+            f'<th scope="row">{escape(point.label)}</th>'
+            f"<td><code>{escape(point.metric)}</code></td>"
+            f'<td class="num" data-value="{escape(_exact(point.value))}">'
+            f"{escape(_number(point.value))}</td>"
+            f"<td>{escape(interval)}</td>"
+            f'<td class="num" data-value="{escape(_exact(point.threshold))}">'
+            f"{escape(_number(point.threshold))}</td>"
+            f"<td>{escape(point.reason)}</td>"
+            "</tr>"
+        )
+    caption = (
+        "Per target of the options, the best value a threshold achieves and that threshold "
+        "(a score at or above it is flagged), or why there is none"
+    )
+    headers = ("Operating point", "Metric", "Value", "Interval", "Threshold", "Why undefined")
+    return _section("operating", "Operating points", _table(caption, headers, rows))
 
 
 def _undefined_section(result: EvaluationResult) -> str:

@@ -117,9 +117,13 @@ def layered(
     rows: list[dict[str, Any]] | None = None,
     width: int = WIDTH,
     height: int = HEIGHT,
+    own_shapes: bool = False,
 ) -> dict[str, Any]:
-    """The layers as one chart; ``rows``: the data of every layer that has none of its own."""
+    """The layers as one chart; ``rows``: the data of every layer that has none of its own;
+    ``own_shapes``: each layer keeps its shape scale and legend (two kinds of marked points)."""
     chart = alt.layer(*layers) if rows is None else alt.layer(*layers, data=inline(rows))
+    if own_shapes:
+        chart = chart.resolve_scale(shape="independent")
     return finished(chart, title, description, width, height)
 
 
