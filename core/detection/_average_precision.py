@@ -14,6 +14,11 @@ recall is TP_n / G, G the ground truth boxes of the class.
   task's ``ap_11_point``; some write-ups say "R > r", but with ">" the point r = 1 could never
   be met, so the devkit's ">=" is used (Everingham et al. 2010).
 * VOC 2010+ all-point: the area under the envelope, sum over true positives of envelope / G.
+
+In a COCO area range some predictions are ignored (``counted`` false): they neither count nor
+cost, and stay in the ranking as points that repeat the point before them (precision 0 before
+the first counted prediction), as pycocotools keeps them; the envelope and the 101 points are
+then read as above, which is the same as leaving them out.
 """
 
 from __future__ import annotations
@@ -42,18 +47,27 @@ def coco_average_precision(hits: Bools, n_truth: int) -> tuple[Floats, Floats]:
     return average, recall
 
 
-def coco_precisions(hits: Bools, n_truth: int) -> tuple[Floats, Floats, Floats]:
+def coco_precisions(
+    hits: Bools, n_truth: int, counted: Bools | None = None
+) -> tuple[Floats, Floats, Floats]:
     """(AP, recall, precision) at each IoU threshold: ``precision`` (n_thresholds, 101) is the
     interpolated precision at each of the 101 recall points, 0 where the recall is not
-    reached (pycocotools' ``precision[t, :, k, area all, maxDets]``); AP is its mean."""
+    reached (pycocotools' ``precision[t, :, k, area, maxDets]``); AP is its mean. ``counted``
+    (n_thresholds, n_predictions): the predictions not ignored (all when None); ``hits`` are
+    among them."""
     n_thresholds, n_predictions = hits.shape
     precision = np.zeros((n_thresholds, COCO_RECALL_POINTS.size))
     if n_predictions == 0:
         return np.zeros(n_thresholds), np.zeros(n_thresholds), precision
     tps = np.cumsum(hits, axis=1, dtype=np.float64)
-    ranks = np.arange(1, n_predictions + 1, dtype=np.float64)
     recall = tps / n_truth
-    envelope = np.maximum.accumulate((tps / ranks)[:, ::-1], axis=1)[:, ::-1]
+    if counted is None:
+        ranks = np.arange(1, n_predictions + 1, dtype=np.float64)
+        points = tps / ranks
+    else:
+        ranks = np.cumsum(counted, axis=1, dtype=np.float64)
+        points = np.divide(tps, ranks, out=np.zeros_like(tps), where=ranks > 0)
+    envelope = np.maximum.accumulate(points[:, ::-1], axis=1)[:, ::-1]
     average = np.empty(n_thresholds)
     for row in range(n_thresholds):
         first = np.searchsorted(recall[row], COCO_RECALL_POINTS, side="left")

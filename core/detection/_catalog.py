@@ -19,6 +19,15 @@ MEAN_METRICS = {
     "ap_50_voc11": "ap_50_voc11",
     "ap_50_voc_all": "ap_50_voc_all",
     "recall_50": "recall_50",
+    "map_small": "ap_small",
+    "map_medium": "ap_medium",
+    "map_large": "ap_large",
+    "mar_1": "ar_1",
+    "mar_10": "ar_10",
+    "mar_100": "ar_100",
+    "mar_small": "ar_small",
+    "mar_medium": "ar_medium",
+    "mar_large": "ar_large",
 }
 # The per-class metrics that are null for a class without ground truth.
 CLASS_METRICS = tuple(MEAN_METRICS.values())
@@ -42,11 +51,18 @@ CONVENTIONS: dict[str, str] = {
     "max_detections": (
         "the options.max_detections highest-scoring predictions of each image over all classes "
         "are kept (ties: earlier in input order). pycocotools applies its maxDets per image and "
-        "class; the two agree when no image has more predictions than the limit"
+        "class; the two agree when no image has more predictions than the limit. mar_1 and "
+        "mar_10 count the 1 and 10 highest-scoring kept predictions of each image and class "
+        "(pycocotools' maxDets = [1, 10, max_detections], so never more than max_detections); "
+        "mar_100, the area ranges and every AP count all kept predictions: like pycocotools' "
+        "stats[0] and stats[8] with maxDets[2] = max_detections, they follow max_detections "
+        "(100 by default)"
     ),
     "map": (
         "COCO: AP at IoU 0.50:0.05:0.95 with precision interpolated at 101 recall points "
-        "(np.linspace(0, 1, 101), compared in floating point as pycocotools), then averaged"
+        "(np.linspace(0, 1, 101), compared in floating point as pycocotools), then averaged. "
+        "AR (mar_*): the recall of the counted predictions at each of those IoU thresholds, "
+        "averaged over them (Hosang et al. 2016; pycocotools' stats[6:12]), then over the classes"
     ),
     "ap_50_voc11": "VOC 2007 11-point: max precision at recall >= r, r = 0, .1, ..., 1 (exact)",
     "ap_50_voc_all": "VOC 2010+: area under the monotone precision envelope",
@@ -54,14 +70,23 @@ CONVENTIONS: dict[str, str] = {
     "classes": (
         "means are macro over classes with ground truth; a class without ground truth has null "
         "metrics and is left out (COCO's rule); a class with ground truth and no predictions "
-        "counts with AP 0"
+        "counts with AP 0. In an area range only the classes with ground truth in that range "
+        "count (pycocotools' -1 entries)"
     ),
     "crowd_difficult": "not supported: every ground truth box counts (no iscrowd, no difficult)",
-    "area_ranges": "not computed: COCO's small/medium/large AP and AR are not reported",
+    "area_ranges": (
+        "COCO's (pycocotools' areaRng): small [0, 32^2], medium [32^2, 96^2], large [96^2, "
+        "1e10] on the box area (x2 - x1)(y2 - y1), bounds included (an area of exactly 32^2 is "
+        "small and medium). In a range the ground truth outside it is ignored: a prediction "
+        "takes a free box inside the range first, else one outside; a prediction matched to a "
+        "box outside the range, or unmatched and itself outside it, neither counts nor costs. "
+        "COCO's annotations carry the segment's area: compare with pycocotools given w * h"
+    ),
     "undefined": "null with a reason in `undefined`, never 0 or NaN",
 }
 
 _m = entry_builder("detection", CONVENTIONS)
+_AREAS = (("small", "[0, 32^2]"), ("medium", "[32^2, 96^2]"), ("large", "[96^2, 1e10]"))
 
 # The tests that check the entries (pytest node ids are paths from the repository root).
 _DT = "tests/core/test_detection.py::"
@@ -71,6 +96,13 @@ _VOC = _DT + "test_voc_eleven_point_and_all_point_by_hand"
 _COCOEVAL = (
     "pycocotools' COCOeval (iouType bbox, area range all, maxDets = options.max_detections) "
     "on random scenes with overlapping boxes, duplicates and classes without ground truth"
+)
+_SUMMARY = _DT.replace("test_detection.py", "test_detection_coco_summary.py")
+_SUMMARY_TEST = _SUMMARY + "test_coco_summary_matches_pycocotools"
+_COCOEVAL_SUMMARY = (
+    "pycocotools' COCOeval (iouType bbox, maxDets [1, 10, options.max_detections], areaRng "
+    "all/small/medium/large) on random scenes with boxes of every size, areas on the range "
+    "bounds, overlapping boxes and duplicates, and on Hypothesis-generated scenes"
 )
 _COCO_CONVENTIONS = (
     "matching", "iou_threshold", "score_ties", "max_detections", "classes", "undefined",
@@ -140,6 +172,52 @@ CATALOG_ENTRIES: tuple[MetricInfo, ...] = (
         conventions=("recall_50", *_COCO_CONVENTIONS),
         reference=_COCOEVAL + ": eval['recall'] at IoU 0.5, averaged over the classes",
         test=_COCO,
+    ),
+    *(
+        _m(
+            f"map_{area}", True, UNIT,
+            f"COCO AP (IoU 0.50:0.05:0.95, 101 recall points) of the {area} boxes, area in "
+            f"{bounds}, mean over the classes with {area} ground truth (pycocotools' AP{area[0]}, "
+            "maxDets = options.max_detections per image).",
+            conventions=("map", "area_ranges", *_COCO_CONVENTIONS),
+            reference=_COCOEVAL_SUMMARY + f": stats[{3 + index}]", test=_SUMMARY_TEST,
+        )
+        for index, (area, bounds) in enumerate(_AREAS)
+    ),
+    _m(
+        "mar_1", True, UNIT,
+        "COCO average recall with the highest-scoring prediction of each image and class: "
+        "recall averaged over IoU 0.50:0.05:0.95, mean over classes with ground truth "
+        "(pycocotools' AR@1).",
+        conventions=("map", *_COCO_CONVENTIONS),
+        reference=_COCOEVAL_SUMMARY + ": stats[6]", test=_SUMMARY_TEST,
+    ),
+    _m(
+        "mar_10", True, UNIT,
+        "COCO average recall with the 10 highest-scoring predictions of each image and class "
+        "(at most options.max_detections): recall averaged over IoU 0.50:0.05:0.95, mean over "
+        "classes with ground truth (pycocotools' AR@10).",
+        conventions=("map", *_COCO_CONVENTIONS),
+        reference=_COCOEVAL_SUMMARY + ": stats[7]", test=_SUMMARY_TEST,
+    ),
+    _m(
+        "mar_100", True, UNIT,
+        "COCO average recall with all kept predictions (options.max_detections per image, 100 "
+        "by default): recall averaged over IoU 0.50:0.05:0.95, mean over classes with ground "
+        "truth (pycocotools' AR@100, maxDets[2] = options.max_detections).",
+        conventions=("map", *_COCO_CONVENTIONS),
+        reference=_COCOEVAL_SUMMARY + ": stats[8]", test=_SUMMARY_TEST,
+    ),
+    *(
+        _m(
+            f"mar_{area}", True, UNIT,
+            f"COCO average recall of the {area} boxes, area in {bounds}, with all kept "
+            "predictions: recall averaged over IoU 0.50:0.05:0.95, mean over the classes with "
+            f"{area} ground truth (pycocotools' AR{area[0]}).",
+            conventions=("map", "area_ranges", *_COCO_CONVENTIONS),
+            reference=_COCOEVAL_SUMMARY + f": stats[{9 + index}]", test=_SUMMARY_TEST,
+        )
+        for index, (area, bounds) in enumerate(_AREAS)
     ),
 )  # fmt: skip
 

@@ -9,6 +9,12 @@ order (its batches in the order of ``update``, ``a.merge(b)`` with a's images fi
 any grouping, shards give exactly ``evaluate`` on their images in that order; shards whose
 scores tie across them give another (equally exact) answer in another order, as ``evaluate``
 does on the images reordered.
+
+Besides the matches at area "all", the state keeps what COCO's AR at 1 and 10 detections and
+its area ranges need (``_statistics.AreaStats``): arrays ``classes.n_ground_truth_by_area``,
+``detections.rank`` and ``detections.area_flags``. A state written before they existed (the
+same format version, without those arrays) still reads: its metrics that need them are null
+with a reason, and so are those of any merge with it.
 """
 
 from __future__ import annotations
@@ -25,15 +31,26 @@ from evalserve.core._options import Options
 from evalserve.core._result import TaskOutput
 from evalserve.core._state import Arrays, StateKind, array_of, count_of
 from evalserve.core.detection._inputs import MAX_CLASS_ID, class_names, refuse_row_columns, scene
-from evalserve.core.detection._statistics import COCO_IOU_THRESHOLDS, DetectionStats, statistics_of
+from evalserve.core.detection._statistics import (
+    AREA_BITS,
+    AREA_RANGES,
+    COCO_IOU_THRESHOLDS,
+    AreaStats,
+    DetectionStats,
+    statistics_of,
+)
 from evalserve.core.detection._suite import detection_output
 
 __all__ = ["DETECTION_STATE", "DetectionState"]
 
-# Bytes per kept prediction: its score (float64), ten COCO flags and one VOC flag (bool).
-BYTES_PER_DETECTION = 8 + COCO_IOU_THRESHOLDS.size + 1
-# Bytes per class: its id and its ground truth, received and kept counts (int64).
-BYTES_PER_CLASS = 4 * 8
+# Bytes per kept prediction: its score (float64), ten COCO flags and one VOC flag (bool), its
+# rank in its image and class and its area ranges' flags (int64).
+BYTES_PER_DETECTION = 8 + COCO_IOU_THRESHOLDS.size + 1 + 2 * 8
+# Bytes per class: its id, its ground truth, received and kept counts and its ground truth in
+# each area range (int64).
+BYTES_PER_CLASS = (4 + len(AREA_RANGES)) * 8
+# The area ranges' flags use these bits of an int64; any other bit set is damage.
+AREA_FLAG_MASK = (1 << (len(AREA_RANGES) * AREA_BITS)) - 1
 BYTES_FIXED = 3 * 8  # n_images, n_dropped, n_images_cut
 INT64_MAX = 2**63 - 1
 # The result reports counts as float64: beyond 2^53 images the count would not be exact.
@@ -56,11 +73,7 @@ class DetectionState:
 
     @property
     def nbytes(self) -> int:
-        return (
-            BYTES_PER_DETECTION * self.stats.n_detections
-            + BYTES_PER_CLASS * int(self.stats.class_ids.size)
-            + BYTES_FIXED
-        )
+        return sum(array.nbytes for array in self.to_arrays().values())
 
     @property
     def weightless(self) -> bool:
@@ -78,7 +91,7 @@ class DetectionState:
 
     def to_arrays(self) -> Arrays:
         stats = self.stats
-        return {
+        arrays: Arrays = {
             "n_images": np.array(stats.n_images, dtype=np.int64),
             "n_dropped": np.array(stats.n_dropped, dtype=np.int64),
             "n_images_cut": np.array(stats.n_images_cut, dtype=np.int64),
@@ -90,6 +103,11 @@ class DetectionState:
             "detections.coco": stats.coco,
             "detections.voc": stats.voc,
         }
+        if stats.areas is not None:
+            arrays["classes.n_ground_truth_by_area"] = stats.areas.n_truth
+            arrays["detections.rank"] = stats.areas.rank
+            arrays["detections.area_flags"] = stats.areas.flags
+        return arrays
 
     def output(self, options: Options, classes: tuple[str, ...] | None) -> TaskOutput:
         return detection_output(self.stats, class_names(classes), options.max_detections)
@@ -176,11 +194,88 @@ def _from_arrays(
     voc = array_of(arrays, "detections.voc", np.bool_, 1, length=n_detections)
     if coco.shape[1] != n_detections:
         raise _bad(f"array 'detections.coco' has {coco.shape[1]} columns, expected {n_detections}")
+    areas = _areas_of(arrays, n_images, n_truth, n_kept, cut)
     stats = DetectionStats(
-        n_images, n_dropped, n_images_cut, class_ids, n_truth, n_received, n_kept, scores, coco, voc
-    )
+        n_images, n_dropped, n_images_cut, class_ids, n_truth, n_received, n_kept, scores, coco,
+        voc, areas,
+    )  # fmt: skip
     _check_ranking(stats)
     return DetectionState(stats)
+
+
+_AREA_ARRAYS = ("classes.n_ground_truth_by_area", "detections.rank", "detections.area_flags")
+
+
+def _areas_of(
+    arrays: Mapping[str, NDArray[Any]],
+    n_images: int,
+    n_truth: NDArray[np.int64],
+    n_kept: NDArray[np.int64],
+    cut: int,
+) -> AreaStats | None:
+    """The ranks and area ranges' flags, checked against the counts; None in a state written
+    before they were kept (none of their arrays)."""
+    if not any(name in arrays for name in _AREA_ARRAYS):
+        return None
+    n_classes, n_detections = int(n_truth.size), _total(n_kept)
+    name = _AREA_ARRAYS[0]
+    by_area = array_of(arrays, name, np.int64, 2, length=len(AREA_RANGES))
+    if by_area.shape[1] != n_classes:
+        raise _bad(f"array {name!r} has {by_area.shape[1]} columns, expected {n_classes}")
+    if by_area.size and int(by_area.min()) < 0:
+        raise _bad(f"array {name!r} holds a negative count")
+    if (by_area > n_truth[None, :]).any():
+        raise _bad("holds a class with more ground truth in an area range than in all")
+    rank = array_of(arrays, "detections.rank", np.int64, 1, length=n_detections)
+    flags = array_of(arrays, "detections.area_flags", np.int64, 1, length=n_detections)
+    if rank.size and not (int(rank.min()) >= 0 and int(rank.max()) < cut):
+        raise _bad(f"array 'detections.rank' holds a rank outside [0, {cut}) (max_detections)")
+    _check_ranks(rank, n_kept, n_images)
+    if (flags & ~AREA_FLAG_MASK).any():
+        raise _bad("array 'detections.area_flags' holds a bit no area range uses")
+    areas = AreaStats(by_area, rank, flags)
+    _check_area_flags(areas, n_kept)
+    return areas
+
+
+def _check_ranks(rank: NDArray[np.int64], n_kept: NDArray[np.int64], n_images: int) -> None:
+    """Within a class, each rank r > 0 belongs to an (image, class) that also holds rank r - 1:
+    no more predictions of rank r than of rank r - 1, and at most one of rank 0 per image."""
+    if rank.size == 0:
+        return
+    owner = np.repeat(np.arange(n_kept.size), n_kept)
+    pairs, counts = np.unique(np.stack([owner, rank], axis=1), axis=0, return_counts=True)
+    first = np.ones(len(pairs), dtype=np.bool_)
+    first[1:] = pairs[1:, 0] != pairs[:-1, 0]
+    follows = np.zeros(len(pairs), dtype=np.bool_)
+    follows[1:] = (pairs[1:, 1] == pairs[:-1, 1] + 1) & (counts[1:] <= counts[:-1])
+    consecutive = np.where(first, pairs[:, 1] == 0, follows).all()
+    if not consecutive or int(counts[first].max()) > n_images:
+        raise _bad(
+            "array 'detections.rank' does not hold the ranks of predictions within their images "
+            "and classes"
+        )
+
+
+def _check_area_flags(areas: AreaStats, n_kept: NDArray[np.int64]) -> None:
+    """No prediction both a true positive and ignored, and no more true positives in a class
+    and area range than it has ground truth there (at each threshold)."""
+    n_thresholds = COCO_IOU_THRESHOLDS.size
+    offsets = np.concatenate([np.zeros(1, dtype=np.int64), np.cumsum(n_kept)])
+    for area in range(len(AREA_RANGES)):
+        found = (areas.flags >> (area * AREA_BITS)) & ((1 << n_thresholds) - 1)
+        ignored = (areas.flags >> (area * AREA_BITS + n_thresholds)) & ((1 << n_thresholds) - 1)
+        if (found & ignored).any():
+            raise _bad("array 'detections.area_flags' marks a prediction found and ignored")
+        for bit in range(n_thresholds):
+            running = np.zeros(found.size + 1, dtype=np.int64)
+            np.cumsum((found >> bit) & 1, out=running[1:])
+            per_class = running[offsets[1:]] - running[offsets[:-1]]
+            if (per_class > areas.n_truth[area]).any():
+                raise _bad(
+                    "array 'detections.area_flags' holds more true positives in a class and "
+                    "area range than it has ground truth boxes there"
+                )
 
 
 def _check_ranking(stats: DetectionStats) -> None:
@@ -206,15 +301,19 @@ def _check_ranking(stats: DetectionStats) -> None:
 
 
 SIZE_DOC = (
-    "Per kept prediction (at most `options.max_detections` per image): its score and whether "
-    "it is a true positive at each of the ten COCO IoU thresholds and under the VOC rule "
-    f"({BYTES_PER_DETECTION} bytes); per class seen: its id and its ground truth, received and "
-    f"kept counts ({BYTES_PER_CLASS} bytes). Each batch's images are matched when they arrive, "
-    "so no box and no image is kept: the state grows with the kept predictions, not with the "
-    "ground truth, and with the number of classes only by 32 bytes each. 10,000 images with 20 "
-    "predictions each hold 200,000 entries (3.8 MB); at the default cut of 100 per image, at "
-    "most 1,900 bytes an image. Images are added whole; tied scores rank image by image in the "
-    "order the images were added and merged, as `evaluate` ranks them in request order."
+    "Per kept prediction (at most `options.max_detections` per image): its score, whether "
+    "it is a true positive at each of the ten COCO IoU thresholds and under the VOC rule, its "
+    "rank in its image and class (for AR at 1 and 10 detections) and, packed in one integer, "
+    "whether it is a true positive or ignored in each COCO area range at each threshold "
+    f"({BYTES_PER_DETECTION} bytes); per class seen: its id, its ground truth, received and "
+    f"kept counts and its ground truth in each area range ({BYTES_PER_CLASS} bytes). Each "
+    "batch's images are matched when they arrive, so no box and no image is kept: the state "
+    "grows with the kept predictions, not with the ground truth, and with the number of "
+    f"classes only by {BYTES_PER_CLASS} bytes each. 10,000 images with 20 predictions each hold "
+    f"200,000 entries ({200_000 * BYTES_PER_DETECTION / 1e6:.1f} MB); at the default cut of 100 "
+    f"per image, at most {100 * BYTES_PER_DETECTION:,} bytes an image. Images are added whole; "
+    "tied scores rank image by image in the order the images were added and merged, as "
+    "`evaluate` ranks them in request order."
 )
 
 DETECTION_STATE = StateKind(of_batch=_of_batch, from_arrays=_from_arrays, size_doc=SIZE_DOC)

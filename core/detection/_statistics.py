@@ -10,6 +10,12 @@ image (as pycocotools' stable sort over its images). The statistic of a later se
 therefore merges in by a stable merge with the earlier one's entries first on tied scores:
 ``first.merge(second)`` is exactly the statistic of ``first``'s images followed by ``second``'s.
 The merge is associative; it is commutative only when no score of a class ties across the two.
+
+For COCO's average recall at 1 and 10 detections and its area ranges the statistic also keeps,
+per kept prediction, its rank among the kept predictions of its image and class, and what it is
+in each area range at each IoU threshold (a true positive, ignored, or else a false positive),
+with the ground truth boxes of each class in each range (``AreaStats``). Statistics read from a
+state written before these existed have none (``areas`` is None), nor has a merge with one.
 """
 
 from __future__ import annotations
@@ -20,9 +26,21 @@ import numpy as np
 from numpy.typing import NDArray
 
 from evalserve.core.detection._inputs import Boxes, Scene
-from evalserve.core.detection._matching import match_boxes
+from evalserve.core.detection._iou import box_area
+from evalserve.core.detection._matching import assign_boxes
 
-__all__ = ["AT_50", "AT_75", "COCO_IOU_THRESHOLDS", "DetectionStats", "statistics_of"]
+__all__ = [
+    "AREA_BITS",
+    "AREA_NAMES",
+    "AREA_RANGES",
+    "AT_50",
+    "AT_75",
+    "COCO_IOU_THRESHOLDS",
+    "AreaStats",
+    "DetectionStats",
+    "area_bits",
+    "statistics_of",
+]
 
 Floats = NDArray[np.float64]
 Bools = NDArray[np.bool_]
@@ -32,6 +50,45 @@ Ints = NDArray[np.int64]
 COCO_IOU_THRESHOLDS = np.linspace(0.5, 0.95, 10)
 AT_50, AT_75 = 0, 5
 VOC_IOU_THRESHOLD = 0.5
+# pycocotools Params.areaRng (small, medium, large): a box belongs to a range when
+# low <= area <= high, so an area of exactly 32^2 or 96^2 is in two ranges.
+AREA_NAMES = ("small", "medium", "large")
+AREA_RANGES = ((0.0, 32.0**2), (32.0**2, 96.0**2), (96.0**2, 1e5**2))
+# Bits of ``AreaStats.flags`` per area range: a true positive at each COCO IoU threshold, then
+# ignored at each; range r's bits start at r * AREA_BITS.
+AREA_BITS = 2 * COCO_IOU_THRESHOLDS.size
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class AreaStats:
+    """What COCO's AR at 1 and 10 detections and its area ranges need besides
+    ``DetectionStats``, aligned with its kept predictions (same order).
+
+    ``n_truth`` (3, k): ground truth boxes of each class in each area range. ``rank`` (n,): the
+    place of each kept prediction among the kept predictions of its image and class, by score
+    (0 = highest; ties in input order). ``flags`` (n,): for area range r and IoU threshold t,
+    bit ``r * AREA_BITS + t`` says the prediction is a true positive there (matched to a box
+    inside the range) and bit ``r * AREA_BITS + 10 + t`` that it is ignored (matched to a box
+    outside the range, or unmatched and itself outside it); neither: a false positive."""
+
+    n_truth: Ints  # (len(AREA_RANGES), k)
+    rank: Ints  # (n,)
+    flags: Ints  # (n,)
+
+
+def area_bits(flags: Ints, area: int) -> tuple[Bools, Bools]:
+    """(true positive, ignored), each (len(COCO_IOU_THRESHOLDS), n), in area range ``area``."""
+    n_thresholds = COCO_IOU_THRESHOLDS.size
+    bits = np.empty((2 * n_thresholds, flags.size), dtype=np.bool_)
+    for bit in range(2 * n_thresholds):
+        np.not_equal((flags >> (area * AREA_BITS + bit)) & 1, 0, out=bits[bit])
+    return bits[:n_thresholds], bits[n_thresholds:]
+
+
+def _in_ranges(boxes: Floats) -> Bools:
+    """(len(AREA_RANGES), n): whether each box's area lies in each range (bounds included)."""
+    area = box_area(boxes)
+    return np.stack([(low <= area) & (area <= high) for low, high in AREA_RANGES])
 
 
 @dataclass(frozen=True, slots=True, eq=False)
@@ -54,6 +111,7 @@ class DetectionStats:
     scores: Floats  # (n,)
     coco: Bools  # (len(COCO_IOU_THRESHOLDS), n)
     voc: Bools  # (n,)
+    areas: AreaStats | None  # None: read from a state that did not keep them
 
     @property
     def n_detections(self) -> int:
@@ -78,6 +136,16 @@ class DetectionStats:
         scores = np.concatenate([self.scores, later.scores])
         # Stable: on a tied score within a class this one's entries stay ahead of later's.
         order = np.lexsort((-scores, owner))
+        areas = None
+        if self.areas is not None and later.areas is not None:
+            n_truth = np.zeros((len(AREA_RANGES), class_ids.size), dtype=np.int64)
+            n_truth[:, first] += self.areas.n_truth
+            n_truth[:, second] += later.areas.n_truth
+            areas = AreaStats(
+                n_truth=n_truth,
+                rank=np.concatenate([self.areas.rank, later.areas.rank])[order],
+                flags=np.concatenate([self.areas.flags, later.areas.flags])[order],
+            )
         return DetectionStats(
             n_images=self.n_images + later.n_images,
             n_dropped=self.n_dropped + later.n_dropped,
@@ -89,6 +157,7 @@ class DetectionStats:
             scores=scores[order],
             coco=np.concatenate([self.coco, later.coco], axis=1)[:, order],
             voc=np.concatenate([self.voc, later.voc])[order],
+            areas=areas,
         )
 
 
@@ -96,7 +165,7 @@ def statistics_of(checked: Scene, max_detections: int) -> DetectionStats:
     """Cut, match and rank the predictions of checked images."""
     ground_truth, received = checked.ground_truth, checked.predictions
     kept, n_dropped, n_images_cut = _keep_top(received, max_detections)
-    coco, voc = _match(ground_truth, kept)
+    coco, voc, rank, flags = _match(ground_truth, kept)
     class_ids = np.union1d(ground_truth.classes, received.classes).astype(np.int64)
     scores = kept.scores
     assert scores is not None
@@ -114,6 +183,16 @@ def statistics_of(checked: Scene, max_detections: int) -> DetectionStats:
         scores=scores[order],
         coco=coco[:, order],
         voc=voc[order],
+        areas=AreaStats(
+            n_truth=np.stack(
+                [
+                    _counts(class_ids, ground_truth.classes[inside])
+                    for inside in _in_ranges(ground_truth.boxes)
+                ]
+            ).reshape(len(AREA_RANGES), class_ids.size),
+            rank=rank[order],
+            flags=flags[order],
+        ),
     )
 
 
@@ -144,14 +223,20 @@ def _keep_top(predictions: Boxes, max_detections: int) -> tuple[Boxes, int, int]
     return kept, dropped, n_images
 
 
-def _match(ground_truth: Boxes, predictions: Boxes) -> tuple[Bools, Bools]:
+def _match(ground_truth: Boxes, predictions: Boxes) -> tuple[Bools, Bools, Ints, Ints]:
     """Match each image's predictions of each class to its ground truth of that class: true
-    positives of each prediction, COCO (n_thresholds, n) and VOC (n,)."""
+    positives of each prediction, COCO (n_thresholds, n) and VOC (n,); its rank in its image
+    and class; its ``AreaStats.flags``."""
     scores = predictions.scores
     assert scores is not None
-    coco = np.zeros((COCO_IOU_THRESHOLDS.size, predictions.size), dtype=np.bool_)
+    # The ground truth box each prediction takes at each threshold (area "all"), -1 for none.
+    index_type = np.int32 if ground_truth.size < 2**31 else np.int64
+    assigned = np.full((COCO_IOU_THRESHOLDS.size, predictions.size), -1, dtype=index_type)
     voc = np.zeros(predictions.size, dtype=np.bool_)
-    truth_groups = _groups(ground_truth.image, ground_truth.classes)
+    truth_inside = _in_ranges(ground_truth.boxes)
+    # Groups whose ground truth lies partly inside an area range match again for that range.
+    redone: list[list[tuple[Ints, NDArray[np.integer]]]] = [[] for _ in AREA_RANGES]
+    truth_groups = _groups(ground_truth.image, ground_truth.classes, truth_inside)
     # Within an (image, class) group: by score, highest first, ties in input order.
     order = np.lexsort((-scores, predictions.classes, predictions.image))
     keys = np.stack([predictions.image[order], predictions.classes[order]], axis=1)
@@ -160,23 +245,72 @@ def _match(ground_truth: Boxes, predictions: Boxes) -> tuple[Bools, Bools]:
         if group.size == 0:
             continue
         key = (int(predictions.image[group[0]]), int(predictions.classes[group[0]]))
-        truth = truth_groups.get(key)
-        if truth is None:
+        found = truth_groups.get(key)
+        if found is None:
             continue  # no ground truth of this class in this image: all false positives
-        coco[:, group], voc[group] = match_boxes(
+        truth, mixed = found
+        rows, again, voc[group] = assign_boxes(
             predictions.boxes[group], ground_truth.boxes[truth], COCO_IOU_THRESHOLDS,
-            VOC_IOU_THRESHOLD,
+            VOC_IOU_THRESHOLD, truth_inside[mixed][:, truth] if mixed else None,
         )  # fmt: skip
-    return coco, voc
+        assigned[:, group] = np.where(rows >= 0, truth[rows], -1)
+        for at, in_range in again.items():
+            redone[mixed[at]].append((group, np.where(in_range >= 0, truth[in_range], -1)))
+    rank = np.empty(predictions.size, dtype=np.int64)
+    starts = np.concatenate([np.zeros(1, dtype=np.int64), bounds])
+    sizes = np.diff(np.concatenate([starts, [predictions.size]]))
+    rank[order] = np.arange(predictions.size) - np.repeat(starts, sizes)
+    flags = _area_flags(assigned, redone, truth_inside, _in_ranges(predictions.boxes))
+    return assigned >= 0, voc, rank, flags
 
 
-def _groups(image: Ints, classes: Ints) -> dict[tuple[int, int], Ints]:
-    """Row indices of each (image, class), in input order."""
+def _area_flags(
+    assigned: NDArray[np.integer],
+    redone: list[list[tuple[Ints, NDArray[np.integer]]]],
+    truth_inside: Bools,
+    inside: Bools,
+) -> Ints:
+    """``AreaStats.flags`` of each prediction from the ground truth it takes at each threshold
+    (``assigned``, area "all"), that of the groups matched again for a range (``redone``) and
+    whether each ground truth box and each prediction lies inside each range."""
+    flags = np.zeros(assigned.shape[1], dtype=np.int64)
+    n_thresholds = assigned.shape[0]
+    for area, groups in enumerate(redone):
+        if groups:
+            in_range = assigned.copy()
+            for group, taken in groups:
+                in_range[:, group] = taken
+        else:
+            in_range = assigned
+        matched = in_range >= 0
+        hit = matched.copy()  # a match implies some ground truth, so the index below exists
+        if hit.any():
+            hit &= truth_inside[area][np.where(matched, in_range, 0)]
+        ignored = (matched & ~hit) | (~matched & ~inside[area][None, :])
+        for bit in range(n_thresholds):
+            flags |= hit[bit].astype(np.int64) << (area * AREA_BITS + bit)
+            flags |= ignored[bit].astype(np.int64) << (area * AREA_BITS + n_thresholds + bit)
+    return flags
+
+
+def _groups(
+    image: Ints, classes: Ints, inside: Bools
+) -> dict[tuple[int, int], tuple[Ints, list[int]]]:
+    """Row indices of each (image, class), in input order, and the area ranges its boxes lie
+    partly inside (``inside``: each box in each range): those that match again."""
     order = np.lexsort((classes, image))
     keys = np.stack([image[order], classes[order]], axis=1)
     bounds = np.flatnonzero(np.any(np.diff(keys, axis=0) != 0, axis=1)) + 1
+    if order.size == 0:
+        return {}
+    starts = np.concatenate([np.zeros(1, dtype=np.intp), bounds])
+    counts = np.add.reduceat(inside[:, order].astype(np.int64), starts, axis=1)
+    sizes = np.diff(np.concatenate([starts, [order.size]]))
+    partly = (counts > 0) & (counts < sizes[None, :])
+    # Each group's ranges as a code (bit r: range r), then as one of a few shared lists.
+    codes = (partly.astype(np.int64) << np.arange(len(inside))[:, None]).sum(axis=0)
+    lists = [[r for r in range(len(inside)) if code >> r & 1] for code in range(1 << len(inside))]
     return {
-        (int(image[rows[0]]), int(classes[rows[0]])): rows
-        for rows in np.split(order, bounds)
-        if rows.size
+        (int(image[rows[0]]), int(classes[rows[0]])): (rows, lists[code])
+        for rows, code in zip(np.split(order, bounds), codes.tolist(), strict=True)
     }

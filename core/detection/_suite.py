@@ -1,6 +1,6 @@
 """Every detection metric of one request in two halves that the ``Accumulator`` shares:
 ``_inputs.scene`` (checked, flattened input) → ``_statistics.statistics_of`` (cut, matched and
-ranked per class) → ``detection_output`` (the per-class APs and the macro means)."""
+ranked per class) → ``detection_output`` (the per-class APs and ARs and the macro means)."""
 
 from __future__ import annotations
 
@@ -21,10 +21,12 @@ from evalserve.core.detection._average_precision import (
 from evalserve.core.detection._catalog import CLASS_METRICS, CONVENTIONS, MEAN_METRICS
 from evalserve.core.detection._inputs import class_names, scene
 from evalserve.core.detection._statistics import (
+    AREA_NAMES,
     AT_50,
     AT_75,
     COCO_IOU_THRESHOLDS,
     DetectionStats,
+    area_bits,
     statistics_of,
 )
 
@@ -35,7 +37,27 @@ Floats = NDArray[np.float64]
 
 NO_TRUTH = "no ground truth of this class (COCO leaves such classes out of the means)"
 NO_TRUTH_ANYWHERE = "no ground truth boxes in any image"
+NOT_KEPT = (
+    "not in this state: it was written by an evalserve that kept no ranks or areas of the "
+    "predictions (read or merged from an older state)"
+)
 MAX_NAMED_IN_WARNING = 10
+# The per-class metrics of COCO's summary that need ``DetectionStats.areas``.
+TOP_K = {"ar_1": 1, "ar_10": 10}
+AREA_METRICS = tuple(
+    (index, f"ap_{area}", f"ar_{area}") for index, area in enumerate(AREA_NAMES)
+)  # fmt: skip
+
+
+def _no_truth_in(area: str) -> str:
+    return f"no ground truth of this class in the {area} area range (area {_BOUNDS[area]})"
+
+
+def _no_truth_anywhere_in(area: str) -> str:
+    return f"no ground truth boxes in the {area} area range (area {_BOUNDS[area]}) in any image"
+
+
+_BOUNDS = dict(zip(AREA_NAMES, ("<= 32^2", "in [32^2, 96^2]", "in [96^2, 1e10]"), strict=True))
 
 
 def compute_detection(
@@ -83,7 +105,7 @@ def detection_output(
             rows.append(row)
         else:  # named, but neither in the ground truth nor in the predictions
             rows.append(_class_row(name, None, 0, 0))
-    _means(rows, sink)
+    _means(rows, sink, stats)
     _warn_no_truth(rows, sink)
     output = TaskOutput(sink=sink, per_class=rows, conventions=dict(CONVENTIONS))
     if curves:
@@ -108,7 +130,7 @@ def _per_class(
     ranked = slice(int(offsets[position]), int(offsets[position + 1]))
     coco_ap, coco_recall, precision = coco_precisions(stats.coco[:, ranked], n_truth)
     eleven_point, all_point = voc_average_precision(stats.voc[ranked], n_truth)
-    metrics = {
+    metrics: dict[str, float | None] = {
         "ap": float(coco_ap.mean()),
         "ap_50": float(coco_ap[AT_50]),
         "ap_75": float(coco_ap[AT_75]),
@@ -116,22 +138,64 @@ def _per_class(
         "ap_50_voc_all": all_point,
         "recall_50": float(coco_recall[AT_50]),
     }
-    return _class_row(name, metrics, n_truth, n_received), precision[AT_50]
+    undefined = _coco_summary(stats, position, ranked, metrics)
+    metrics["ar_100"] = float(coco_recall.mean())
+    return _class_row(name, metrics, n_truth, n_received, undefined), precision[AT_50]
+
+
+def _coco_summary(
+    stats: DetectionStats, position: int, ranked: slice, metrics: dict[str, float | None]
+) -> dict[str, str]:
+    """Add the class's AR at 1 and 10 detections and its AP and AR in each area range to
+    ``metrics`` (None where undefined), and return the reasons of those undefined."""
+    undefined: dict[str, str] = {}
+    areas = stats.areas
+    if areas is None:
+        for _, ap_name, ar_name in AREA_METRICS:
+            metrics[ap_name] = metrics[ar_name] = None
+            undefined[ap_name] = undefined[ar_name] = NOT_KEPT
+        for name in TOP_K:
+            metrics[name] = None
+            undefined[name] = NOT_KEPT
+        return undefined
+    n_truth = int(stats.n_truth[position])
+    hits, rank = stats.coco[:, ranked], areas.rank[ranked]
+    for name, k in TOP_K.items():
+        # pycocotools' maxDets k: the k highest-scoring kept predictions of each image and class.
+        found = np.count_nonzero(hits & (rank < k)[None, :], axis=1)
+        metrics[name] = float((found / n_truth).mean())
+    flags = areas.flags[ranked]
+    for index, ap_name, ar_name in AREA_METRICS:
+        in_range = int(areas.n_truth[index, position])
+        if in_range == 0:
+            metrics[ap_name] = metrics[ar_name] = None
+            undefined[ap_name] = undefined[ar_name] = _no_truth_in(AREA_NAMES[index])
+            continue
+        found_in_range, ignored = area_bits(flags, index)
+        average, recall, _ = coco_precisions(found_in_range, in_range, ~ignored)
+        metrics[ap_name] = float(average.mean())
+        metrics[ar_name] = float(recall.mean())
+    return undefined
 
 
 def _class_row(
-    name: str, metrics: dict[str, float] | None, n_truth: int, n_received: int
+    name: str,
+    metrics: dict[str, float | None] | None,
+    n_truth: int,
+    n_received: int,
+    undefined: dict[str, str] | None = None,
 ) -> ClassRow:
     values: dict[str, float | None] = {}
-    undefined: dict[str, str] = {}
+    reasons: dict[str, str] = {}
     if metrics is None:
         for metric in CLASS_METRICS:
             values[metric] = None
-            undefined[metric] = NO_TRUTH
+            reasons[metric] = NO_TRUTH
     else:
-        values.update(metrics)
+        values.update({metric: metrics[metric] for metric in CLASS_METRICS})
+        reasons.update(undefined or {})
     values.update(n_ground_truth=n_truth, n_predictions=n_received)  # counts: ints in the JSON
-    return ClassRow(name, values, undefined)
+    return ClassRow(name, values, reasons)
 
 
 def _count(row: ClassRow, name: str) -> int:
@@ -139,16 +203,20 @@ def _count(row: ClassRow, name: str) -> int:
     return int(row.metrics[name] or 0)
 
 
-def _means(rows: list[ClassRow], sink: MetricSink) -> None:
-    """Macro means over the classes that have ground truth."""
-    defined = [row for row in rows if _count(row, "n_ground_truth") > 0]
+def _means(rows: list[ClassRow], sink: MetricSink, stats: DetectionStats) -> None:
+    """Macro means over the classes where the per-class metric is defined: those with ground
+    truth (in the area range, for the area ranges' metrics)."""
+    truth = any(_count(row, "n_ground_truth") > 0 for row in rows)
     for name, per_class in MEAN_METRICS.items():
-        if not defined:
+        values = [value for row in rows if (value := row.metrics[per_class]) is not None]
+        if values:
+            sink.set(name, sum(values) / len(values))
+        elif not truth:
             sink.undefine(name, NO_TRUTH_ANYWHERE)
-        else:
-            # A class with ground truth has every metric: none of them is None.
-            total = sum(row.metrics[per_class] or 0.0 for row in defined)
-            sink.set(name, total / len(defined))
+        elif stats.areas is None:
+            sink.undefine(name, NOT_KEPT)
+        else:  # ground truth, but none in this area range
+            sink.undefine(name, _no_truth_anywhere_in(per_class.split("_")[1]))
 
 
 def _warn_no_truth(rows: list[ClassRow], sink: MetricSink) -> None:

@@ -41,9 +41,22 @@ Image = dict[str, Any]
 
 ABS = 1e-9
 MEANS = ("map", "map_50", "map_75", "ap_50_voc11", "ap_50_voc_all", "recall_50")
+# COCO's summary besides map, map_50 and map_75 (tests/core/test_detection_coco_summary.py).
+SUMMARY = (
+    "map_small",
+    "map_medium",
+    "map_large",
+    "mar_1",
+    "mar_10",
+    "mar_100",
+    "mar_small",
+    "mar_medium",
+    "mar_large",
+)
 ROW_KEYS = {
     "class", "ap", "ap_50", "ap_75", "ap_50_voc11", "ap_50_voc_all", "recall_50",
-    "n_ground_truth", "n_predictions", "undefined", "intervals",
+    "ap_small", "ap_medium", "ap_large", "ar_1", "ar_10", "ar_100", "ar_small", "ar_medium",
+    "ar_large", "n_ground_truth", "n_predictions", "undefined", "intervals",
 }  # fmt: skip
 
 
@@ -395,14 +408,23 @@ def test_no_ground_truth_anywhere_leaves_the_means_undefined() -> None:
 
 def test_result_shape_catalog_and_conventions() -> None:
     output = _five_boxes_tp_fp_tp_fp_tp().evaluate()
-    assert set(output.sink.metrics) == {*MEANS, "n_images", "n_ground_truth", "n_predictions"}
-    assert all(type(value) is float for value in output.sink.metrics.values())
+    counts = {"n_images", "n_ground_truth", "n_predictions"}
+    assert set(output.sink.metrics) == {*MEANS, *SUMMARY, *counts}
+    # Strips of height 1 are small boxes: the medium and large ranges have no ground truth.
+    undefined = {"map_medium", "map_large", "mar_medium", "mar_large"}
+    assert set(output.sink.undefined) == undefined
+    assert all(
+        type(output.sink.metrics[name]) is float for name in output.sink.metrics.keys() - undefined
+    )
     (row,) = [entry.to_dict() for entry in output.per_class]
     assert set(row) == ROW_KEYS
-    assert (row["undefined"], row["intervals"]) == ({}, {})
+    assert set(row["undefined"]) == {"ap_medium", "ap_large", "ar_medium", "ar_large"}
+    assert row["intervals"] == {}
     assert all(
         type(row[key]) is float
-        for key in ROW_KEYS - {"class", "n_ground_truth", "n_predictions", "undefined", "intervals"}
+        for key in ROW_KEYS
+        - {"class", "n_ground_truth", "n_predictions", "undefined", "intervals"}
+        - set(row["undefined"])
     )
     assert output.conventions == CONVENTIONS
     catalogued = {entry.name for entry in CATALOG_ENTRIES}

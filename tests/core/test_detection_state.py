@@ -31,7 +31,12 @@ from evalserve.core import (
     parse_options,
 )
 from evalserve.core._state_format import StateDocument, decode, encode
-from evalserve.core.detection._state import BYTES_PER_DETECTION, DETECTION_STATE, DetectionState
+from evalserve.core.detection._state import (
+    BYTES_PER_CLASS,
+    BYTES_PER_DETECTION,
+    DETECTION_STATE,
+    DetectionState,
+)
 
 Image = dict[str, Any]
 NAMES = ("person", "bicycle", "café", "traffic light", "dog")
@@ -197,7 +202,7 @@ def test_one_batch_per_image_equals_evaluate(problem: Problem) -> None:
         accumulator.update([target], [prediction])
     result = accumulator.result()
     assert result.to_dict() == problem.evaluate()
-    # The size of the state: 19 bytes per kept prediction and 32 per class, as documented.
+    # The size of the state: 35 bytes per kept prediction and 56 per class, as documented.
     state = accumulator._state()
     assert isinstance(state, DetectionState)
     arrays = state.to_arrays()
@@ -335,7 +340,7 @@ def test_an_empty_accumulator_has_no_result() -> None:
 def test_the_state_cap_refuses_a_batch_and_keeps_the_state() -> None:
     accumulator = Accumulator("detection", max_state_bytes=200)
     accumulator.update([GOOD[0]], [GOOD[1]])
-    assert accumulator.nbytes == BYTES_PER_DETECTION + 32 + 24
+    assert accumulator.nbytes == BYTES_PER_DETECTION + BYTES_PER_CLASS + 24
     before = accumulator.to_bytes()
     many = _image([], [([0, 0, 1, 1], 0, k / 10) for k in range(10)])
     with pytest.raises(StateTooLargeError):
@@ -421,7 +426,12 @@ REFUSALS = [
     pytest.param(_edit("classes.n_kept", 0, 9), "more kept", id="kept-over-received"),
     pytest.param(_edit("classes.n_ground_truth", 0, -2), "negative", id="negative-truth"),
     pytest.param(
-        _set("classes.n_ground_truth", [0, 0]), "more true positives", id="hits-without-truth"
+        _also(
+            _set("classes.n_ground_truth", [0, 0]),
+            _set("classes.n_ground_truth_by_area", np.zeros((3, 2))),
+        ),
+        "more true positives",
+        id="hits-without-truth",
     ),
     pytest.param(
         _also(
@@ -482,7 +492,7 @@ def test_the_valid_arrays_read_back_to_the_same_result() -> None:
     arrays, problem = _valid()
     document = StateDocument("detection", _options(), tuple(problem.classes or ()), arrays)
     assert Accumulator.from_bytes(encode(document)).result().to_dict() == problem.evaluate()
-    assert BYTES_PER_DETECTION == 19
+    assert (BYTES_PER_DETECTION, BYTES_PER_CLASS) == (35, 56)
 
 
 @settings(max_examples=150, deadline=None)
