@@ -6,8 +6,10 @@ end-to-end test read them. Prefix ``evalserve_``, base units, ``_total`` on coun
 Per model (labels ``model``, ``version``, ``segment``; the last two "" when absent), from the
 last evaluation of a request that named the model:
 
-- ``evalserve_model_metric{metric}``: every defined scalar of the result that the catalog names;
-  ``evalserve_model_metric_ci_lower{metric}`` / ``_ci_upper{metric}``: interval bounds;
+- ``evalserve_model_metric{metric}``: every defined scalar of the result that the catalog names
+  (an operating point's target is part of its name: ``recall_at_precision_0.95``, bounded by
+  the options' 8 targets each); ``evalserve_model_metric_ci_lower{metric}`` /
+  ``_ci_upper{metric}``: interval bounds;
 - ``evalserve_model_class_metric{class,metric}``: the numbers of each per-class row;
 - ``evalserve_model_drift_z``, ``_drift_p_value``, ``_drift_significant`` (1/0) and
   ``_drift_insufficient_data`` (1/0), label ``metric``: only when the request had a baseline;

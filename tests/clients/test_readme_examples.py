@@ -279,6 +279,16 @@ def check_python_accumulator(out: str) -> None:
     assert out.split() == ["9000", "True"]
 
 
+def check_operating_points(out: str) -> None:
+    # Its output block is exact; here: each value lies inside its interval.
+    for line in out.splitlines()[:3]:
+        value, low, high = (
+            float(x)
+            for x in line.split(": ")[1].replace(",", "").strip("]").replace("[", "").split()
+        )
+        assert low <= value <= high, line
+
+
 def check_monitor_evaluate(out: str) -> None:
     # Quiet hours stay quiet; the drop at hour 5 alarms at once (its output block is exact).
     verdicts = [line.split()[-1] for line in out.splitlines()]
@@ -304,6 +314,7 @@ CHECKS: dict[str, Callable[[str], None]] = {
     "python-api": check_python_api,
     "python-accumulator": check_python_accumulator,
     "monitor-evaluate": check_monitor_evaluate,
+    "operating-points": check_operating_points,
     "offline-file": check_offline_file,
     "offline-options": check_offline_options,
     "offline-table": check_offline_table,

@@ -135,7 +135,7 @@ def _multilabel() -> Iterator[tuple[str, core.EvaluationResult]]:
 
 def _regression() -> Iterator[tuple[str, core.EvaluationResult]]:
     y, y_hat = [1.0, 2.0, 3.0, 4.0], [1.5, 2.0, 2.0, 5.0]
-    every = {"n_params": 1, "full_model_variance": 0.5}
+    every = {"n_params": 1, "full_model_variance": 0.5, "quantiles": [0.1, 0.5, 0.9]}
     yield "every-option", core.evaluate("regression", y, y_pred=y_hat, options=every)
     yield "no-options", core.evaluate("regression", y, y_pred=y_hat, sample_weight=[2, 1, 0, 1])
     yield "constant-labels", core.evaluate("regression", [2.0] * 3, y_pred=[1.0, 2.0, 3.0])

@@ -303,6 +303,56 @@ def test_streams_export_the_gauges_on_both_doors(served: Stack) -> None:
     assert grpc_response.metrics["roc_auc"] == pytest.approx(rest["metrics"]["roc_auc"])
 
 
+OPERATING = {
+    "recall_at_precision": [0.6, 1.0],
+    "tpr_at_fpr": [0.1],
+    "flagged_share": [0.25],
+    "bootstrap_replicates": 100,
+}
+
+
+EXPORTED_OPERATING = (
+    "recall_at_precision_0.6",
+    "recall_at_precision_0.6_threshold",
+    "tpr_at_fpr_0.1",
+    "tpr_at_fpr_0.1_threshold",
+    "equal_error_rate",
+    "flagged_share_0.25_threshold",
+    "precision_at_flagged_share_0.25",
+)
+
+
+def test_operating_points_are_gauges_named_by_their_target_on_both_doors(served: Stack) -> None:
+    """The target is part of the `metric` label (recall_at_precision_0.6, its _threshold):
+    bounded, as each option takes at most 8 targets; an unreachable target is not exported."""
+    rows = separable(400, seed=3)
+    rows["scores"][0] = 100.0  # a negative above every positive: precision 1 is out of reach
+    rest = evaluated(served, {"task": "binary", **rows, "options": OPERATING,
+                              "model": {"name": "fraud-op"}})  # fmt: skip
+    request = pb.EvaluateRequest(
+        task=pb.TASK_BINARY,
+        labels=rows["labels"],
+        scores=rows["scores"],
+        options=pb.Options(
+            recall_at_precision=[0.6, 1.0], tpr_at_fpr=[0.1], flagged_share=[0.25],
+            bootstrap_replicates=100,
+        ),
+        model=pb.Model(name="fraud-op-grpc"),
+    )  # fmt: skip
+    served.stub.Evaluate(request)
+    scraped = scrape(served)
+    assert rest["metrics"]["recall_at_precision_1"] is None
+    for name in ("fraud-op", "fraud-op-grpc"):
+        labels = model_labels(name)
+        assert_gauges_mirror(scraped, rest, **labels)
+        gauges = values(scraped, "evalserve_model_metric", **labels)
+        for metric in EXPORTED_OPERATING:
+            assert gauges[metric] == pytest.approx(rest["metrics"][metric], rel=1e-12), metric
+        assert "recall_at_precision_1" not in gauges
+        lower = values(scraped, "evalserve_model_metric_ci_lower", **labels)
+        assert lower["recall_at_precision_0.6"] <= gauges["recall_at_precision_0.6"]
+
+
 def test_a_multiclass_model_exports_per_class_gauges(served: Stack) -> None:
     rng = np.random.default_rng(2)
     n, classes = 300, ["cat", "dog", "cow"]
