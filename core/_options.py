@@ -291,8 +291,7 @@ class Options:
     )
     quantiles: tuple[float, ...] = _option(
         (),
-        "The quantile levels of the regression pinball loss (pinball_loss_{q}), each in "
-        "(0, 1).",
+        "The quantile levels of the regression pinball loss (pinball_loss_{q}), each in (0, 1).",
         tasks=("regression",),
         low=0.0,
         low_open=True,
