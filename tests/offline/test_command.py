@@ -54,6 +54,28 @@ def test_columns_and_options_as_flags(tmp_path: Path) -> None:
     assert json.loads(done.stdout) == json.loads(json.dumps(want))
 
 
+def test_operating_points_as_flags(tmp_path: Path) -> None:
+    path, labels, scores = _rows(tmp_path)
+    flags = ("--recall-at-precision", "0.6", "0.95", "--tpr-at-fpr", "0.01",
+             "--specificity-at-sensitivity", "0.9", "--flagged-share", "0.05")  # fmt: skip
+    done = _evaluate(path, *flags)
+    assert done.returncode == 0, done.stderr
+    options = {
+        "recall_at_precision": [0.6, 0.95], "tpr_at_fpr": [0.01],
+        "specificity_at_sensitivity": [0.9], "flagged_share": [0.05],
+    }  # fmt: skip
+    want = evaluate("binary", labels, scores, options=options).to_dict()
+    got = json.loads(done.stdout)
+    assert got == json.loads(json.dumps(want))
+    assert "recall_at_precision_0.95_threshold" in got["metrics"]
+    assert "flagged_share_0.05_threshold" in got["metrics"]
+    # At most 8 targets an option: a clear error naming it.
+    done = _evaluate(path, "--tpr-at-fpr", *(f"0.0{i}" for i in range(1, 10)))
+    assert done.returncode == 2
+    assert "options.tpr_at_fpr" in done.stderr and "at most 8 values" in done.stderr
+    assert "Traceback" not in done.stderr
+
+
 def test_the_table_format(tmp_path: Path) -> None:
     path, labels, scores = _rows(tmp_path)
     done = _evaluate(path, "--format", "table")
