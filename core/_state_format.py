@@ -35,9 +35,12 @@ __all__ = ["FORMAT_VERSION", "MAGIC", "StateDocument", "decode", "encode"]
 
 MAGIC = b"EVALSERVE-STATE\n"
 # Version 2 added the regression sample (arrays sample.*); version 1 reads as before, its
-# regression states without a sample.
-FORMAT_VERSION = 2
-READABLE_VERSIONS = (1, 2)
+# regression states without a sample. Version 3 added the regression state's distinct (label,
+# prediction) pairs and cross moment and the detection state's per-image ranks and areas; a
+# version 1 or 2 state reads with the metrics they feed null and a reason, and an evalserve that
+# reads version 2 at most refuses a version 3 state by its version, not by a missing array.
+FORMAT_VERSION = 3
+READABLE_VERSIONS = (1, 2, 3)
 _PREFIX = struct.Struct("<16sII")
 _CHECKSUM = struct.Struct("<I")
 _DTYPES = {"<f8": np.dtype("<f8"), "<i8": np.dtype("<i8"), "|b1": np.dtype("|b1")}
