@@ -277,19 +277,21 @@ def _area_flags(
     n_thresholds = assigned.shape[0]
     for area, groups in enumerate(redone):
         if groups:
-            in_range = assigned.copy()
-            for group, taken in groups:
-                in_range[:, group] = taken
-        else:
-            in_range = assigned
-        matched = in_range >= 0
-        hit = matched.copy()  # a match implies some ground truth, so the index below exists
-        if hit.any():
-            hit &= truth_inside[area][np.where(matched, in_range, 0)]
-        ignored = (matched & ~hit) | (~matched & ~inside[area][None, :])
+            columns = np.concatenate([group for group, _ in groups])
+            values = np.concatenate([taken for _, taken in groups], axis=1)
+        # One threshold at a time: the temporaries are one row long.
         for bit in range(n_thresholds):
-            flags |= hit[bit].astype(np.int64) << (area * AREA_BITS + bit)
-            flags |= ignored[bit].astype(np.int64) << (area * AREA_BITS + n_thresholds + bit)
+            row = assigned[bit]
+            if groups:
+                row = row.copy()
+                row[columns] = values[bit]
+            matched = row >= 0
+            hit = matched.copy()  # a match implies some ground truth: the index below exists
+            if hit.any():
+                hit &= truth_inside[area][np.where(matched, row, 0)]
+            ignored = (matched & ~hit) | (~matched & ~inside[area])
+            flags |= hit.astype(np.int64) << (area * AREA_BITS + bit)
+            flags |= ignored.astype(np.int64) << (area * AREA_BITS + n_thresholds + bit)
     return flags
 
 
