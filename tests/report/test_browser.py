@@ -13,7 +13,7 @@ import pytest
 
 from evalserve.report import render_report
 from tests.report.browser import Browser, Page
-from tests.report.cases import TASKS, case
+from tests.report.cases import PAGES, TASKS, case
 
 pytestmark = pytest.mark.slow
 
@@ -35,7 +35,7 @@ def browser() -> Iterator[Browser]:
         yield opened
 
 
-@pytest.fixture(scope="module", params=TASKS)
+@pytest.fixture(scope="module", params=PAGES)
 def page(
     request: pytest.FixtureRequest, browser: Browser, tmp_path_factory: pytest.TempPathFactory
 ) -> Iterator[tuple[str, Page, Path]]:
@@ -92,6 +92,63 @@ def test_hovering_the_roc_curve_shows_the_threshold(page: tuple[str, Page, Path]
     assert "True positive rate" in text
 
 
+def _hover(opened: Page, element: str) -> str:
+    """Move the mouse over ``element`` (a JavaScript expression); the tooltip's text."""
+    # Away first: the tooltip of an earlier hover gone.
+    opened.call("Input.dispatchMouseEvent", type="mouseMoved", x=1, y=1)
+    opened.until(
+        "(() => { const t = document.getElementById('vg-tooltip-element');"
+        " return !t || !t.classList.contains('visible'); })()"
+    )
+    point = opened.evaluate(
+        f"""(() => {{
+          const element = {element};
+          element.scrollIntoView({{block: 'center'}});
+          const box = element.getBoundingClientRect();
+          return [box.x + box.width / 2, box.y + box.height / 2];
+        }})()"""
+    )
+    opened.call("Input.dispatchMouseEvent", type="mouseMoved", x=point[0], y=point[1])
+    text: str = opened.until(
+        "(() => { const t = document.getElementById('vg-tooltip-element');"
+        " return t && t.classList.contains('visible') && t.textContent; })()"
+    )
+    return text
+
+
+def test_hovering_an_operating_point_shows_its_option_and_threshold(
+    page: tuple[str, Page, Path],
+) -> None:
+    task, opened, _ = page
+    if task != "binary":
+        pytest.skip("the operating points' options: task binary's case")
+    # The ROC chart's last layer of symbols is the operating points', in the options' order:
+    # the specificity at sensitivity 0.9 comes before two alert budgets and the EER.
+    text = _hover(
+        opened,
+        "(() => { const layers = document.querySelectorAll("
+        "'#chart-roc .mark-symbol.role-mark');"
+        " const paths = layers[layers.length - 1].querySelectorAll('path');"
+        " return paths[paths.length - 4]; })()",
+    )
+    for word in ("Option", "Target", "Value", "Threshold"):
+        assert word in text
+    assert "specificity_at_sensitivity" in text
+
+
+def test_the_det_axes_are_labelled_in_percent(page: tuple[str, Page, Path]) -> None:
+    task, opened, _ = page
+    if not task.startswith("binary"):
+        pytest.skip("the DET curve: task binary")
+    labels = opened.evaluate(
+        "Array.from(document.querySelectorAll('#chart-det .role-axis-label text'))"
+        ".map(t => t.textContent)"
+    )
+    assert len(labels) >= 6
+    assert all(label.endswith("%") for label in labels), labels
+    assert "10%" in labels
+
+
 def test_accessibility_basics(page: tuple[str, Page, Path]) -> None:
     _, opened, _ = page
     assert opened.axe() == []
@@ -100,6 +157,8 @@ def test_accessibility_basics(page: tuple[str, Page, Path]) -> None:
 def test_screenshot(page: tuple[str, Page, Path], tmp_path: Path) -> None:
     """The whole page, and its first part (to the end of the charts) as the docs show it."""
     task, opened, _ = page
+    if task not in TASKS:
+        pytest.skip("the screenshots: one page per task")
     whole = opened.screenshot(tmp_path / f"report-{task}-whole.png")
     keep = os.environ.get("REPORT_SCREENSHOTS")
     folder = Path(keep) if keep else tmp_path

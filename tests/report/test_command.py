@@ -70,3 +70,21 @@ def test_bad_input_exits_2_with_one_line(tmp_path: Path) -> None:
     missing = _run(str(path), "--baseline", str(tmp_path / "none.json"))
     assert missing.returncode == 2
     assert "none.json" in missing.stderr and "Traceback" not in missing.stderr
+
+
+def test_the_operating_point_flags_fill_the_table(tmp_path: Path) -> None:
+    path, labels, scores = _file(tmp_path)
+    done = _run(
+        str(path), "--label-column", "y", "--score-column", "p", "--recall-at-precision", "0.8",
+        "--tpr-at-fpr", "0.05", "0.1", "--flagged-share", "0.1", "-o", "-",
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    options = {"recall_at_precision": [0.8], "tpr_at_fpr": [0.05, 0.1], "flagged_share": [0.1]}
+    expected = evaluate("binary", labels, scores, options=options)
+    table = done.stdout[done.stdout.index('aria-labelledby="h-operating"') :]
+    for name in ("recall_at_precision_0.8", "tpr_at_fpr_0.05", "flagged_share_0.1_actual"):
+        assert (
+            f'<code>{name}</code></td><td class="num" data-value="{expected.metrics[name]!r}"'
+            in table
+        )
+    assert "budget of 0.1" in table
