@@ -12,8 +12,8 @@ does on the images reordered.
 
 Besides the matches at area "all", the state keeps what COCO's AR at 1 and 10 detections and
 its area ranges need (``_statistics.AreaStats``): arrays ``classes.n_ground_truth_by_area``,
-``detections.rank`` and ``detections.area_flags``. A state written before they existed (the
-same format version, without those arrays) still reads: its metrics that need them are null
+``detections.rank`` and ``detections.area_flags``. A state written before they existed (format
+versions 1 and 2: none of those arrays) still reads: its metrics that need them are null
 with a reason, and so are those of any merge with it.
 """
 
