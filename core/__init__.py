@@ -24,10 +24,13 @@ from evalserve.core._result_parts import (
 )
 from evalserve.core._task_spec import MemoryCost, TaskInputs, TaskSpec
 from evalserve.core._tasks import REGISTRY, TASKS, task_spec
+from evalserve.core.binary._operating import KINDS as OPERATING_KINDS
+from evalserve.core.binary._operating import operating_names, target_label
 from evalserve.core.binary._stats import BinaryStats
 
 __all__ = [
     "CATALOG",
+    "OPERATING_KINDS",
     "OPTIONS",
     "REGISTRY",
     "TASKS",
@@ -57,6 +60,8 @@ __all__ = [
     "check_monitor",
     "evaluate",
     "evaluate_binary_stats",
+    "operating_names",
     "parse_options",
+    "target_label",
     "task_spec",
 ]

@@ -29,7 +29,7 @@ from evalserve_client import (
 from evalserve_client._proto.evalserve.v1 import evaluation_pb2
 
 from evalserve import core
-from evalserve.core.binary._suite import head_metric_names
+from evalserve.core import target_label
 from tests.clients.test_typescript import BIN, PACKAGE, _node_modules
 
 INTERVAL = {"lower": 0.3, "upper": 0.7, "level": 0.95, "method": "wilson", "std_error": 0.1}
@@ -209,7 +209,7 @@ def _random_doubles(count: int) -> list[float]:
 
 def _core_label(target: float) -> str:
     """The core's rule for a number in a metric name (precision_at_{k}, the operating points)."""
-    return head_metric_names(target)[0].removeprefix("precision_at_")
+    return target_label(target)
 
 
 def _wire_target(target: float) -> float | str:

@@ -14,8 +14,7 @@ import pytest
 from scipy.stats import norm
 
 from evalserve import evaluate
-from evalserve.core import EvaluationResult, Interval
-from evalserve.core.binary._operating import operating_names
+from evalserve.core import EvaluationResult, Interval, operating_names
 from evalserve.report import render_report
 from evalserve.report._charts import Chart, charts_of
 from evalserve.report._operating_charts import SHAPES

@@ -16,8 +16,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from evalserve.core import EvaluationResult, Interval, Options
-from evalserve.core.binary._operating import KINDS, operating_names, target_label
+from evalserve.core import OPERATING_KINDS as KINDS
+from evalserve.core import EvaluationResult, Interval, Options, operating_names, target_label
 
 __all__ = ["EER", "OperatingPoint", "curve_position", "operating_points", "precision_of"]
 

@@ -10,8 +10,7 @@ from typing import Any
 import altair as alt
 import numpy as np
 
-from evalserve.core import EvaluationResult, Options
-from evalserve.core.binary._operating import operating_names, target_label
+from evalserve.core import EvaluationResult, Options, operating_names, target_label
 from evalserve.report._operating import (
     EER,
     OperatingPoint,
