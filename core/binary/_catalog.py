@@ -24,6 +24,13 @@ CONVENTIONS = {
     "average_precision": "step-wise, as scikit-learn",
     "head_k": "k counts sample weight (rows when unweighted); ties at the cut pro rata",
     "break_even_point": "R-precision: precision at k = number of positives",
+    "ndcg": (
+        "ndcg_at_{k}: gain 1 per positive, rank r discounted by 1 / log2(r + 1) (Järvelin & "
+        "Kekäläinen 2002); tied rows share their ranks' discounts at the group's mean gain, as "
+        "scikit-learn's ndcg_score(ignore_ties=False); a row of weight w spans w ranks, a "
+        "fraction of a rank counting its share of the rank's discount; without positives null "
+        "(scikit-learn: 0)"
+    ),
     "undefined": "null with a reason in `undefined`, never 0 or NaN",
     "intervals": "roc_auc: DeLong (logit scale unless auc_interval is wald); accuracy, "
     "precision, recall, specificity: Wilson; average_precision, f1, ks_statistic, "
@@ -302,6 +309,18 @@ CATALOG_ENTRIES: tuple[MetricInfo, ...] = (
         reference="the expected value over every order of the tied rows, enumerated in exact "
         "fractions",
         test=_SK + "test_head_metrics_are_the_expected_value_over_tie_orders",
+    ),
+    _m(
+        "ndcg_at_{k}", True, UNIT,
+        "Normalized discounted cumulative gain of the top k: DCG@k = sum over the ranks r <= k "
+        "of gain / log2(r + 1) (gain 1 for a positive), over the ideal DCG@k (every positive "
+        "first); k = each options.head_k in sample weight, capped at the total weight; tied "
+        "rows share their ranks at the group's mean gain.",
+        conventions=("ndcg", "head_k", "weights", "undefined"),
+        reference="sklearn.metrics.ndcg_score([labels], [scores], k=k, ignore_ties=False) "
+        "(McSherry & Najork 2008); integer weights against repeated rows; the expected DCG over "
+        "every order of the tied rows, enumerated",
+        test="tests/core/test_binary_ndcg.py::test_ndcg_matches_sklearn_with_heavy_ties",
     ),
     # Operating points (options recall_at_precision, precision_at_recall, tpr_at_fpr,
     # specificity_at_sensitivity, flagged_share; k = each target).

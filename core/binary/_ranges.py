@@ -47,6 +47,7 @@ from evalserve.core.binary._calibration import (
 from evalserve.core.binary._catalog import CONVENTIONS
 from evalserve.core.binary._classes import ClassScores
 from evalserve.core.binary._intervals import auc_interval_of
+from evalserve.core.binary._ndcg import head_dcg, write_ndcg
 from evalserve.core.binary._operating import (
     Classes,
     Hits,
@@ -268,6 +269,7 @@ class RangePass:
     f1_max: float = -math.inf
     last_hit_fps: float | None = None  # FP at the range's lowest positive
     head: tuple[float | None, ...] = ()  # per cut: the positives at it, when it falls here
+    dcg: tuple[float, ...] = ()  # per head_k: the DCG of the range's hits above the cut
     points: tuple[Floats, Floats, Floats] = field(
         default_factory=lambda: (np.empty(0), np.empty(0), np.empty(0))
     )
@@ -322,11 +324,13 @@ def range_pass(
     p, n = context.positives, context.negatives
     g = _Global.of(s, context)
     head = tuple(_head_here(g, k) for k in context.head)
+    dcg = head_dcg(g, s.pos, context.head[:-1])
     operating = _operating_here(s, context, options)
     if not s.size or p == 0 or n == 0:  # no hits here, or no ranking at all: heads only
         one_class = p == 0 or n == 0
         return RangePass(
             head=head,
+            dcg=dcg,
             points=_NO_POINTS if one_class else _points(s, g, context),
             operating=operating,
         )
@@ -354,6 +358,7 @@ def range_pass(
         f1_max=float(f1.max()),
         last_hit_fps=float(g.fps[-1]),
         head=head,
+        dcg=dcg,
         points=points,
         operating=operating,
     )
@@ -592,6 +597,7 @@ def combine_ranges(
         curves = _ranking(sink, totals, passes, finishes, bests, options, lowest)
     _flagged(sink, passes, options, positives, negatives)
     _head(sink, contexts, passes, positives, negatives, options)
+    write_ndcg(sink, options.head_k, [done.dcg for done in passes], positives, negatives)
     if positives + negatives > 0:
         sums = _calibration(sink, totals, positives + negatives, lowest)
         add_calibration_curve(curves, sums, options.max_curve_points)

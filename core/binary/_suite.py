@@ -15,6 +15,7 @@ from evalserve.core.binary._bootstrap import bootstrap_intervals
 from evalserve.core.binary._calibration import add_calibration_curve, calibration_metrics
 from evalserve.core.binary._delong import placements
 from evalserve.core.binary._intervals import auc_interval, wilson_intervals
+from evalserve.core.binary._ndcg import ndcg_metrics
 from evalserve.core.binary._operating import (
     Classes,
     Hits,
@@ -102,6 +103,7 @@ def compute(
         write_flagged(sink, options, classes, total=total, positives=positives)
         _ranking_intervals(sink, sweep, options, (tp, fp), n_rows)
     _head_metrics(sink, sweep, options)
+    ndcg_metrics(sink, sweep, options)
     if positives + negatives > 0:
         sums = calibration_metrics(sink, sweep, bins=options.calibration_bins)
         add_calibration_curve(curves, sums, options.max_curve_points)

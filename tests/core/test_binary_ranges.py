@@ -20,6 +20,7 @@ from evalserve.core.binary._ranges import ranges_result
 OPTION_CASES: list[dict[str, Any]] = [
     {},
     {"max_fpr": 0.3, "head_k": [1, 5, 1000], "threshold": 0.4},
+    {"head_k": [0.5, 2.5, 7, 40, 10**6]},  # ndcg_at_{k} too: cuts within and past a range
     {"max_curve_points": 6},
     {"max_curve_points": 2, "auc_interval": "wald"},
     {"max_curve_points": 0, "calibration_bins": 3},
@@ -138,3 +139,20 @@ def test_a_single_class_is_undefined_not_zero() -> None:
     assert ranged.metrics["roc_auc"] is None
     assert "only one class" in ranged.undefined["roc_auc"]
     _same(ranged, evaluate("binary", labels, scores))
+
+
+def test_ndcg_sums_each_range_given_the_mass_above_it() -> None:
+    """A range's DCG counts its hits at their places in the whole ranking: cuts in the top
+    range, across several ranges and past the total, weighted and tied."""
+    rng = np.random.default_rng(11)
+    n = 3_000
+    labels = rng.random(n) < 0.25
+    scores = np.round(rng.random(n), 2)
+    weights = rng.uniform(0.0, 3.0, n).round(1)
+    options = {"head_k": [3, 99.5, 1500, 4000.25, 10**5]}
+    whole = evaluate("binary", labels, scores, sample_weight=weights, options=options)
+    ranged = _split(labels, scores, weights, [0.2, 0.5, 0.9, 0.95], options)
+    names = [f"ndcg_at_{k}" for k in ("3", "99.5", "1500", "4000.25", "100000")]
+    for name in names:
+        assert ranged.metrics[name] == pytest.approx(whole.metrics[name], rel=1e-12), name
+    _same(ranged, whole)
