@@ -108,8 +108,8 @@ class Options:
     )
     head_k: tuple[float, ...] = _option(
         (),
-        "The k of precision_at_{k} and recall_at_{k}, in units of sample weight (rows when "
-        "unweighted).",
+        "The k of precision_at_{k}, recall_at_{k} and ndcg_at_{k}, in units of sample weight "
+        "(rows when unweighted).",
         tasks=("binary",),
         low=0.0,
         low_open=True,

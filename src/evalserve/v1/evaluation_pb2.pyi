@@ -115,7 +115,7 @@ class Options(_message.Message):
 
     @_builtins.property
     def head_k(self) -> _containers.RepeatedScalarFieldContainer[_builtins.float]:
-        """k of precision_at_{k} and recall_at_{k}, in units of sample weight."""
+        """k of precision_at_{k}, recall_at_{k} and ndcg_at_{k}, in units of sample weight."""
 
     @_builtins.property
     def recall_at_precision(self) -> _containers.RepeatedScalarFieldContainer[_builtins.float]:

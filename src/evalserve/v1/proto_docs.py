@@ -6,7 +6,7 @@ DOCS: dict[str, str] = {
     'Options.threshold': 'A score >= threshold is predicted positive.',
     'Options.beta': 'F-beta weight of recall, > 0.',
     'Options.top_k': 'k of multiclass top-k accuracy.',
-    'Options.head_k': 'k of precision_at_{k} and recall_at_{k}, in units of sample weight.',
+    'Options.head_k': 'k of precision_at_{k}, recall_at_{k} and ndcg_at_{k}, in units of sample weight.',
     'Options.max_fpr': 'FPR bound of the McClish-standardized partial AUC, in (0, 1].',
     'Options.max_curve_points': 'Curves are thinned to at most this many points; 0 omits them.',
     'Options.confidence_level': 'Level of every interval, in (0, 1).',

@@ -43,7 +43,7 @@ export type Options = Message<"evalserve.v1.Options"> & {
   topK: bigint[];
 
   /**
-   * k of precision_at_{k} and recall_at_{k}, in units of sample weight.
+   * k of precision_at_{k}, recall_at_{k} and ndcg_at_{k}, in units of sample weight.
    *
    * @generated from field: repeated double head_k = 4;
    */

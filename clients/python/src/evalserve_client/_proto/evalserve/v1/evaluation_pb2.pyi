@@ -115,7 +115,7 @@ class Options(google.protobuf.message.Message):
 
     @property
     def head_k(self) -> google.protobuf.internal.containers.RepeatedScalarFieldContainer[builtins.float]:
-        """k of precision_at_{k} and recall_at_{k}, in units of sample weight."""
+        """k of precision_at_{k}, recall_at_{k} and ndcg_at_{k}, in units of sample weight."""
 
     @property
     def recall_at_precision(self) -> google.protobuf.internal.containers.RepeatedScalarFieldContainer[builtins.float]:
