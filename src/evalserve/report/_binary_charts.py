@@ -66,7 +66,9 @@ def _roc(result: EvaluationResult, at: str, options: Options) -> Chart:
     band = base.mark_area(opacity=0.25, color=COLOURS[0]).encode(
         x=x, y=alt.Y("tpr_lower:Q"), y2="tpr_upper:Q"
     )
-    line = base.mark_line(color=COLOURS[0], interpolate="step-after").encode(
+    # Straight lines between the points: between two distinct scores the curve is flat,
+    # vertical, or (through tied scores) diagonal, as the AUC counts it.
+    line = base.mark_line(color=COLOURS[0], interpolate="linear").encode(
         x=x, y=y, tooltip=tooltips("threshold", "fpr", "tpr")
     )
     hover = base.mark_point(opacity=0, size=60).encode(
@@ -147,7 +149,9 @@ def _distributions(result: EvaluationResult) -> Chart:
     lines = (
         alt.Chart()
         .transform_fold(["positive", "negative"], as_=["cls", "share"])
-        .mark_line(interpolate="step-after")
+        # The share at a score is that of the lowest distinct score at or above it: the
+        # points run in ascending score order, so each step is taken before the point.
+        .mark_line(interpolate="step-before")
         .encode(
             x=alt.X("threshold:Q", title="Score"),
             y=alt.Y(
