@@ -103,8 +103,8 @@ def target_label(k: float) -> str:
 
 
 def operating_names(kind: str, k: float) -> tuple[str, ...]:
-    """The metrics of one target: the value first, then its threshold (and, for a flagged
-    share, the share flagged, the precision and the recall there)."""
+    """The metrics of one target: the value, then its threshold; for an alert budget the
+    threshold, the share it flags, and the precision and the recall there."""
     label = target_label(k)
     if kind == "flagged_share":
         return (
@@ -117,6 +117,7 @@ def operating_names(kind: str, k: float) -> tuple[str, ...]:
 
 
 def targets(options: Options, kind: str) -> tuple[float, ...]:
+    """The targets ``options`` asks for of option ``kind`` (one of ``KINDS``)."""
     values: tuple[float, ...] = getattr(options, kind)
     return values
 
@@ -233,35 +234,36 @@ class Classes:
     def lowest_where(self, holds: Callable[[float, float], bool]) -> Point | None:
         """The point of the lowest distinct score where ``holds(TP, FP)``; ``holds`` must be
         true down from the top and false below some score (it is searched for)."""
-        best: Point | None = None
-        for side in (self.positives, self.negatives):
-            low, high = 0, side.size
-            while low < high:
-                middle = (low + high) // 2
-                if holds(*self.counts(float(side.scores[middle]))):
-                    high = middle
-                else:
-                    low = middle + 1
-            if low < side.size and (best is None or side.scores[low] < best.threshold):
-                threshold = float(side.scores[low])
-                best = Point(*self.counts(threshold), threshold)
-        return best
+        found = [
+            float(side.scores[first])
+            for side in (self.positives, self.negatives)
+            if (first := self._first_holding(side, holds)) < side.size
+        ]
+        return self._point(min(found)) if found else None
 
     def highest_not(self, holds: Callable[[float, float], bool]) -> Point | None:
         """The point of the highest distinct score where ``holds(TP, FP)`` is false."""
-        best: Point | None = None
-        for side in (self.positives, self.negatives):
-            low, high = 0, side.size
-            while low < high:
-                middle = (low + high) // 2
-                if holds(*self.counts(float(side.scores[middle]))):
-                    high = middle
-                else:
-                    low = middle + 1
-            if low > 0 and (best is None or side.scores[low - 1] > best.threshold):
-                threshold = float(side.scores[low - 1])
-                best = Point(*self.counts(threshold), threshold)
-        return best
+        found = [
+            float(side.scores[first - 1])
+            for side in (self.positives, self.negatives)
+            if (first := self._first_holding(side, holds)) > 0
+        ]
+        return self._point(max(found)) if found else None
+
+    def _first_holding(self, side: ClassScores, holds: Callable[[float, float], bool]) -> int:
+        """The lowest position of ``side`` whose score holds (``side.size`` when none does):
+        a binary search, ``holds`` being true from some position up."""
+        low, high = 0, side.size
+        while low < high:
+            middle = (low + high) // 2
+            if holds(*self.counts(float(side.scores[middle]))):
+                high = middle
+            else:
+                low = middle + 1
+        return low
+
+    def _point(self, threshold: float) -> Point:
+        return Point(*self.counts(threshold), threshold)
 
 
 def flagged_point(classes: Classes, budget: float) -> Point | None:
