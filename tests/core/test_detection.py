@@ -517,9 +517,10 @@ def test_fifteen_image_example_map_is_the_mean_of_the_class_aps() -> None:
 # pycocotools as the oracle
 
 
-def _coco_eval(scene: Scene) -> COCOeval:
-    """pycocotools' bbox evaluation of a scene: images 1..n in order, category id = class + 1,
-    annotation ids in input order (pycocotools needs ids > 0)."""
+def _coco_eval(scene: Scene, max_detections: int = 100) -> COCOeval:
+    """pycocotools' bbox evaluation of a scene with maxDets [1, 10, max_detections] (its
+    default at 100): images 1..n in order, category id = class + 1, annotation ids in input
+    order (pycocotools needs ids > 0), the ground truth's area w * h."""
     n_classes = 1 + max(
         [int(c) for image in scene.targets + scene.predictions for c in image["classes"]],
         default=0,
@@ -556,6 +557,7 @@ def _coco_eval(scene: Scene) -> COCOeval:
         truth.dataset = dataset  # type: ignore[assignment]
         truth.createIndex()
         evaluation = COCOeval(truth, truth.loadRes(detections), "bbox")
+        evaluation.params.maxDets = [1, 10, max_detections]
         evaluation.evaluate()
         evaluation.accumulate()
         evaluation.summarize()

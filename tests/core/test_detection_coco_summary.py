@@ -11,8 +11,6 @@ written before the ranks and areas were kept still reads, with those metrics nul
 
 from __future__ import annotations
 
-import contextlib
-import io
 import itertools
 import random
 from typing import Any
@@ -21,14 +19,13 @@ import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from pycocotools.coco import COCO
 from pycocotools.cocoeval import COCOeval
 
 from evalserve.core import Accumulator, InvalidInputError, evaluate, parse_options
 from evalserve.core._state_format import StateDocument, decode, encode
 from evalserve.core.detection._state import DETECTION_STATE, DetectionState
 from evalserve.core.detection._suite import NOT_KEPT
-from tests.core.test_detection import Scene
+from tests.core.test_detection import Scene, _coco_eval
 
 ABS = 1e-9
 # pycocotools' stats index of each metric (stats[0:3] are map, map_50, map_75).
@@ -40,56 +37,6 @@ AREAS = {"all": 0, "small": 1, "medium": 2, "large": 3}  # pycocotools' areaRng 
 NEEDS_AREAS = tuple(name for name in STATS if name != "mar_100")
 # Box sides (multiples of 1/8): small, on the 32 bound, medium, on the 96 bound, large.
 SIDES = (3.0, 12.5, 24.0, 32.0, 45.25, 70.0, 96.0, 130.0, 200.0)
-
-
-def _xywh(box: Any) -> list[float]:
-    x1, y1, x2, y2 = (float(v) for v in box)
-    return [x1, y1, x2 - x1, y2 - y1]
-
-
-def _coco_eval(scene: Scene, max_detections: int) -> COCOeval:
-    """pycocotools' bbox evaluation with maxDets [1, 10, max_detections]: images 1..n,
-    category = class + 1, the ground truth's area w * h."""
-    annotations: list[dict[str, Any]] = []
-    detections: list[dict[str, Any]] = []
-    n_classes = 1
-    for index, (target, prediction) in enumerate(
-        zip(scene.targets, scene.predictions, strict=True)
-    ):
-        for box, class_id in zip(target["boxes"], target["classes"], strict=True):
-            bbox = _xywh(box)
-            annotations.append(
-                {"id": len(annotations) + 1, "image_id": index + 1,
-                 "category_id": int(class_id) + 1, "bbox": bbox, "area": bbox[2] * bbox[3],
-                 "iscrowd": 0}
-            )  # fmt: skip
-            n_classes = max(n_classes, int(class_id) + 1)
-        for box, class_id, score in zip(
-            prediction["boxes"], prediction["classes"], prediction["scores"], strict=True
-        ):
-            detections.append(
-                {"image_id": index + 1, "category_id": int(class_id) + 1, "bbox": _xywh(box),
-                 "score": float(score)}
-            )  # fmt: skip
-            n_classes = max(n_classes, int(class_id) + 1)
-    assert detections, "pycocotools' loadRes needs at least one detection"
-    with contextlib.redirect_stdout(io.StringIO()):  # pycocotools prints its progress
-        truth = COCO()
-        dataset: dict[str, list[dict[str, Any]]] = {
-            "images": [{"id": i + 1} for i in range(len(scene.targets))],
-            "categories": [{"id": c + 1} for c in range(n_classes)],
-            "annotations": annotations,
-        }
-        # types-pycocotools types `dataset` as a complete COCO file; bbox evaluation reads only
-        # the ids, boxes and areas.
-        truth.dataset = dataset  # type: ignore[assignment]
-        truth.createIndex()
-        evaluation = COCOeval(truth, truth.loadRes(detections), "bbox")
-        evaluation.params.maxDets = [1, 10, max_detections]
-        evaluation.evaluate()
-        evaluation.accumulate()
-        evaluation.summarize()
-    return evaluation
 
 
 def _cut(scene: Scene, max_detections: int) -> Scene:
