@@ -98,6 +98,27 @@ CONVENTIONS: dict[str, str] = {
         "(options.auc_interval, options.confidence_level); intervals.accuracy: Wilson"
     ),
     "undefined": "null with a reason in `undefined` (per class: the row's `undefined`), never 0",
+    "operating_points": (
+        "per class, one-vs-rest (the class's rows positive, every other row negative, ranked by "
+        "the class's score column): task binary's operating points and equal error rate with "
+        "binary's names, rules and reasons in each per_class row, e.g. "
+        "recall_at_precision_{p} and recall_at_precision_{p}_threshold, flagged_share_{q}_"
+        "threshold / _actual, precision_at_flagged_share_{q}, recall_at_flagged_share_{q}, "
+        "equal_error_rate and equal_error_rate_threshold (always); a class absent from labels, "
+        "or the only class present, has them null with binary's one-class reason (its alert "
+        "budgets are defined, as binary's). torchmetrics' multiclass_* functions answer 0 "
+        "(threshold 1e6 or NaN) where ours is null"
+    ),
+    "operating_macro": (
+        "{value}_macro of each operating-point value (not of thresholds, nor of "
+        "flagged_share_{q}_actual): the mean over the classes present in labels whose value is "
+        "defined, the rule of every macro average here (as roc_auc_ovr_macro leaves out a class "
+        "absent from labels); a present class whose value is null (a precision no threshold "
+        "reaches) is left out and named in `warnings`, which can lift the mean where "
+        "torchmetrics would average a 0 in; null with a reason when no class is left. No "
+        "threshold is averaged: each class's threshold is a score of its own column, and a mean "
+        "of them is the threshold of no class"
+    ),
 }
 
 _m = entry_builder("multiclass", CONVENTIONS)
@@ -168,6 +189,44 @@ _FLAT = (
     "sklearn.metrics.{function} of the label_binarize-d labels and the scores, both "
     "ravel-ed (scikit-learn's plot_roc example)"
 )
+
+
+# Operating points (options recall_at_precision, precision_at_recall, tpr_at_fpr,
+# specificity_at_sensitivity, flagged_share; k = each target): the macro average of each value.
+_OPERATING = (
+    ("recall_at_precision_{k}", "the highest recall of a threshold whose precision is >= k"),
+    ("precision_at_recall_{k}", "the highest precision of a threshold whose recall is >= k"),
+    ("tpr_at_fpr_{k}", "the highest true positive rate of a threshold whose FPR is <= k"),
+    (
+        "specificity_at_sensitivity_{k}",
+        "the highest specificity of a threshold whose sensitivity is >= k",
+    ),
+    (
+        "precision_at_flagged_share_{k}",
+        "the precision at the lowest threshold flagging at most a share k of the rows",
+    ),
+    (
+        "recall_at_flagged_share_{k}",
+        "the recall at the lowest threshold flagging at most a share k of the rows",
+    ),
+    ("equal_error_rate", "(FPR + FNR) / 2 where the two are nearest each other on the curve"),
+)
+_OPERATING_TEST = "tests/core/test_multiclass_operating.py::test_macro_averages_of_the_values"
+
+
+def _operating_entries() -> tuple[MetricInfo, ...]:
+    return tuple(
+        _m(
+            f"{name}_macro", name != "equal_error_rate", UNIT,
+            f"Mean over the classes present in labels of each class's one-vs-rest {what}, "
+            "where defined (the per-class values and thresholds are in per_class).",
+            conventions=("operating_points", "operating_macro", "one_vs_rest", "undefined"),
+            reference="the mean of the per-class values, each equal to task binary's on the "
+            "class's one-vs-rest rows; torchmetrics' documented multiclass cases per class",
+            test=_OPERATING_TEST,
+        )
+        for name, what in _OPERATING
+    )  # fmt: skip
 
 
 CATALOG_ENTRIES: tuple[MetricInfo, ...] = (
@@ -314,6 +373,7 @@ CATALOG_ENTRIES: tuple[MetricInfo, ...] = (
         reference=_FLAT.format(function="average_precision_score"),
         test=_MC + "test_micro_roc_auc_and_average_precision_flatten_one_vs_rest",
     ),
+    *_operating_entries(),
 )  # fmt: skip
 
 METRIC_NAMES = tuple(entry.name for entry in CATALOG_ENTRIES)

@@ -4,7 +4,8 @@ Each class's statistic (on class slots, ``_ranking``) goes through task binary's
 functions: ``roc_auc``, ``pr_areas`` (step-wise average precision), ``ks_and_youden`` and
 DeLong's interval from ``placements``. A class absent from labels, or the only class present,
 has no ranking metrics: they are None with the reason, and the class is left out of the macro
-averages and named in ``warnings``.
+averages and named in ``warnings``. Each class's operating points (``_operating``) go in its row
+the way task binary writes them for the class's one-vs-rest rows.
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ from evalserve.core.multiclass._confusion import (
     ClassCounts,
     describe,
 )
+from evalserve.core.multiclass._operating import SlotScores, class_operating
 
 __all__ = ["ClassRanking", "class_ranking", "class_rows", "ranking_averages"]
 
@@ -50,16 +52,26 @@ class ClassRanking:
     interval: Interval | None = None
     interval_reason: str | None = None
     undefined: dict[str, str] = field(default_factory=dict)
+    operating: MetricSink = field(default_factory=MetricSink)
 
 
-def class_ranking(stats: BinaryStats, options: Options) -> ClassRanking:
+def class_ranking(
+    stats: BinaryStats, options: Options, slots: SlotScores | None = None
+) -> ClassRanking:
+    """One class's ranking metrics and operating points; ``slots``: the scores behind its
+    statistic's class slots (None when the statistic is on scores)."""
     positives, negatives = float(stats.pos.sum()), float(stats.neg.sum())
     if positives == 0 or negatives == 0:
         reason = NO_POSITIVES if positives == 0 else NO_NEGATIVES
+        operating = class_operating(sweep_of(stats), slots, options)
         return ClassRanking(
-            dict.fromkeys(RANKING), reason, undefined=dict.fromkeys(RANKING, reason)
+            dict.fromkeys(RANKING),
+            reason,
+            undefined=dict.fromkeys(RANKING, reason),
+            operating=operating,
         )
     sweep = sweep_of(stats)
+    operating = class_operating(sweep, slots, options)
     values: dict[str, float | None] = {
         "roc_auc": roc_auc(sweep),
         "average_precision": pr_areas(sweep).average_precision,
@@ -67,8 +79,8 @@ def class_ranking(stats: BinaryStats, options: Options) -> ClassRanking:
     }
     interval = auc_interval(placements(sweep), options.confidence_level, options.auc_interval)
     if isinstance(interval, str):
-        return ClassRanking(values, sweep=sweep, interval_reason=interval)
-    return ClassRanking(values, sweep=sweep, interval=interval)
+        return ClassRanking(values, sweep=sweep, interval_reason=interval, operating=operating)
+    return ClassRanking(values, sweep=sweep, interval=interval, operating=operating)
 
 
 def ranking_averages(
@@ -126,6 +138,8 @@ def class_rows(
         ranking = rankings[index]
         metrics.update(ranking.values)
         undefined.update(ranking.undefined)
+        metrics.update(ranking.operating.metrics)
+        undefined.update(ranking.operating.undefined)
         intervals = {} if ranking.interval is None else {"roc_auc": ranking.interval}
         rows.append(ClassRow(name, metrics, undefined, intervals))
     return rows

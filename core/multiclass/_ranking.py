@@ -29,10 +29,13 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import NDArray
 
+from evalserve.core._options import Options
+from evalserve.core.binary._operating import KINDS
 from evalserve.core.binary._stats import BinaryStats
 from evalserve.core.multiclass._columns import columns
 from evalserve.core.multiclass._inputs import MulticlassInputs
 from evalserve.core.multiclass._locate import Located, TrueScores, order_keys
+from evalserve.core.multiclass._operating import SlotScores, gap_scores, prefill
 
 __all__ = ["Micro", "RankingStats", "distinct_with_mass", "ranking_stats", "true_class_scores"]
 
@@ -59,12 +62,14 @@ class RankingStats:
     """``one_vs_rest[j]``: class j against the rest on class slots; ``pairs[j, c]``: the
     weighted count of (class-j row, class-c row) pairs that column j ranks right, ties
     counting half (the diagonal is 0); ``micro``: the flattened problem on positions among T;
-    ``class_mass``: the weight of each class."""
+    ``class_mass``: the weight of each class; ``slots``: the scores behind each class's slots
+    (``_operating``), empty when the one-vs-rest statistics are on scores."""
 
     one_vs_rest: tuple[BinaryStats, ...]
     pairs: Floats
     micro: Micro
     class_mass: Floats
+    slots: tuple[SlotScores, ...] = ()
 
 
 def true_class_scores(scores: NDArray[np.float64], labels: Indices) -> Floats:
@@ -96,18 +101,26 @@ def _run_starts(ordered: Floats) -> Indices:
     return np.flatnonzero(new)
 
 
-def ranking_stats(inputs: MulticlassInputs, true_scores: Floats) -> RankingStats:
+def ranking_stats(
+    inputs: MulticlassInputs, true_scores: Floats, options: Options | None = None
+) -> RankingStats:
+    """The ranking statistics of validated rows; ``options`` say which scores behind the
+    one-vs-rest slots to keep while each column is at hand (``_operating``)."""
     labels, weights = inputs.labels, inputs.weights
     n_classes = inputs.n_classes
     nonnegative = inputs.low >= 0
     values, mass = distinct_with_mass(true_scores, weights)
     truth = TrueScores.build(values, mass, nonnegative=nonnegative)
     sweep = _Sweep(truth, labels, weights, n_classes)
+    sweep.scores = inputs.scores
+    if options is not None:
+        sweep.budgets = options.flagged_share
+        sweep.every_value = any(getattr(options, kind) for kind in KINDS[:-1])
     # Without zeros there is no -0.0, and a positive float's bits are already its key.
     raw_bits = inputs.low > 0
     for j, column in columns(inputs.scores):
         keys = column.view(np.uint64) if raw_bits else order_keys(column, nonnegative=nonnegative)
-        sweep.add(j, truth.locate(keys))
+        sweep.add(j, truth.locate(keys), column)
     return sweep.result()
 
 
@@ -138,8 +151,12 @@ class _Sweep:
         self.micro_tied = np.zeros(0 if weighted else size, dtype=np.int64)
         self.has_class = np.zeros(truth.size + 1, dtype=np.bool_)
         self.class_below = np.zeros(truth.size + 1, dtype=np.int32)
+        self.scores: Floats = np.empty((0, n_classes))
+        self.budgets: tuple[float, ...] = ()
+        self.every_value = False
+        self.slots: list[SlotScores] = []
 
-    def add(self, j: int, located: Located) -> None:
+    def add(self, j: int, located: Located, column: Floats) -> None:
         position, tied = located.position, located.tied
         own = self.rows[j]
         slot = self._class_slots(position, own, tied)
@@ -155,13 +172,35 @@ class _Sweep:
             rest[own] = 0.0
             positive = _summed(slot[own], weights[own], n_slots)
             negative = _summed(slot, rest, n_slots)
-        self.one_vs_rest.append(_reduced(positive, negative, self.labels.size, rest is not None))
+        reduced = _reduced(positive, negative, self.labels.size, rest is not None)
+        self.one_vs_rest.append(reduced)
+        self._keep_slots(j, slot, column, reduced)
         # One-vs-one: a row at slot s is below the class weight above s plus half that at s.
         placement = positive.sum() - np.cumsum(positive) + 0.5 * positive
         row_pairs = placement[slot] if weights is None else placement[slot] * weights
         self.pairs[j] = np.bincount(self.labels, weights=row_pairs, minlength=self.n_classes)
         self.pairs[j, j] = 0.0
         self._micro(position, tied, rest)
+
+    def _keep_slots(self, j: int, slot: Indices, column: Floats, reduced: BinaryStats) -> None:
+        """What class j's operating points will read of the scores behind its slots: the
+        slots its equal error rate and alert budgets search (``prefill``), their scores (u_i,
+        the values of T the class holds, marked by ``_class_slots``) or their negatives; and
+        every u_i when a target is asked for."""
+        known, gaps = {}, {}
+        for kept in prefill(reduced.scores, reduced.pos, reduced.neg, self.budgets):
+            if kept % 2:
+                # The (kept // 2)-th value of T the class holds: class_below counts them.
+                at = int(np.searchsorted(self.class_below, kept // 2 + 1, side="left")) - 1
+                known[kept] = float(self.truth.values[at]) + 0.0
+                continue
+            rows = np.flatnonzero(slot == kept)
+            weights = None if self.weights is None else self.weights[rows]
+            gaps[kept] = gap_scores(column[rows], weights)
+        every = []
+        if self.every_value:
+            every.append(self.truth.values[np.flatnonzero(self.has_class[:-1])] + 0.0)
+        self.slots.append(SlotScores(j, self.scores, self.labels, self.weights, known, gaps, every))
 
     def _class_slots(self, position: Indices, own: Indices, tied: Indices) -> Indices:
         """Each row's class slot: 2 (class-j values below it) + (it equals a class-j value)."""
@@ -204,6 +243,7 @@ class _Sweep:
             self.pairs,
             Micro(truth.values, truth.mass, gap, tie),
             class_mass.astype(np.float64),
+            tuple(self.slots),
         )
 
 

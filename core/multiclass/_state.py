@@ -208,7 +208,7 @@ class MulticlassState:
         if self.blocks.size == 0:
             # Every row still waits as it came: the one-shot path's ranking statistics of all
             # of them at once (the same statistics as the blocks', one sort cheaper).
-            ranking = _ranking_of_rows(self.raw.parts, names)
+            ranking = _ranking_of_rows(self.raw.parts, names, options)
         else:
             state = self.compact()
             ranking = state.blocks.ranking_stats(self.n_rows, self.weighted)
@@ -224,14 +224,16 @@ class MulticlassState:
         return multiclass_output(stats, options)
 
 
-def _ranking_of_rows(raw: tuple[RawRows, ...], names: tuple[str, ...]) -> RankingStats:
+def _ranking_of_rows(
+    raw: tuple[RawRows, ...], names: tuple[str, ...], options: Options
+) -> RankingStats:
     """The ranking statistics of the waiting rows, as ``evaluate`` builds them."""
     scores = np.concatenate([part.scores for part in raw])
     labels = np.concatenate([part.labels for part in raw])
     weights = joined_weights([(part.labels.size, part.weights) for part in raw])
     low, high = float(scores.min()), float(scores.max())
     inputs = MulticlassInputs(labels, scores, None, weights, names, low, high)
-    return ranking_stats(inputs, true_class_scores(scores, labels))
+    return ranking_stats(inputs, true_class_scores(scores, labels), options)
 
 
 def _index_names(n_classes: int) -> tuple[str, ...]:

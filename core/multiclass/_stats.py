@@ -93,5 +93,5 @@ def stats_of_rows(inputs: MulticlassInputs, options: Options) -> MulticlassStats
         matrix=rows.matrix,
         ranks=rows.ranks,
         probability=rows.sums if problem is None else problem,
-        ranking=ranking_stats(inputs, true_scores),
+        ranking=ranking_stats(inputs, true_scores, options),
     )

@@ -28,6 +28,7 @@ from evalserve.core.multiclass._confusion import class_counts, describe, hard_me
 from evalserve.core.multiclass._inputs import multiclass_inputs
 from evalserve.core.multiclass._macro_curve import class_curve, macro_roc_curve
 from evalserve.core.multiclass._micro import micro_metrics
+from evalserve.core.multiclass._operating import operating_macros, operating_order
 from evalserve.core.multiclass._ovo import ovo_metrics
 from evalserve.core.multiclass._per_class import (
     ClassRanking,
@@ -74,8 +75,19 @@ def multiclass_output(stats: MulticlassStats, options: Options) -> TaskOutput:
     else:
         micro = ranking.micro
         probability_metrics(sink, stats.probability, micro.values, micro.mass, total)
-    rankings = [class_ranking(class_stats, options) for class_stats in ranking.one_vs_rest]
+    slots = ranking.slots or (None,) * n_classes
+    rankings = [
+        class_ranking(class_stats, options, class_slots)
+        for class_stats, class_slots in zip(ranking.one_vs_rest, slots, strict=True)
+    ]
     ranking_averages(sink, rankings, ranking.class_mass, classes)
+    operating_macros(
+        sink,
+        [r.operating for r in rankings],
+        ranking.class_mass > 0,
+        lambda index: describe(classes, index),
+        options,
+    )
     micro_metrics(sink, ranking.micro.mass, ranking.micro.gap, ranking.micro.tie)
     ovo_metrics(sink, ranking.pairs, ranking.class_mass)
     _interval_warnings(sink, rankings, classes)
@@ -122,6 +134,9 @@ def _order_metrics(sink: MetricSink) -> None:
     def position(name: str) -> tuple[int, int]:
         if name.startswith("top_") and name.endswith("_accuracy"):
             return top_k, int(name[4:-9])
+        template = operating_order(name)
+        if template is not None:  # in the options' order (the sort is stable)
+            return order.get(template, len(order)), 0
         return order.get(name, len(order)), 0
 
     sink.metrics = dict(sorted(sink.metrics.items(), key=lambda item: position(item[0])))
