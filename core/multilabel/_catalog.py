@@ -70,6 +70,25 @@ CONVENTIONS: dict[str, str] = {
         "(scikit-learn counts it 0)"
     ),
     "support": "per-label support is the weight of its positives (their count when unweighted)",
+    "operating_points": (
+        "per label, on its column (its rows positive where the label is 1): task binary's "
+        "operating points and equal error rate with binary's names, rules and reasons in each "
+        "per_class row, e.g. recall_at_precision_{p} and recall_at_precision_{p}_threshold, "
+        "flagged_share_{q}_threshold / _actual, precision_at_flagged_share_{q}, "
+        "recall_at_flagged_share_{q}, equal_error_rate and equal_error_rate_threshold (always); "
+        "a label with no positives, or positive in every row, has them null with binary's "
+        "one-class reason (its alert budgets are defined, as binary's). torchmetrics' "
+        "multilabel_* functions answer 0 (threshold 1e6 or NaN) where ours is null"
+    ),
+    "operating_macro": (
+        "{value}_macro of each operating-point value (not of thresholds, nor of "
+        "flagged_share_{q}_actual): the labels of `macro` (with positives, value defined); a "
+        "label with positives whose value is null (a precision no threshold reaches) is left "
+        "out and named in `warnings`, which can lift the mean where torchmetrics would average "
+        "a 0 in; null with a reason when no label is left. No threshold is averaged: each "
+        "label's threshold is a score of its own column, and a mean of them is the threshold "
+        "of no label"
+    ),
 }
 
 _m = entry_builder("multilabel", CONVENTIONS)
@@ -161,6 +180,44 @@ def _score_entry(name: str, average: str, definition: str, where: str) -> Metric
     )  # fmt: skip
 
 
+# Operating points (options recall_at_precision, precision_at_recall, tpr_at_fpr,
+# specificity_at_sensitivity, flagged_share; k = each target): the macro average of each value.
+_OPERATING = (
+    ("recall_at_precision_{k}", "the highest recall of a threshold whose precision is >= k"),
+    ("precision_at_recall_{k}", "the highest precision of a threshold whose recall is >= k"),
+    ("tpr_at_fpr_{k}", "the highest true positive rate of a threshold whose FPR is <= k"),
+    (
+        "specificity_at_sensitivity_{k}",
+        "the highest specificity of a threshold whose sensitivity is >= k",
+    ),
+    (
+        "precision_at_flagged_share_{k}",
+        "the precision at the lowest threshold flagging at most a share k of the rows",
+    ),
+    (
+        "recall_at_flagged_share_{k}",
+        "the recall at the lowest threshold flagging at most a share k of the rows",
+    ),
+    ("equal_error_rate", "(FPR + FNR) / 2 where the two are nearest each other on the curve"),
+)
+_OPERATING_TEST = "tests/core/test_multilabel_operating.py::test_macro_averages_of_the_values"
+
+
+def _operating_entries() -> tuple[MetricInfo, ...]:
+    return tuple(
+        _m(
+            f"{name}_macro", name != "equal_error_rate", UNIT,
+            f"Mean over the labels with positives of each label's {what}, where defined (the "
+            "per-label values and thresholds are in per_class).",
+            conventions=("operating_points", "operating_macro", "undefined"),
+            reference="the mean of the per-label values, each equal to task binary's on the "
+            "label's column; torchmetrics' documented multilabel cases per label",
+            test=_OPERATING_TEST,
+        )
+        for name, what in _OPERATING
+    )  # fmt: skip
+
+
 CATALOG_ENTRIES: tuple[MetricInfo, ...] = (
     _m(
         "n_samples", None, COUNT, "Number of rows received (weight-zero rows included).",
@@ -228,6 +285,7 @@ CATALOG_ENTRIES: tuple[MetricInfo, ...] = (
         reference="sklearn.metrics.coverage_error on the rows with a true label",
         test=_ML + "test_ranking_metrics_match_sklearn_on_rows_with_a_true_label",
     ),
+    *_operating_entries(),
 )  # fmt: skip
 
 METRIC_NAMES = tuple(entry.name for entry in CATALOG_ENTRIES)

@@ -8,6 +8,10 @@ half (the area under the tie-grouped ROC curve), the AP the step-wise sum_n (R_n
 of scikit-learn. All labels are ranked at once, in blocks of at most ``BLOCK_CELLS`` cells
 (which bounds the memory at any k), so no Python loop runs per label.
 
+The equal error rate's two points (task binary's ``eer_sides``: the lowest distinct score where
+FPR < FNR and the one below it) come out of the same sums from the top: the condition holds from
+the top down, so a bisection per label, all labels at once, finds where it stops.
+
 Per sample, as scikit-learn's ``label_ranking_average_precision_score`` and ``coverage_error``:
 a label's rank is the number of labels scored ``>=`` it (ties take the highest rank).
 """
@@ -32,6 +36,23 @@ BLOCK_CELLS = 1 << 21  # about 16 MB per float64 block
 
 
 @dataclass(frozen=True, slots=True, eq=False)
+class EerSides:
+    """Per label, the two points of its curve around FPR = FNR: ``before`` (the lowest distinct
+    score where FPR < FNR) and ``after`` (the next one down), each as the label's entry (-1:
+    none) and its TP and FP, summed from the top; ``positives`` and ``negatives`` summed from
+    the top too (task binary's sums, to the bit)."""
+
+    before: Floats
+    after: Floats
+    tp_before: Floats
+    fp_before: Floats
+    tp_after: Floats
+    fp_after: Floats
+    positives: Floats
+    negatives: Floats
+
+
+@dataclass(frozen=True, slots=True, eq=False)
 class ColumnRanking:
     """Per label: positive and negative weight, the AUC numerator (positive-negative pairs
     ranked right, ties half) and the AP numerator (sum of positive weight x precision)."""
@@ -40,6 +61,7 @@ class ColumnRanking:
     negatives: Floats
     pairs: Floats
     precision_mass: Floats
+    eer: EerSides
 
     def roc_auc(self) -> Floats:
         """Defined where P N > 0; 0.0 elsewhere."""
@@ -75,7 +97,7 @@ def rank_columns(columns: ColumnStats) -> ColumnRanking:
     label's numbers."""
     n_labels = columns.n_labels
     lengths = np.diff(columns.offsets)
-    out = np.zeros((4, n_labels))
+    out = np.zeros((_ROWS, n_labels))
     if lengths[0] > 0 and bool((lengths == lengths[0]).all()):
         # Every label as long (no ties, or the same ones): the blocks are slices, no padding.
         width = max(1, int(lengths[0]))
@@ -87,15 +109,35 @@ def rank_columns(columns: ColumnStats) -> ColumnRanking:
                 columns.pos[entries].reshape(stop - start, width),
                 columns.neg[entries].reshape(stop - start, width),
             )
-        return ColumnRanking(*out)
+        return _ranking_of(out, lengths, width)
     by_length = np.argsort(-lengths, kind="stable")
     start = 0
+    widths = np.zeros(n_labels, dtype=np.int64)
     while start < n_labels:
         width = max(1, int(lengths[by_length[start]]))
         block = by_length[start : start + max(1, BLOCK_CELLS // width)]
         out[:, block] = _rank_block(*_padded(columns, block, lengths[block], width))
+        widths[block] = width
         start += block.size
-    return ColumnRanking(*out)
+    return _ranking_of(out, lengths, widths)
+
+
+# Rows of a block's result: P, N, the AUC and AP numerators; the equal error rate's two places
+# from the top (-1: none), the TP and FP at each, and N summed from the top.
+_ROWS = 11
+
+
+def _ranking_of(out: Floats, lengths: Ints, widths: Ints | int) -> ColumnRanking:
+    """The ranking of the blocks' rows; the sides' places from the top of a block (padding
+    first) become entries of each label, from its lowest score."""
+    places = []
+    for row in (4, 5):
+        # From the top of a row of ``widths`` places, the last ``lengths`` being the label's.
+        place = (widths - 1) - out[row]
+        inside = (out[row] >= 0) & (place >= 0) & (place < lengths)
+        places.append(np.where(inside, place, -1.0))
+    eer = EerSides(places[0], places[1], out[6], out[7], out[8], out[9], out[0], out[10])
+    return ColumnRanking(out[0], out[1], out[2], out[3], eer)
 
 
 def _padded(
@@ -121,6 +163,7 @@ def _rank_block(pos: Floats, neg: Floats) -> Floats:
     precision = np.cumsum(top_pos, axis=1)
     positives = precision[:, -1].copy()
     taken = np.cumsum(top_neg, axis=1)
+    sides = _eer_sides(precision, taken)
     taken += precision
     # A positive's precision is TP / (TP + FP) at its score, summed from the top: small masses
     # near the top keep their precision. Where nothing is taken (padding), TP is 0 and stays.
@@ -138,7 +181,38 @@ def _rank_block(pos: Floats, neg: Floats) -> Floats:
     twice += neg
     twice *= pos
     np.cumsum(twice, axis=1, out=twice)
-    return np.stack((positives, negatives, 0.5 * twice[:, -1], precision[:, -1]))
+    return np.vstack((positives, negatives, 0.5 * twice[:, -1], precision[:, -1], sides))
+
+
+def _eer_sides(tps: Floats, fps: Floats) -> Floats:
+    """Per row of a block (TP and FP at or above each place, from the top, padding first):
+    the last place from the top where FPR < FNR (task binary's condition, ``fp P < (P - tp)
+    N``) and the place after it (-1: none), the TP and FP at both, and N. The condition holds
+    from the top down (padding: 0 < P N), so one bisection per row finds where it stops."""
+    rows, width = tps.shape
+    positives, negatives = tps[:, -1], fps[:, -1]
+    every = np.arange(rows)
+    low = np.zeros(rows, dtype=np.intp)
+    high = np.full(rows, width, dtype=np.intp)
+    searching = low < high
+    while searching.any():
+        middle = (low + high) // 2
+        at = np.minimum(middle, width - 1)
+        tp, fp = tps[every, at], fps[every, at]
+        holds = fp * positives < (positives - tp) * negatives
+        low = np.where(searching & holds, middle + 1, low)
+        high = np.where(searching & ~holds, middle, high)
+        searching = low < high
+    before, after = low - 1, low
+    out = np.full((7, rows), -1.0)
+    has_before, has_after = before >= 0, after < width
+    out[0] = np.where(has_before, before, -1)
+    out[1] = np.where(has_after, after, -1)
+    b, a = np.maximum(before, 0), np.minimum(after, width - 1)
+    out[2], out[3] = tps[every, b], fps[every, b]
+    out[4], out[5] = tps[every, a], fps[every, a]
+    out[6] = negatives
+    return out
 
 
 @dataclass(frozen=True, slots=True, eq=False)

@@ -133,7 +133,7 @@ class MultilabelState:
     def output(self, options: Options, classes: tuple[str, ...] | None) -> TaskOutput:
         if classes is None:
             classes = tuple(str(j) for j in range(self.stats.n_labels))
-        return multilabel_output(self.compact().stats, classes)
+        return multilabel_output(self.compact().stats, classes, options)
 
 
 def _of_batch(

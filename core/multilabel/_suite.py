@@ -23,6 +23,7 @@ from evalserve.core.binary._sweep import sweep
 from evalserve.core.binary._threshold import NO_NEGATIVES, NO_POSITIVES
 from evalserve.core.multilabel._catalog import CONVENTIONS
 from evalserve.core.multilabel._inputs import multilabel_inputs
+from evalserve.core.multilabel._operating import label_operating, operating_macros
 from evalserve.core.multilabel._per_label import PerLabel, label_averages
 from evalserve.core.multilabel._ranking import ColumnRanking, rank_columns
 from evalserve.core.multilabel._samples import SampleStats
@@ -59,12 +60,15 @@ def compute_multilabel(
     rows = multilabel_inputs(
         y_true, y_score, y_pred, sample_weight, classes, threshold=options.threshold
     )
-    return multilabel_output(multilabel_stats(rows), rows.classes)
+    return multilabel_output(multilabel_stats(rows), rows.classes, options)
 
 
-def multilabel_output(stats: MultilabelStats, classes: tuple[str, ...]) -> TaskOutput:
+def multilabel_output(
+    stats: MultilabelStats, classes: tuple[str, ...], options: Options
+) -> TaskOutput:
     """Every metric, the per-label rows and the warnings of the rows behind ``stats`` (one
-    request's, or the merged batches of an ``Accumulator``); ``classes`` names the k labels."""
+    request's, or the merged batches of an ``Accumulator``); ``classes`` names the k labels;
+    ``options`` the operating points asked for (``_operating``)."""
     sink = MetricSink()
     sink.set("n_samples", stats.n_rows)
     labels, samples = stats.labels, stats.samples
@@ -73,10 +77,16 @@ def multilabel_output(stats: MultilabelStats, classes: tuple[str, ...]) -> TaskO
     ranked = rank_columns(stats.columns)
     per_label.update(_label_ranking_metrics(sink, stats, ranked, support))
     _sample_ranking_metrics(sink, samples)
+    operating = label_operating(stats.columns, ranked, options)
+    left_out = operating_macros(sink, operating, support, options)
     _warn(sink, classes, labels, samples, ranked)
+    for name, mask, reason in left_out:
+        sink.warn(
+            f"{name}: labels {_names(classes, mask)} undefined ({reason}), left out of {name}_macro"
+        )
     return TaskOutput(
         sink=sink,
-        per_class=_per_class_rows(classes, per_label, support),
+        per_class=_per_class_rows(classes, per_label, support, operating),
         conventions=dict(CONVENTIONS),
     )
 
@@ -194,7 +204,10 @@ def _warn(
 
 
 def _per_class_rows(
-    classes: tuple[str, ...], per_label: dict[str, PerLabel], support: Floats
+    classes: tuple[str, ...],
+    per_label: dict[str, PerLabel],
+    support: Floats,
+    operating: list[MetricSink],
 ) -> list[ClassRow]:
     per_class = []
     for j, name in enumerate(classes):
@@ -207,5 +220,7 @@ def _per_class_rows(
             metrics[metric] = per_label[metric].value(j)
             if metrics[metric] is None:
                 undefined[metric] = per_label[metric].reasons[j]
+        metrics.update(operating[j].metrics)
+        undefined.update(operating[j].undefined)
         per_class.append(ClassRow(name, metrics, undefined))
     return per_class

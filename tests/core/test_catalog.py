@@ -61,6 +61,13 @@ BINARY_OPTIONS: dict[str, dict[str, Any]] = {
 }
 
 
+# Multiclass and multilabel: per class and macro (a target no class reaches: a null macro).
+OPERATING_OPTIONS: dict[str, Any] = {
+    **BINARY_OPTIONS["operating-points"],
+    "flagged_share": [0.5, 0.001],
+}
+
+
 def _binary() -> Iterator[tuple[str, core.EvaluationResult]]:
     for input_name, (labels, scores, weights) in BINARY_INPUTS.items():
         for option_name, options in BINARY_OPTIONS.items():
@@ -109,6 +116,10 @@ def _multiclass() -> Iterator[tuple[str, core.EvaluationResult]]:
         "one-class-present",
         core.evaluate("multiclass", [1, 1, 1], [[0.2, 0.5, 0.3], [0.1, 0.8, 0.1], [0.3, 0.3, 0.4]]),
     )
+    yield (
+        "operating-points",
+        core.evaluate("multiclass", absent, probabilities, options=OPERATING_OPTIONS),
+    )
 
 
 def _multilabel() -> Iterator[tuple[str, core.EvaluationResult]]:
@@ -131,6 +142,10 @@ def _multilabel() -> Iterator[tuple[str, core.EvaluationResult]]:
     )
     yield "predictions-only", core.evaluate("multilabel", truth, y_pred=(scores > 0.5).astype(int))
     yield "nothing-positive", core.evaluate("multilabel", np.zeros((3, 2)), np.zeros((3, 2)))
+    yield (
+        "operating-points",
+        core.evaluate("multilabel", never, scores, options=OPERATING_OPTIONS),
+    )
 
 
 def _regression() -> Iterator[tuple[str, core.EvaluationResult]]:

@@ -55,9 +55,11 @@ CANONICAL = (
     *(f"average_precision_{average}" for average in SCORE_AVERAGES),
     "label_ranking_average_precision",
     "coverage_error",
+    "equal_error_rate_macro",  # each label's, always (tests/core/test_multilabel_operating.py)
 )
 ROW_KEYS = (
     "class", "precision", "recall", "f1", "jaccard", "support", "roc_auc", "average_precision",
+    "equal_error_rate", "equal_error_rate_threshold",
     "undefined", "intervals",
 )  # fmt: skip
 
@@ -430,7 +432,8 @@ def test_per_class_rows_match_sklearn_per_label(case: Case) -> None:
             else:
                 assert type(row[name]) is float
                 assert row[name] == close(values[j]), (j, name)
-        assert set(row["undefined"]) == {name for name in expected if row[name] is None}
+        undefined = set(row["undefined"]) - {"equal_error_rate", "equal_error_rate_threshold"}
+        assert undefined == {name for name in expected if row[name] is None}
 
 
 def test_ranking_blocks_do_not_change_the_result(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -466,7 +469,15 @@ def test_every_metric_is_emitted_and_every_null_has_a_reason(case: Case) -> None
 def test_catalog_entries_classify_every_emitted_name() -> None:
     names = [entry.name for entry in CATALOG_ENTRIES]
     assert len(names) == len(set(names))
-    assert set(names) == set(CANONICAL)
+    # Beside them, the macro averages of the operating points the options ask for.
+    assert set(names) - set(CANONICAL) == {
+        f"{name}_{{k}}_macro"
+        for name in (
+            "recall_at_precision", "precision_at_recall", "tpr_at_fpr",
+            "specificity_at_sensitivity", "precision_at_flagged_share", "recall_at_flagged_share",
+        )
+    }  # fmt: skip
+    assert set(CANONICAL) <= set(names)
     for entry in CATALOG_ENTRIES:
         assert entry.task == "multilabel"
         assert core.CATALOG["multilabel", entry.name] is entry
