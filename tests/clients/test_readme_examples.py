@@ -289,6 +289,18 @@ def check_operating_points(out: str) -> None:
         assert low <= value <= high, line
 
 
+def check_client_operating_points(out: str) -> None:
+    # Recall 0.75 at threshold 0.7 (precision 1 there), no interval without the bootstrap; the
+    # budget of 2 rows in 8 flags the top two (0.9 and 0.8, both positives); EER 0.25 at 0.6.
+    point, budget, rest = (line.replace(",", " ").split() for line in out.splitlines())
+    assert [float(point[0]), float(point[1])] == [0.75, 0.7]
+    assert point[2:] in (["None", "None"], ["null", "null"])
+    assert [float(value) for value in budget] == [0.8, 0.25, 1.0, 0.5]
+    assert float(rest[0]) == 0.25
+    words = [word.strip("[]'") for word in rest[1:]]
+    assert [word for word in words if word] == ["fnr", "fpr", "thresholds"]
+
+
 def check_monitor_evaluate(out: str) -> None:
     # Quiet hours stay quiet; the drop at hour 5 alarms at once (its output block is exact).
     verdicts = [line.split()[-1] for line in out.splitlines()]
@@ -315,6 +327,8 @@ CHECKS: dict[str, Callable[[str], None]] = {
     "python-accumulator": check_python_accumulator,
     "monitor-evaluate": check_monitor_evaluate,
     "operating-points": check_operating_points,
+    "python-operating-points": check_client_operating_points,
+    "ts-operating-points": check_client_operating_points,
     "offline-file": check_offline_file,
     "offline-options": check_offline_options,
     "offline-table": check_offline_table,
