@@ -25,18 +25,14 @@ CONVENTIONS = {
     "head_k": "k counts sample weight (rows when unweighted); ties at the cut pro rata",
     "break_even_point": "R-precision: precision at k = number of positives",
     "ndcg": (
-        "ndcg_at_{k}: gain 1 per positive, rank r discounted by 1 / log2(r + 1) (Järvelin & "
-        "Kekäläinen 2002); tied rows share their ranks' discounts at the group's mean gain, as "
-        "scikit-learn's ndcg_score(ignore_ties=False); a row of weight w spans w ranks, a "
-        "fraction of a rank counting its share of the rank's discount; without positives null "
-        "(scikit-learn: 0)"
+        "gain 1 per positive, discount 1 / log2(rank + 1); ties share their ranks at the mean "
+        "gain (scikit-learn's ignore_ties=False); weight w spans w ranks; no positives: null"
     ),
     "undefined": "null with a reason in `undefined`, never 0 or NaN",
     "intervals": "roc_auc: DeLong (logit scale unless auc_interval is wald); accuracy, "
     "precision, recall, specificity: Wilson; average_precision, f1, ks_statistic, "
-    "break_even_point, equal_error_rate and every operating point's value (not its "
-    "threshold): stratified bootstrap when bootstrap_replicates > 0, the point found again "
-    "in each replicate",
+    "break_even_point, equal_error_rate, operating-point values: stratified bootstrap when "
+    "bootstrap_replicates > 0",
     "weights": "frequency weights: weight 2 is the row given twice, in intervals and tests too",
     "roc_auc_partial": (
         "McClish's standardized area (1 + (A - min) / (max - min)) / 2 over FPR in [0, max_fpr], "
@@ -65,25 +61,12 @@ CONVENTIONS = {
         "options.calibration_bins equal-width bins [b/B, (b+1)/B), a score of 1 in the last"
     ),
     "operating_points": (
-        "read off the exact curve (thresholds are the distinct scores, score >= t flagged, ties "
-        "one point, no interpolation); a target is met within 1e-12 relative; on a tie in the "
-        "value the point that dominates (better in the other rate) wins, then the higher "
-        "threshold: torchmetrics' order, except that its specificity_at_sensitivity keeps the "
-        "higher threshold; an unreachable target is null with a reason (torchmetrics: 0)"
+        "on the exact curve, no interpolation; targets met within 1e-12 relative; a tie goes to "
+        "the dominating point, then the higher threshold; unreachable: null (torchmetrics: 0)"
     ),
-    "flagged_share": (
-        "the lowest threshold flagging at most q of the rows in sample weight: the rows tied "
-        "at the cut are flagged together or not at all, so the share actually flagged (_actual) "
-        "may be below q"
-    ),
-    "equal_error_rate": (
-        "(FPR + FNR) / 2 at the curve point nearest FPR = FNR, the higher threshold on a tie, "
-        "as torchmetrics' binary_eer; no interpolation between points"
-    ),
-    "det_curve": (
-        "curves.det as scikit-learn's det_curve: FPR and FNR from the last point without false "
-        "positives to the first without false negatives, ascending thresholds"
-    ),
+    "flagged_share": "ties at the cut flagged together: _actual may be below q",
+    "equal_error_rate": "the curve point nearest FPR = FNR, as torchmetrics' binary_eer",
+    "det_curve": "curves.det as scikit-learn's det_curve (ascending thresholds)",
 }
 
 _OP = "tests/core/test_binary_operating.py::"

@@ -24,8 +24,8 @@ from evalserve.service.config import Settings
 from evalserve.service.server import Ports, run
 from evalserve.v1 import evaluation_pb2_grpc as pb_grpc
 
-# Over the answer of ``assert_still_serving`` (about 3 500 bytes: no curves), under that of 200
-# rows with curves of 50 points (about 5 300).
+# Over the answer of ``assert_still_serving`` (about 4 300 bytes: no curves), under that of 200
+# rows with curves of 50 points (about 7 200).
 RESPONSE_LIMIT = 5000
 # Small row limits: what the clients' tests need to see requests over them stream.
 ROW_LIMITED = Settings(
