@@ -57,8 +57,9 @@ def bootstrap_intervals(
 ) -> dict[str, Interval]:
     """Percentile intervals for the metrics of ``BOOTSTRAP_METRICS`` and the operating points
     of ``options`` present in ``exact`` (their exact values); ``confusion`` is (tp, fp) at the
-    threshold, for F1. Both classes must be present. An operating point that some replicate
-    cannot reach (no threshold there holds the precision asked) gets no interval."""
+    threshold, for F1. Both classes must be present. A replicate where no threshold holds the
+    precision a recall_at_precision target asks counts as recall 0; an alert budget that some
+    replicate cannot meet (its top scores' ties exceed it) gets no interval."""
     rng = np.random.default_rng(seed)
     pos, neg = _pooled(stats)
     positives, negatives = float(pos.sum()), float(neg.sum())
@@ -192,10 +193,12 @@ def _operating_metrics(
     with np.errstate(invalid="ignore", divide="ignore"):
         precision = tps / (tps + fps)
     for p in options.recall_at_precision:
+        # A replicate where no threshold reaches precision p counts as recall 0, the value the
+        # recall falls towards as the target slips out of reach (and torchmetrics' answer
+        # there): the interval widens downwards instead of disappearing.
         met = hit & (tps * (1.0 + TOLERANCE) >= p * (tps + fps))
-        best = np.where(met, tps, -1.0).max(axis=1)
-        values[operating_names("recall_at_precision", p)[0]] = np.where(
-            best >= 0, best / positives, np.nan
+        values[operating_names("recall_at_precision", p)[0]] = (
+            np.where(met, tps, 0.0).max(axis=1) / positives
         )
     for r in options.precision_at_recall:
         met = tps >= r * positives * (1.0 - TOLERANCE)

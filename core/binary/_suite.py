@@ -189,8 +189,8 @@ def _ranking_intervals(
         for name in value_names(options):
             if sink.metrics.get(name) is not None and name not in sink.intervals:
                 sink.warn(
-                    f"no bootstrap interval for {name}: some replicates reach no threshold "
-                    "that meets its target"
+                    f"no bootstrap interval for {name}: in some replicates the rows tied at "
+                    "the highest score alone exceed the budget"
                 )
 
 
