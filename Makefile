@@ -136,6 +136,8 @@ bench: install-test
 	$(BIN)/python bench/service_bench.py
 	$(BIN)/python bench/multiclass_core.py
 	$(BIN)/python bench/auc_simulation.py
+	$(BIN)/python bench/monitor_simulation.py
+	$(BIN)/python bench/operating_simulation.py
 	$(BIN)/python bench/stream_cost.py
 	$(BIN)/python bench/memory_cost.py
 	$(BIN)/python bench/load.py
