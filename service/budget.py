@@ -300,7 +300,7 @@ class CostModel:
 # Measured by bench/memory_cost.py (bench/memory_cost.json), with a margin of 10% or more
 # over the largest measured factor: a detection protobuf decode 3.9 per byte of body (a
 # message and arrays per image). Each task's evaluation and result factors are in its spec
-# (e.g. multilabel evaluation 6.8, regression 5.0, detection 4.45 per byte of input measured).
+# (e.g. multilabel evaluation 6.8, regression 9.5, detection 4.45 per byte of input measured).
 COST_MODEL: Final = CostModel(
     decode_per_body_byte={"json": 2.0, "protobuf": 4.5},
     decode_per_value={"json": 40.0, "protobuf": 0.0},
