@@ -12,6 +12,7 @@ is ``evalserve`` (:mod:`evalserve.cli`).
 
 from evalserve.core import (
     CATALOG,
+    OPERATING_KINDS,
     OPTIONS,
     REGISTRY,
     TASKS,
@@ -41,7 +42,9 @@ from evalserve.core import (
     check_monitor,
     evaluate,
     evaluate_binary_stats,
+    operating_names,
     parse_options,
+    target_label,
     task_spec,
 )
 
@@ -49,6 +52,7 @@ __version__ = "0.1.0"
 
 __all__ = [
     "CATALOG",
+    "OPERATING_KINDS",
     "OPTIONS",
     "REGISTRY",
     "TASKS",
@@ -79,6 +83,8 @@ __all__ = [
     "check_monitor",
     "evaluate",
     "evaluate_binary_stats",
+    "operating_names",
     "parse_options",
+    "target_label",
     "task_spec",
 ]
