@@ -25,6 +25,7 @@ __all__ = ["PAIR_BYTES", "DistinctPairs", "midranks", "pairs_of"]
 
 Floats = NDArray[np.float64]
 Complexes = NDArray[np.complex128]
+Indices = NDArray[np.intp]
 
 PAIR_BYTES = 24  # a label, a prediction and a weight
 
@@ -54,13 +55,12 @@ class DistinctPairs:
     def of_rows(cls, labels: Floats, predictions: Floats, weights: Floats | None) -> DistinctPairs:
         """The distribution of rows of positive ``weights`` (None: ones)."""
         joined = pairs_of(labels, predictions)
+        order = lexicographic_order(joined)
+        values = joined[order]
         if weights is None:
-            values = np.sort(joined)
             starts = group_starts(values)
             counts = np.diff(np.append(starts, values.size)).astype(np.float64)
             return cls(values[starts], counts)
-        order = np.argsort(joined)
-        values = joined[order]
         starts = group_starts(values)
         return cls(values[starts], np.add.reduceat(weights[order], starts))
 
@@ -104,15 +104,31 @@ class DistinctPairs:
             return AbsoluteErrors(np.empty(0), np.empty(0))
         with np.errstate(over="ignore", invalid="ignore"):
             absolute = np.abs(self.values.real - self.values.imag)
-        return AbsoluteErrors.of_rows(absolute, self.masses)
+        # Pairs that each hold one row (continuous values, unweighted) sort as plain rows: a
+        # plain sort is several times faster than the argsort that carries the masses.
+        ones = bool((self.masses == 1.0).all())
+        return AbsoluteErrors.of_rows(absolute, None if ones else self.masses)
 
     def ranks(self) -> tuple[Floats, Floats]:
         """The labels' and the predictions' ranks of each distinct pair (``midranks``)."""
         label_ranks = midranks(self.values.real, self.masses)  # already in the labels' order
-        order = np.argsort(self.values.imag, kind="stable")
+        # Tied predictions share one midrank, so their order among themselves does not matter:
+        # numpy's default (SIMD) argsort, about 5x faster here than a stable one.
+        order = np.argsort(self.values.imag)
         prediction_ranks = np.empty(self.size)
         prediction_ranks[order] = midranks(self.values.imag[order], self.masses[order])
         return label_ranks, prediction_ranks
+
+
+def lexicographic_order(joined: Complexes) -> Indices:
+    """The order of the pairs by (y, ŷ): numpy's (SIMD) argsort of the labels alone where they
+    are distinct, several times faster than sorting complex numbers; where labels tie, the
+    complex argsort, which orders by the predictions within a tie."""
+    order: Indices = np.argsort(joined.real)
+    ordered = joined.real[order]
+    if bool((ordered[1:] == ordered[:-1]).any()):
+        order = np.argsort(joined)
+    return order
 
 
 def midranks(ordered: Floats, masses: Floats) -> Floats:
