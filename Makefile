@@ -143,6 +143,7 @@ bench: install-test
 	$(BIN)/python bench/load.py
 	$(BIN)/python bench/refusal_cost.py
 	$(BIN)/python bench/offline_scale.py
+	$(BIN)/python bench/segments_cost.py
 
 clean:
 	rm -rf $(VENV) .pytest_cache .mypy_cache .ruff_cache *.egg-info

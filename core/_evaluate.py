@@ -5,10 +5,18 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+import numpy as np
+
 from evalserve.core._coverage import check_coverage, coverage_report
 from evalserve.core._errors import InvalidInputError
 from evalserve.core._options import Options, parse_options
 from evalserve.core._result import EvaluationResult
+from evalserve.core._segments import (
+    DEFAULT_MAX_SEGMENTS,
+    Segmentation,
+    segment_rows,
+    take_rows,
+)
 from evalserve.core._task_spec import MonitorRequest
 from evalserve.core._tasks import TASKS, comparing_tasks, task_spec
 from evalserve.core.binary._monitor_format import decode as decode_monitor_state
@@ -40,6 +48,11 @@ def evaluate(
     coverage: Mapping[str, Any] | None = None,
     monitor_state: bytes | None = None,
     window: str | None = None,
+    segments: Any = None,
+    segment_names: Sequence[str] | None = None,
+    max_segments: int | None = DEFAULT_MAX_SEGMENTS,
+    fold_segments: bool = False,
+    segment_monitor_states: Mapping[str, bytes] | None = None,
 ) -> EvaluationResult:
     """Evaluate a model's scores against ground truth; see README "Metric catalog".
 
@@ -54,6 +67,13 @@ def evaluate(
     (``result.monitor_state``): send that state back as ``monitor_state`` with the next window,
     named by ``window`` (a window sent again is not counted twice).
 
+    ``segments`` names a segment per row (per image for detection), or with ``segment_names``
+    gives each row's integer code into them (a dictionary-encoded column): the result then has
+    ``result.segments``, each segment's own result by name (as a separate call with its rows;
+    with a baseline each has its own monitor, whose state ``segment_monitor_states[name]``
+    carries from window to window). At most ``max_segments`` distinct segments (None: no cap),
+    or with ``fold_segments`` the smallest folded into ``"__other__"``.
+
     Raises ``InvalidInputError`` (naming the field) for input that cannot be evaluated.
     """
     spec = task_spec(task)
@@ -62,10 +82,88 @@ def evaluate(
         check_coverage(coverage)  # before the work; n_predictions >= rows once they are counted
     check_comparison(task, baseline, challenger)
     monitor = monitor_request(baseline, monitor_state, window)
+    segmentation = None
+    if segments is not None:
+        segmentation = segment_rows(
+            segments, _count(y_true), unit=spec.unit, max_segments=max_segments,
+            fold=fold_segments, names=segment_names,
+        )  # fmt: skip
+        states = _segment_states(segment_monitor_states, segmentation, baseline, window)
+    else:
+        for name, value in (("segment_names", segment_names),
+                            ("segment_monitor_states", segment_monitor_states)):  # fmt: skip
+            if value is not None:
+                raise InvalidInputError(name, "only a request with segments takes it")
     result = spec.evaluate(
         y_true, y_score, y_pred, sample_weight, parsed, classes, baseline, challenger, monitor
     )
+    if segmentation is not None:
+        for name, rows in zip(segmentation.names, segmentation.rows, strict=True):
+            result.segments[name] = _segment_result(
+                spec.name, spec.evaluate, rows, states.get(name),
+                (y_true, y_score, y_pred, sample_weight, parsed, classes, baseline, challenger),
+                window,
+            )  # fmt: skip
+        if (warning := segmentation.warning()) is not None:
+            result.warnings.append(warning)
     return with_coverage(result, coverage)
+
+
+def _count(y_true: Any) -> int:
+    try:
+        return len(y_true)
+    except TypeError:
+        return int(np.asarray(y_true).shape[0]) if np.ndim(y_true) else 0
+
+
+def _segment_states(
+    states: Mapping[str, bytes] | None,
+    segmentation: Segmentation,
+    baseline: Mapping[str, Any] | None,
+    window: str | None,
+) -> Mapping[str, bytes]:
+    """Each segment's monitor state, checked before any work (a state of a segment the request
+    lacks is refused: its name is likely mistyped)."""
+    if states is None:
+        return {}
+    field_name = "segment_monitor_states"
+    if not isinstance(states, Mapping):
+        raise InvalidInputError(field_name, "expected a mapping of segment names to states")
+    for name, state in states.items():
+        if name not in segmentation.names:
+            raise InvalidInputError(field_name, f"names a segment the rows lack: {name!r}")
+        try:
+            monitor_request(baseline, state, window)
+        except InvalidInputError as error:
+            raise InvalidInputError(f"{field_name}.{name}", error.message) from None
+    return states
+
+
+def _segment_result(
+    task: str,
+    evaluator: Any,
+    rows: Any,
+    state: bytes | None,
+    columns: tuple[Any, ...],
+    window: str | None,
+) -> EvaluationResult:
+    """One segment's result: the evaluator on its rows; a segment whose rows weigh nothing
+    gives an empty result with the reason, not an error of the request."""
+    y_true, y_score, y_pred, weights, options, classes, baseline, challenger = columns
+    monitor = None if baseline is None else MonitorRequest(state, window)
+    try:
+        return evaluator(  # type: ignore[no-any-return]
+            take_rows(y_true, rows), take_rows(y_score, rows), take_rows(y_pred, rows),
+            take_rows(weights, rows), options, classes, baseline, take_rows(challenger, rows),
+            monitor,
+        )  # fmt: skip
+    except InvalidInputError as error:
+        if "nothing to evaluate" in error.message:
+            return EvaluationResult(
+                task=task, n_samples=int(rows.size), metrics={},
+                undefined={}, warnings=[f"insufficient_data: {error.message}"],
+            )  # fmt: skip
+        raise
 
 
 def check_comparison(

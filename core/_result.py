@@ -90,9 +90,18 @@ class EvaluationResult:
     # The AUC monitor's verdict and the state to send with the next window (with a baseline).
     monitor: dict[str, MonitorVerdict] = field(default_factory=dict)
     monitor_state: bytes | None = None
+    # With segments (core/_segments.py): each segment's own result, by name.
+    segments: dict[str, EvaluationResult] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
-        """The JSON body of the REST response (non-finite curve thresholds become null)."""
+        """The JSON body of the REST response (non-finite curve thresholds become null); the
+        segments' results, by name, when the request had segments."""
+        body = self._body()
+        if self.segments:
+            body["segments"] = {name: each.to_dict() for name, each in self.segments.items()}
+        return body
+
+    def _body(self) -> dict[str, Any]:
         return {
             "task": self.task,
             "n_samples": self.n_samples,

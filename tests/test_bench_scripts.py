@@ -29,6 +29,7 @@ SCRIPTS = {
     "load.py": "## the service under load (bench/load.py)",
     "refusal_cost.py": "## what a refusal costs (bench/refusal_cost.py)",
     "offline_scale.py": "## offline evaluation at scale (bench/offline_scale.py)",
+    "segments_cost.py": "## segments (bench/segments_cost.py)",
 }
 
 

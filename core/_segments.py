@@ -1,0 +1,227 @@
+"""Segments: one evaluation of every slice of the rows (a country, a channel, a customer tier).
+
+A request may name a segment per row (per image for detection). The result then holds, beside
+the overall result of every row (computed as without segments), one full result per segment:
+the same task, options, baseline and challenger applied to that segment's rows alone, so a
+segment's result equals a separate request of its rows. A segment that cannot be evaluated at
+all (every row of it weighs nothing) is there too, with no metrics and the reason; one with
+few rows gives what few rows give (undefined metrics with their reasons, drift tests with
+``insufficient_data``), never an error of the request.
+
+Caps: at most ``max_segments`` distinct segments (refused past it, naming ``segments``), or,
+when the caller asks (``fold_segments``), the largest ``max_segments - 1`` kept and the rest
+folded into one segment named ``__other__`` (a warning says how many and which).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+from numpy.typing import NDArray
+
+from evalserve.core._errors import InvalidInputError
+
+__all__ = [
+    "DEFAULT_MAX_SEGMENTS",
+    "MAX_SEGMENT_CHARS",
+    "OTHER",
+    "Segmentation",
+    "segment_rows",
+    "take_rows",
+]
+
+Indices = NDArray[np.intp]
+
+DEFAULT_MAX_SEGMENTS = 100
+MAX_SEGMENT_CHARS = 128  # as a model's segment label
+OTHER = "__other__"
+_NAMED_IN_WARNING = 10
+FIELD = "segments"
+
+
+@dataclass(frozen=True, slots=True)
+class Segmentation:
+    """The segments of a request: names (sorted), the rows of each (ascending positions) and
+    the names folded into ``OTHER``."""
+
+    names: tuple[str, ...]
+    rows: tuple[Indices, ...]
+    folded: tuple[str, ...] = ()
+
+    def warning(self) -> str | None:
+        if not self.folded:
+            return None
+        shown = ", ".join(repr(name) for name in self.folded[:_NAMED_IN_WARNING])
+        more = len(self.folded) - _NAMED_IN_WARNING
+        tail = f" and {more} more" if more > 0 else ""
+        return (
+            f"{len(self.folded)} smallest segments folded into {OTHER!r} "
+            f"(over max_segments): {shown}{tail}"
+        )
+
+
+def segment_rows(
+    segments: Any,
+    n: int,
+    *,
+    unit: str,
+    max_segments: int | None,
+    fold: bool,
+    names: Sequence[str] | None = None,
+) -> Segmentation:
+    """Check ``segments`` (one non-empty string of at most ``MAX_SEGMENT_CHARS`` characters per
+    row or image; with ``names``, one integer code per row naming ``names[code]``, as a
+    dictionary-encoded column holds them) and group the rows; raises ``InvalidInputError``
+    naming ``segments`` (or ``segment_names``)."""
+    if names is not None:
+        return _cap(*_coded(segments, n, unit, names), max_segments, fold)
+    if isinstance(segments, (str, bytes)) or not isinstance(segments, (Sequence, np.ndarray)):
+        raise InvalidInputError(
+            FIELD, f"expected a list of strings, one per {unit[:-1]}, but got "
+            f"{type(segments).__name__}",
+        )  # fmt: skip
+    if len(segments) != n:
+        raise InvalidInputError(
+            FIELD, f"expected one segment per {unit[:-1]} ({n}), but got {len(segments)}"
+        )
+    values = segments.tolist() if isinstance(segments, np.ndarray) else segments
+    try:
+        distinct = dict.fromkeys(values)  # in C: the names in order of first appearance
+    except TypeError:  # an unhashable value (a list) among the names
+        distinct = {}
+    names = list(distinct)
+    if not distinct or any(not isinstance(name, str) for name in names):
+        _first_bad(values, unit)
+    for name in names:
+        if _problem(name) is not None:  # the row only for the message: a scan of the rows
+            _check_name(name, _first_row(values, name), unit)
+    index = {name: code for code, name in enumerate(names)}
+    codes = np.fromiter(map(index.__getitem__, values), dtype=_code_type(len(names)), count=n)
+    return _cap(names, codes, max_segments, fold)
+
+
+def _code_type(count: int) -> type[np.integer[Any]]:
+    """Few segments: 16-bit codes, which numpy's stable sort orders by radix in linear time."""
+    return np.uint16 if count < 2**16 else np.intp
+
+
+def _coded(
+    segments: Any, n: int, unit: str, names: Sequence[str]
+) -> tuple[list[str], NDArray[np.integer[Any]]]:
+    """The names and codes of a dictionary-encoded segments column."""
+    if isinstance(names, (str, bytes)) or not isinstance(names, (Sequence, np.ndarray)):
+        raise InvalidInputError("segment_names", "expected a list of strings")
+    listed = [str(name) if isinstance(name, np.str_) else name for name in names]
+    for position, name in enumerate(listed):
+        if (problem := _problem(name)) is not None:
+            raise InvalidInputError("segment_names", f"name {position} {problem}")
+    if len(set(listed)) != len(listed):
+        raise InvalidInputError("segment_names", "expected distinct names")
+    try:
+        raw = np.asarray(segments)
+    except (TypeError, ValueError):
+        raw = np.asarray([], dtype=np.float64)
+    if raw.ndim != 1 or raw.dtype.kind not in "iu" or raw.size != n:
+        raise InvalidInputError(
+            FIELD,
+            f"expected one integer code per {unit[:-1]} ({n}) into segment_names, but got "
+            f"{raw.size} values of type {raw.dtype}",
+        )
+    if raw.size and (int(raw.min()) < 0 or int(raw.max()) >= len(listed)):
+        bad = int(np.argmax((raw < 0) | (raw >= len(listed))))
+        raise InvalidInputError(
+            FIELD,
+            f"the code at {unit[:-1]} {bad} is {int(raw[bad])}, not one of the "
+            f"{len(listed)} segment_names",
+        )
+    return listed, raw.astype(_code_type(len(listed)), copy=False)
+
+
+def _cap(
+    names: list[str], codes: NDArray[np.integer[Any]], max_segments: int | None, fold: bool
+) -> Segmentation:
+    if max_segments is not None and len(names) > max_segments:
+        if not fold:
+            raise InvalidInputError(
+                FIELD,
+                f"expected at most {max_segments} distinct segments, but got {len(names)}: "
+                f"send fewer, or fold the smallest into {OTHER!r} (fold_segments)",
+            )
+        return _folded(names, codes, max_segments)
+    return _grouped(names, codes)
+
+
+def _first_row(values: Sequence[Any], name: str) -> int:
+    return next(row for row, value in enumerate(values) if value == name)
+
+
+def _first_bad(values: Sequence[Any], unit: str) -> None:
+    """Raise for the first value that is not a string (there is one)."""
+    for row, value in enumerate(values):
+        _check_name(value, row, unit)
+
+
+def _problem(name: Any) -> str | None:
+    """What is wrong with a segment name (None: nothing), without saying where."""
+    if not isinstance(name, str):
+        return f"expected a string, but got {type(name).__name__}"
+    if not name:
+        return "is empty"
+    if len(name) > MAX_SEGMENT_CHARS:
+        return f"has {len(name)} characters, over {MAX_SEGMENT_CHARS}"
+    if name == OTHER:
+        return f"is {OTHER!r}, which is reserved"
+    return None
+
+
+def _check_name(name: Any, row: int, unit: str) -> None:
+    problem = _problem(name)
+    if problem is None:
+        return
+    where = f"{unit[:-1]} {row}"
+    if not isinstance(name, str):
+        raise InvalidInputError(
+            FIELD, f"expected a string at {where}, but got {type(name).__name__}"
+        )
+    raise InvalidInputError(FIELD, f"the segment name at {where} {problem}")
+
+
+def _grouped(names: list[str], codes: NDArray[np.integer[Any]]) -> Segmentation:
+    order = np.argsort(codes, kind="stable")  # each segment's rows in their input order
+    counts = np.bincount(codes, minlength=len(names))
+    bounds = np.concatenate(([0], np.cumsum(counts)))
+    rows = {name: order[bounds[i] : bounds[i + 1]] for i, name in enumerate(names)}
+    ordered = sorted(rows)
+    return Segmentation(tuple(ordered), tuple(rows[name] for name in ordered))
+
+
+def _folded(names: list[str], codes: NDArray[np.integer[Any]], max_segments: int) -> Segmentation:
+    """The ``max_segments - 1`` largest segments (ties: by name) and ``OTHER``."""
+    counts = np.bincount(codes, minlength=len(names))
+    ranked = sorted(range(len(names)), key=lambda code: (-int(counts[code]), names[code]))
+    kept = set(ranked[: max_segments - 1])
+    folded = tuple(sorted(names[code] for code in ranked[max_segments - 1 :]))
+    other = len(names)
+    remap = np.array([code if code in kept else other for code in range(len(names))])
+    grouped = _grouped([*names, OTHER], remap[codes])
+    present = [i for i, rows in enumerate(grouped.rows) if rows.size]
+    return Segmentation(
+        tuple(grouped.names[i] for i in present),
+        tuple(grouped.rows[i] for i in present),
+        folded,
+    )
+
+
+def take_rows(value: Any, rows: Indices) -> Any:
+    """The rows ``rows`` of a column as it was given (array, list of values or of per-row
+    lists, mapping of columns as a challenger), None as None."""
+    if value is None:
+        return None
+    if isinstance(value, Mapping):
+        return {key: take_rows(column, rows) for key, column in value.items()}
+    if isinstance(value, np.ndarray) or hasattr(value, "__array__"):
+        return np.asarray(value)[rows]
+    return [value[int(i)] for i in rows]

@@ -1,0 +1,208 @@
+"""Segments (core/_segments.py): a request with a segment per row answers, beside its overall
+result, one result per segment that equals a separate request of that segment's rows (to the
+last bit with integer weights), and its overall result equals the request without segments."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from typing import Any
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from hypothesis.extra.numpy import arrays
+
+from evalserve import core
+from evalserve.core import InvalidInputError
+from tests.offline.images import random_images
+
+properties = settings(max_examples=150, deadline=None)
+NAMES = st.sampled_from(["de", "fr", "us", "tier:1", "a/b"])
+OPTIONS: dict[str, Any] = {"recall_at_precision": [0.5], "head_k": [3], "max_curve_points": 50}
+
+
+def _json(result: core.EvaluationResult) -> str:
+    return json.dumps(result.to_dict(), sort_keys=True)
+
+
+def _same(left: core.EvaluationResult, right: core.EvaluationResult) -> None:
+    assert _json(left) == _json(right)
+
+
+def _rows(column: Any, rows: list[int]) -> Any:
+    if column is None:
+        return None
+    if isinstance(column, np.ndarray):
+        return column[rows]
+    return [column[i] for i in rows]
+
+
+def _check(task: str, y_true: Any, y_score: Any, segments: list[str], **kwargs: Any) -> None:
+    segmented = core.evaluate(task, y_true, y_score, segments=segments, **kwargs)
+    _same(_without_segments(segmented), core.evaluate(task, y_true, y_score, **kwargs))
+    assert list(segmented.segments) == sorted(set(segments))
+    for name, result in segmented.segments.items():
+        rows = [i for i, each in enumerate(segments) if each == name]
+        alone = {
+            key: _rows(value, rows) if key in ("y_pred", "sample_weight") else value
+            for key, value in kwargs.items()
+        }
+        expected = core.evaluate(task, _rows(y_true, rows), _rows(y_score, rows), **alone)
+        _same(result, expected)
+
+
+def _without_segments(result: core.EvaluationResult) -> core.EvaluationResult:
+    return dataclasses.replace(result, segments={})
+
+
+@properties
+@given(st.integers(2, 40).flatmap(lambda n: st.tuples(
+    arrays(np.bool_, n), arrays(np.float64, n, elements=st.integers(0, 8).map(lambda i: i / 8)),
+    arrays(np.float64, n, elements=st.integers(0, 3).map(float)),
+    st.lists(NAMES, min_size=n, max_size=n),
+)))  # fmt: skip
+def test_binary_segments_equal_separate_requests(data: Any) -> None:
+    y, s, w, segments = data
+    w[0] = 1.0
+    # A segment whose rows all weigh nothing cannot be evaluated alone: give each some weight.
+    for name in set(segments):
+        w[segments.index(name)] = max(w[segments.index(name)], 1.0)
+    _check("binary", y, s, segments, sample_weight=w, options=OPTIONS)
+
+
+def test_every_task_segments_equal_separate_requests() -> None:
+    rng = np.random.default_rng(4)
+    n = 120
+    segments = [str(x) for x in rng.choice(["north", "south", "east"], n)]
+    labels = rng.integers(0, 3, n)
+    scores = rng.dirichlet(np.ones(3), n)
+    _check("multiclass", labels, scores, segments, options={"recall_at_precision": [0.5]})
+    tags = rng.integers(0, 2, (n, 3))
+    _check("multilabel", tags, scores, segments)
+    truth = rng.normal(size=n)
+    _check("regression", truth, truth + rng.normal(scale=0.3, size=n), segments,
+           options={"quantiles": [0.5]})  # fmt: skip
+    targets, predictions = random_images(rng, 30)
+    image_segments = [segments[i] for i in range(30)]
+    _check("detection", targets, predictions, image_segments)
+
+
+def test_each_segment_has_its_own_drift_test_and_monitor() -> None:
+    rng = np.random.default_rng(5)
+    y = rng.random(600) < 0.3
+    s = rng.normal(y * 1.2, 1.0)
+    segments = ["a"] * 300 + ["b"] * 300
+    baseline = {"roc_auc": 0.8, "roc_auc_variance": 0.0}
+    first = core.evaluate("binary", y, s, baseline=baseline, segments=segments, window="w1")
+    states = {name: each.monitor_state for name, each in first.segments.items()}
+    assert all(state is not None for state in states.values())
+    second = core.evaluate(
+        "binary", y, s, baseline=baseline, segments=segments, window="w2",
+        segment_monitor_states=states,  # type: ignore[arg-type]
+    )  # fmt: skip
+    for name, each in second.segments.items():
+        rows = [i for i, seg in enumerate(segments) if seg == name]
+        alone = core.evaluate(
+            "binary", y[rows], s[rows], baseline=baseline, window="w2",
+            monitor_state=states[name],
+        )  # fmt: skip
+        assert each.monitor["roc_auc"] == alone.monitor["roc_auc"]
+        assert each.drift["roc_auc"] == alone.drift["roc_auc"]
+        assert each.monitor["roc_auc"].windows == 2
+
+
+def test_a_weightless_segment_says_so_and_the_rest_is_answered() -> None:
+    result = core.evaluate(
+        "binary", [0, 1, 1, 0], [0.2, 0.8, 0.6, 0.4], sample_weight=[1, 1, 0, 0],
+        segments=["a", "a", "b", "b"],
+    )  # fmt: skip
+    assert result.segments["a"].metrics["roc_auc"] == 1.0
+    assert result.segments["b"].metrics == {}
+    assert result.segments["b"].warnings[0].startswith("insufficient_data")
+
+
+def test_the_smallest_segments_fold_into_other_when_asked() -> None:
+    segments = ["a"] * 5 + ["b"] * 4 + ["c"] * 2 + ["d"]
+    y = [i % 2 for i in range(12)]
+    s = [i / 12 for i in range(12)]
+    with pytest.raises(InvalidInputError, match="at most 3 distinct segments, but got 4"):
+        core.evaluate("binary", y, s, segments=segments, max_segments=3)
+    result = core.evaluate("binary", y, s, segments=segments, max_segments=3, fold_segments=True)
+    assert list(result.segments) == ["__other__", "a", "b"]
+    assert result.segments["__other__"].n_samples == 3
+    assert "2 smallest segments folded into '__other__'" in result.warnings[-1]
+
+
+@pytest.mark.parametrize(
+    ("segments", "message"),
+    [
+        (["a"], "expected one segment per row (2), but got 1"),
+        (["a", ""], "the segment name at row 1 is empty"),
+        (["a", "x" * 200_000], "has 200000 characters, over 128"),
+        (["a", 3], "expected a string at row 1, but got int"),
+        (["a", "__other__"], "is '__other__', which is reserved"),
+        ("ab", "expected a list of strings, one per row, but got str"),
+    ],
+)
+def test_bad_segments_are_refused_naming_the_field(segments: Any, message: str) -> None:
+    with pytest.raises(InvalidInputError) as refused:
+        core.evaluate("binary", [0, 1], [0.2, 0.7], segments=segments)
+    assert refused.value.field == "segments"
+    assert message in refused.value.message
+
+
+def test_monitor_states_name_segments_of_the_request() -> None:
+    baseline = {"roc_auc": 0.8, "roc_auc_variance": 0.0}
+    with pytest.raises(InvalidInputError, match="names a segment the rows lack: 'c'"):
+        core.evaluate(
+            "binary", [0, 1], [0.2, 0.7], baseline=baseline, segments=["a", "a"],
+            segment_monitor_states={"c": b"x"},
+        )  # fmt: skip
+    with pytest.raises(InvalidInputError) as refused:
+        core.evaluate(
+            "binary", [0, 1], [0.2, 0.7], baseline=baseline, segments=["a", "a"],
+            segment_monitor_states={"a": b"not a state"},
+        )  # fmt: skip
+    assert refused.value.field == "segment_monitor_states.a"
+
+
+def test_coded_segments_equal_named_ones() -> None:
+    """A dictionary-encoded column (codes into segment_names, as Parquet and pandas hold one)
+    gives the answer of the names themselves."""
+    rng = np.random.default_rng(6)
+    y = rng.random(300) < 0.4
+    s = rng.normal(y * 1.0, 1.0)
+    names = ["de", "fr", "us"]
+    codes = rng.integers(0, 3, 300)
+    coded = core.evaluate("binary", y, s, segments=codes, segment_names=names)
+    named = core.evaluate("binary", y, s, segments=[names[c] for c in codes])
+    _same(coded, named)
+
+
+@pytest.mark.parametrize(
+    ("codes", "names", "field", "message"),
+    [
+        ([0, 3], ["a", "b"], "segments", "the code at row 1 is 3, not one of the 2"),
+        ([0, -1], ["a", "b"], "segments", "the code at row 1 is -1"),
+        ([0.0, 1.0], ["a", "b"], "segments", "one integer code per row (2)"),
+        ([0], ["a", "b"], "segments", "one integer code per row (2)"),
+        ([0, 1], ["a", "a"], "segment_names", "expected distinct names"),
+        ([0, 1], ["a", ""], "segment_names", "name 1 is empty"),
+    ],
+)
+def test_bad_codes_and_names_are_refused(
+    codes: list[Any], names: list[str], field: str, message: str
+) -> None:
+    with pytest.raises(InvalidInputError) as refused:
+        core.evaluate("binary", [0, 1], [0.2, 0.7], segments=codes, segment_names=names)
+    assert refused.value.field == field
+    assert message in refused.value.message
+
+
+def test_segment_fields_need_segments() -> None:
+    for field, value in (("segment_names", ["a"]), ("segment_monitor_states", {"a": b""})):
+        with pytest.raises(InvalidInputError) as refused:
+            core.evaluate("binary", [0, 1], [0.2, 0.7], **{field: value})
+        assert refused.value.field == field
