@@ -22,8 +22,14 @@ from evalserve.core._errors import InvalidInputError, StateTooLargeError
 from evalserve.core._evaluate import monitor_request, with_coverage
 from evalserve.core._options import OPTIONS, Options, parse_options
 from evalserve.core._result import EvaluationResult
+from evalserve.core._segments import (
+    DEFAULT_MAX_SEGMENTS,
+    insufficient_result,
+    segment_rows,
+    take_rows,
+)
 from evalserve.core._state import TaskState
-from evalserve.core._state_format import StateDocument, decode, encode
+from evalserve.core._state_format import SEGMENT_PREFIX, StateDocument, decode, encode
 from evalserve.core._tasks import comparing_tasks, task_spec
 from evalserve.core._validation import WEIGHTLESS_BATCHES
 from evalserve.core.binary._classes import ClassScores, class_scores
@@ -39,6 +45,12 @@ class Accumulator:
     merge only with others of the same task, options and classes. ``max_state_bytes`` caps the
     memory of the state: an ``update`` or ``merge`` that would grow it past the cap raises
     ``StateTooLargeError`` and leaves the accumulator as it was.
+
+    Batches may carry ``segments`` (as ``evaluate``): the accumulator then keeps, beside the
+    state of every row, one state per segment, and ``result`` gives each segment's result in
+    ``result.segments``. Either every batch carries segments or none does; merging keeps the
+    union of the segments, at most ``max_segments`` of them (folding into ``__other__`` needs
+    every row at once, and is ``evaluate``'s alone).
     """
 
     def __init__(
@@ -48,6 +60,7 @@ class Accumulator:
         classes: Sequence[str] | None = None,
         *,
         max_state_bytes: int | None = None,
+        max_segments: int | None = DEFAULT_MAX_SEGMENTS,
     ) -> None:
         self.spec = task_spec(task)
         self.task = self.spec.name
@@ -59,7 +72,10 @@ class Accumulator:
         if max_state_bytes is not None and max_state_bytes < 0:
             raise InvalidInputError("max_state_bytes", f"expected >= 0, got {max_state_bytes}")
         self.max_state_bytes = max_state_bytes
+        self.max_segments = max_segments
         self._levels: list[TaskState] = []
+        # None: no batch carried segments; else each segment's own accumulator, by name.
+        self._segments: dict[str, Accumulator] | None = None
 
     # --- adding rows --------------------------------------------------------------------------
 
@@ -70,24 +86,106 @@ class Accumulator:
         *,
         y_pred: Any = None,
         sample_weight: Any = None,
+        segments: Any = None,
+        segment_names: Sequence[str] | None = None,
     ) -> Accumulator:
-        """Add one batch of rows (the arguments of ``evaluate``); returns this accumulator.
+        """Add one batch of rows (the arguments of ``evaluate``, ``segments`` and
+        ``segment_names`` too); returns this accumulator.
 
         A batch without rows changes nothing. Bad rows raise ``InvalidInputError`` naming the
         field, and the accumulator stays as it was."""
         if _no_rows(y_true, y_score, y_pred, sample_weight):
             return self
-        token = WEIGHTLESS_BATCHES.set(True)
-        try:
-            state = self.kind.of_batch(
-                y_true, y_score, y_pred, sample_weight, self.options, self.classes
-            )
-        finally:
-            WEIGHTLESS_BATCHES.reset(token)
+        state = self._batch_state(y_true, y_score, y_pred, sample_weight)
         if self._levels:
             self._levels[0].check_merge(state)
-        self._levels = self._pushed(list(self._levels), state)
+        parts = self._segment_parts(y_true, (y_score, y_pred, sample_weight), segments,
+                                    segment_names)  # fmt: skip
+        levels = self._pushed(list(self._levels), state)
+        if parts is None:
+            self._levels = levels
+            return self
+        children = dict(self._segments or {})
+        for name, part in parts.items():
+            child = children.get(name) or self._child()
+            children[name] = child._with(part)
+        self._check_cap(levels, children)
+        self._levels, self._segments = levels, children
         return self
+
+    def _batch_state(self, y_true: Any, y_score: Any, y_pred: Any, weights: Any) -> TaskState:
+        token = WEIGHTLESS_BATCHES.set(True)
+        try:
+            state: TaskState = self.kind.of_batch(
+                y_true, y_score, y_pred, weights, self.options, self.classes
+            )
+            return state
+        finally:
+            WEIGHTLESS_BATCHES.reset(token)
+
+    def _segment_parts(
+        self, y_true: Any, columns: tuple[Any, Any, Any], segments: Any, names: Any
+    ) -> dict[str, TaskState] | None:
+        """Each segment's state of a batch (None: the batch has no segments); refused when
+        the batch and the accumulator disagree on carrying segments, or past max_segments."""
+        if segments is None:
+            if self._segments is not None:
+                raise InvalidInputError(
+                    "segments", "this accumulator's batches carry segments: every batch must"
+                )
+            if names is not None:
+                raise InvalidInputError("segment_names", "only a batch with segments takes it")
+            return None
+        if self._segments is None and self._levels:
+            raise InvalidInputError(
+                "segments", "this accumulator's earlier batches carry no segments"
+            )
+        found = segment_rows(
+            segments, _length(y_true) or 0, unit=self.spec.unit, max_segments=None,
+            fold=False, names=names,
+        )  # fmt: skip
+        union = set(self._segments or {}) | set(found.names)
+        if self.max_segments is not None and len(union) > self.max_segments:
+            raise InvalidInputError(
+                "segments",
+                f"expected at most {self.max_segments} distinct segments, but the batches "
+                f"have {len(union)}",
+            )
+        y_score, y_pred, weights = columns
+        return {
+            name: self._batch_state(
+                take_rows(y_true, rows),
+                take_rows(y_score, rows),
+                take_rows(y_pred, rows),
+                take_rows(weights, rows),
+            )
+            for name, rows in zip(found.names, found.rows, strict=True)
+        }
+
+    def _child(self) -> Accumulator:
+        return Accumulator(self.task, self.options, self.classes, max_segments=None)
+
+    def _with(self, state: TaskState) -> Accumulator:
+        """A copy of this accumulator with ``state`` pushed in (this one unchanged)."""
+        if self._levels:
+            self._levels[0].check_merge(state)
+        copy = self._child()
+        copy._levels = copy._pushed(list(self._levels), state)
+        return copy
+
+    def _check_cap(self, levels: list[TaskState], children: Mapping[str, Accumulator]) -> None:
+        cap = self.max_state_bytes
+        if cap is None:
+            return
+        held = sum(level.nbytes for level in levels) + sum(
+            child.nbytes for child in children.values()
+        )
+        if held > cap:
+            raise StateTooLargeError(
+                "state",
+                f"the {self.task} state and its segments' would hold {held} bytes, over its "
+                f"cap of {cap} bytes: evaluate fewer rows or segments per state",
+            )
 
     def merge(self, other: Accumulator) -> Accumulator:
         """A new accumulator holding the rows of both (neither is changed), this one's first
@@ -102,13 +200,30 @@ class Accumulator:
                     f"cannot merge accumulators of different {name}: "
                     f"{_shown(getattr(self, name))} and {_shown(getattr(other, name))}",
                 )
+        if (self._segments is None) != (other._segments is None) and self.n_rows and other.n_rows:
+            raise InvalidInputError(
+                "segments", "cannot merge an accumulator with segments and one without"
+            )
         merged = Accumulator(self.task, self.options, self.classes,
-                             max_state_bytes=self.max_state_bytes)  # fmt: skip
+                             max_state_bytes=self.max_state_bytes,
+                             max_segments=self.max_segments)  # fmt: skip
         levels: list[TaskState] = []
         for state in (self._state(), other._state()):
             if state is not None:
                 levels = self._pushed(levels, state)
         merged._levels = levels
+        if self._segments is not None or other._segments is not None:
+            children = dict(self._segments or {})
+            for name, child in (other._segments or {}).items():
+                children[name] = children[name].merge(child) if name in children else child
+            if self.max_segments is not None and len(children) > self.max_segments:
+                raise InvalidInputError(
+                    "segments",
+                    f"expected at most {self.max_segments} distinct segments, but the merged "
+                    f"accumulators have {len(children)}",
+                )
+            merged._check_cap(levels, children)
+            merged._segments = children
         return merged
 
     def _pushed(self, levels: list[TaskState], state: TaskState) -> list[TaskState]:
@@ -147,8 +262,14 @@ class Accumulator:
 
     @property
     def nbytes(self) -> int:
-        """Bytes of the state's arrays."""
-        return sum(level.nbytes for level in self._levels)
+        """Bytes of the state's arrays (its segments' included)."""
+        own = sum(level.nbytes for level in self._levels)
+        return own + sum(child.nbytes for child in (self._segments or {}).values())
+
+    @property
+    def segment_names(self) -> tuple[str, ...]:
+        """The segments the batches named so far, sorted (none without segments)."""
+        return tuple(sorted(self._segments or {}))
 
     def result(
         self,
@@ -157,10 +278,43 @@ class Accumulator:
         coverage: Mapping[str, Any] | None = None,
         monitor_state: bytes | None = None,
         window: str | None = None,
+        segment_monitor_states: Mapping[str, bytes] | None = None,
     ) -> EvaluationResult:
         """What ``evaluate`` gives on all rows added (and merged) so far; ``baseline`` (task
-        binary), ``coverage``, ``monitor_state`` and ``window`` as in ``evaluate``. Raises
-        ``InvalidInputError`` when no row was added."""
+        binary), ``coverage``, ``monitor_state``, ``window`` and ``segment_monitor_states`` as
+        in ``evaluate``. Raises ``InvalidInputError`` when no row was added."""
+        if self._segments is None and segment_monitor_states is not None:
+            raise InvalidInputError(
+                "segment_monitor_states", "only an accumulator with segments takes them"
+            )
+        states = dict(segment_monitor_states or {})
+        for name, state in states.items():
+            if name not in (self._segments or {}):
+                raise InvalidInputError(
+                    "segment_monitor_states", f"names a segment the rows lack: {name!r}"
+                )
+            try:
+                monitor_request(baseline, state, window)
+            except InvalidInputError as error:
+                raise InvalidInputError(f"segment_monitor_states.{name}", error.message) from None
+        result = self._result(baseline, coverage, monitor_state, window)
+        for name in self.segment_names:
+            child = (self._segments or {})[name]
+            try:
+                result.segments[name] = child._result(baseline, None, states.get(name), window)
+            except InvalidInputError as error:
+                if "nothing to evaluate" not in error.message:
+                    raise
+                result.segments[name] = insufficient_result(self.task, child.n_rows, error)
+        return result
+
+    def _result(
+        self,
+        baseline: Mapping[str, Any] | None,
+        coverage: Mapping[str, Any] | None,
+        monitor_state: bytes | None,
+        window: str | None,
+    ) -> EvaluationResult:
         state = self._state()
         if state is None:
             raise InvalidInputError("labels", "is empty; no rows were added")
@@ -198,7 +352,17 @@ class Accumulator:
         """The accumulator in the versioned binary format of :mod:`core._state_format`."""
         state = self._state()
         arrays = {} if state is None else state.to_arrays()
-        return encode(StateDocument(self.task, _options_json(self.options), self.classes, arrays))
+        names = None
+        if self._segments is not None:
+            names = self.segment_names
+            for index, name in enumerate(names):
+                child = self._segments[name]._state()
+                for key, array in ({} if child is None else child.to_arrays()).items():
+                    arrays[f"{SEGMENT_PREFIX}{index}.{key}"] = array
+        document = StateDocument(
+            self.task, _options_json(self.options), self.classes, arrays, names
+        )
+        return encode(document)
 
     @classmethod
     def from_bytes(
@@ -214,11 +378,28 @@ class Accumulator:
         except InvalidInputError as error:
             message = f"holds a bad {error.field}: {error.message}"
             raise InvalidInputError("state", message) from None
-        if document.arrays:
-            state = accumulator.kind.from_arrays(
-                document.arrays, accumulator.options, accumulator.classes
-            )
+        own = {k: v for k, v in document.arrays.items() if not k.startswith(SEGMENT_PREFIX)}
+        if own:
+            state = accumulator.kind.from_arrays(own, accumulator.options, accumulator.classes)
             accumulator._levels = accumulator._pushed([], state)
+        if document.segments is not None:
+            accumulator._segments = {}
+            for index, name in enumerate(document.segments):
+                prefix = f"{SEGMENT_PREFIX}{index}."
+                arrays = {
+                    key.removeprefix(prefix): value
+                    for key, value in document.arrays.items()
+                    if key.startswith(prefix)
+                }
+                child = accumulator._child()
+                if arrays:
+                    child._levels = child._pushed(
+                        [], accumulator.kind.from_arrays(arrays, accumulator.options,
+                                                         accumulator.classes)
+                    )  # fmt: skip
+                accumulator._segments[name] = child
+        elif len(own) != len(document.arrays):
+            raise InvalidInputError("state", "holds segments' arrays but names no segments")
         return accumulator
 
     def __repr__(self) -> str:

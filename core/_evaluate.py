@@ -14,6 +14,7 @@ from evalserve.core._result import EvaluationResult
 from evalserve.core._segments import (
     DEFAULT_MAX_SEGMENTS,
     Segmentation,
+    insufficient_result,
     segment_rows,
     take_rows,
 )
@@ -159,10 +160,7 @@ def _segment_result(
         )  # fmt: skip
     except InvalidInputError as error:
         if "nothing to evaluate" in error.message:
-            return EvaluationResult(
-                task=task, n_samples=int(rows.size), metrics={},
-                undefined={}, warnings=[f"insufficient_data: {error.message}"],
-            )  # fmt: skip
+            return insufficient_result(task, int(rows.size), error)
         raise
 
 

@@ -23,12 +23,14 @@ import numpy as np
 from numpy.typing import NDArray
 
 from evalserve.core._errors import InvalidInputError
+from evalserve.core._result import EvaluationResult
 
 __all__ = [
     "DEFAULT_MAX_SEGMENTS",
     "MAX_SEGMENT_CHARS",
     "OTHER",
     "Segmentation",
+    "insufficient_result",
     "segment_rows",
     "take_rows",
 ]
@@ -225,3 +227,15 @@ def take_rows(value: Any, rows: Indices) -> Any:
     if isinstance(value, np.ndarray) or hasattr(value, "__array__"):
         return np.asarray(value)[rows]
     return [value[int(i)] for i in rows]
+
+
+def insufficient_result(task: str, n_samples: int, error: InvalidInputError) -> EvaluationResult:
+    """The result of a segment whose rows cannot be evaluated (they all weigh nothing): no
+    metrics, and a warning that says why, instead of an error of the whole request."""
+    return EvaluationResult(
+        task=task,
+        n_samples=n_samples,
+        metrics={},
+        undefined={},
+        warnings=[f"insufficient_data: {error.message}"],
+    )

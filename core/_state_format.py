@@ -39,8 +39,12 @@ MAGIC = b"EVALSERVE-STATE\n"
 # prediction) pairs and cross moment and the detection state's per-image ranks and areas; a
 # version 1 or 2 state reads with the metrics they feed null and a reason, and an evalserve that
 # reads version 2 at most refuses a version 3 state by its version, not by a missing array.
-FORMAT_VERSION = 3
-READABLE_VERSIONS = (1, 2, 3)
+# Version 4 added an accumulator's segments: the head's "segments" (their names) and each
+# segment's arrays under "segments.<i>." (the i-th name); a state without segments reads as
+# before.
+FORMAT_VERSION = 4
+READABLE_VERSIONS = (1, 2, 3, 4)
+SEGMENT_PREFIX = "segments."
 _PREFIX = struct.Struct("<16sII")
 _CHECKSUM = struct.Struct("<I")
 _DTYPES = {"<f8": np.dtype("<f8"), "<i8": np.dtype("<i8"), "|b1": np.dtype("|b1")}
@@ -55,6 +59,7 @@ class StateDocument:
     options: dict[str, Any]
     classes: tuple[str, ...] | None
     arrays: dict[str, NDArray[Any]]
+    segments: tuple[str, ...] | None = None
 
 
 def _pad(size: int) -> int:
@@ -70,13 +75,16 @@ def encode(document: StateDocument) -> bytes:
         data = np.ascontiguousarray(array, dtype=_DTYPES[kind]).tobytes()
         table.append([name, kind, list(array.shape)])
         blobs.append(data + bytes(_pad(len(data))))
+    fields: dict[str, Any] = {
+        "task": document.task,
+        "options": document.options,
+        "classes": None if document.classes is None else list(document.classes),
+        "arrays": table,
+    }
+    if document.segments is not None:
+        fields["segments"] = list(document.segments)
     head = json.dumps(
-        {
-            "task": document.task,
-            "options": document.options,
-            "classes": None if document.classes is None else list(document.classes),
-            "arrays": table,
-        },
+        fields,
         ensure_ascii=False,
         allow_nan=False,
         separators=(",", ":"),
@@ -138,7 +146,9 @@ def decode(data: bytes | bytearray | memoryview) -> StateDocument:
         offset += size + _pad(size)
     if offset != len(body):
         raise _refuse(f"has {len(body) - offset} bytes after its last array")
-    return StateDocument(head["task"], head["options"], head["classes"], arrays)
+    return StateDocument(
+        head["task"], head["options"], head["classes"], arrays, head.get("segments")
+    )
 
 
 def _head(text: bytes) -> dict[str, Any]:
@@ -147,8 +157,16 @@ def _head(text: bytes) -> dict[str, Any]:
         head = json.loads(text.decode("utf-8"))
     except (UnicodeDecodeError, ValueError, RecursionError) as exc:
         raise _refuse(f"has a head that is not UTF-8 JSON ({type(exc).__name__})") from None
-    if not isinstance(head, dict) or set(head) != {"task", "options", "classes", "arrays"}:
+    keys = {"task", "options", "classes", "arrays"}
+    if not isinstance(head, dict) or set(head) - {"segments"} != keys:
         raise _refuse("has a head without exactly task, options, classes and arrays")
+    if "segments" in head:
+        segments = head["segments"]
+        if not isinstance(segments, list) or not all(isinstance(s, str) for s in segments):
+            raise _refuse("has a head whose segments are not a list of strings")
+        if len(set(segments)) != len(segments):
+            raise _refuse("names a segment twice")
+        head["segments"] = tuple(segments)
     if not isinstance(head["task"], str) or not isinstance(head["options"], Mapping):
         raise _refuse("has a head whose task is not a string or options not an object")
     classes = head["classes"]

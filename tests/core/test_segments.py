@@ -207,3 +207,86 @@ def test_segment_fields_need_segments() -> None:
         with pytest.raises(InvalidInputError) as refused:
             core.evaluate("binary", [0, 1], [0.2, 0.7], **{field: value})
         assert refused.value.field == field
+
+
+# --- accumulators: batches, shards and bytes with segments --------------------------------------
+
+
+@properties
+@given(
+    st.integers(4, 40).flatmap(
+        lambda n: st.tuples(
+            arrays(np.bool_, n),
+            arrays(np.float64, n, elements=st.integers(0, 8).map(lambda i: i / 8)),
+            st.lists(NAMES, min_size=n, max_size=n),
+            st.integers(1, n - 1),
+        )
+    )
+)
+def test_merged_segmented_shards_equal_evaluate(data: Any) -> None:
+    y, s, segments, cut = data
+    whole = core.evaluate("binary", y, s, segments=segments, options=OPTIONS)
+    left = core.Accumulator("binary", OPTIONS).update(y[:cut], s[:cut], segments=segments[:cut])
+    right = core.Accumulator("binary", OPTIONS).update(y[cut:], s[cut:], segments=segments[cut:])
+    merged = core.Accumulator.from_bytes(left.merge(right).to_bytes())
+    _same(merged.result(), whole)
+
+
+def test_every_task_accumulates_segments_batch_by_batch() -> None:
+    rng = np.random.default_rng(8)
+    n = 90
+    segments = [str(x) for x in rng.choice(["north", "south", "east"], n)]
+    labels, scores = rng.integers(0, 3, n), rng.dirichlet(np.ones(3), n)
+    truth = rng.normal(size=n)
+    cases: list[tuple[str, Any, Any]] = [
+        ("multiclass", labels, scores),
+        ("multilabel", rng.integers(0, 2, (n, 3)), scores),
+        ("regression", truth, truth + rng.normal(scale=0.3, size=n)),
+    ]
+    for task, y_true, y_score in cases:
+        accumulator = core.Accumulator(task)
+        for part in np.array_split(np.arange(n), 3):
+            accumulator.update(y_true[part], y_score[part], segments=[segments[i] for i in part])
+        whole = core.evaluate(task, y_true, y_score, segments=segments)
+        got = core.Accumulator.from_bytes(accumulator.to_bytes()).result()
+        # Regression's sums are added batch by batch: equal to the last few bits.
+        for mine, theirs in ((got, whole), *zip(got.segments.values(), whole.segments.values(),
+                                                strict=True)):  # fmt: skip
+            assert set(mine.metrics) == set(theirs.metrics), task
+            for name, value in theirs.metrics.items():
+                expected = None if value is None else pytest.approx(value, rel=1e-12, abs=1e-12)
+                assert mine.metrics[name] == expected, (task, name)
+        assert list(got.segments) == list(whole.segments)
+
+
+def test_an_accumulators_batches_all_carry_segments_or_none() -> None:
+    plain = core.Accumulator("binary").update([0, 1], [0.2, 0.7])
+    with pytest.raises(InvalidInputError, match="earlier batches carry no segments"):
+        plain.update([0, 1], [0.2, 0.7], segments=["a", "b"])
+    segmented = core.Accumulator("binary").update([0, 1], [0.2, 0.7], segments=["a", "b"])
+    with pytest.raises(InvalidInputError, match="every batch must"):
+        segmented.update([0, 1], [0.2, 0.7])
+    with pytest.raises(InvalidInputError, match="with segments and one without"):
+        plain.merge(segmented)
+    assert segmented.segment_names == ("a", "b")
+
+
+def test_the_segments_of_merged_accumulators_are_capped() -> None:
+    left = core.Accumulator("binary", max_segments=2).update(
+        [0, 1], [0.2, 0.7], segments=["a", "b"]
+    )
+    with pytest.raises(InvalidInputError, match="at most 2 distinct segments, but the batches"):
+        left.update([0], [0.3], segments=["c"])
+    assert left.segment_names == ("a", "b")  # unchanged
+    right = core.Accumulator("binary", max_segments=2).update(
+        [0, 1], [0.1, 0.9], segments=["c", "c"]
+    )
+    with pytest.raises(InvalidInputError, match="the merged accumulators have 3"):
+        left.merge(right)
+
+
+def test_a_segmented_state_read_by_an_older_layout_is_refused_clearly() -> None:
+    state = core.Accumulator("binary").update([0, 1], [0.2, 0.7], segments=["a", "b"]).to_bytes()
+    restored = core.Accumulator.from_bytes(state)
+    assert restored.segment_names == ("a", "b")
+    assert restored.result().segments["b"].n_samples == 1
