@@ -24,7 +24,15 @@ from sklearn.metrics import precision_recall_curve, roc_curve
 from evalserve import core
 from evalserve.core import parse_options
 from evalserve.core.binary._bootstrap import _curve_metrics
-from evalserve.core.binary._operating import operating_names, target_label, value_names
+from evalserve.core.binary._operating import (
+    Classes,
+    _scanned_sides,
+    eer_sides,
+    operating_names,
+    target_label,
+    value_names,
+)
+from evalserve.core.binary._sweep import sweep_of_rows
 
 Floats = NDArray[np.float64]
 Bools = NDArray[np.bool_]
@@ -439,3 +447,22 @@ def test_separated_classes_give_degenerate_intervals() -> None:
     )
     assert result.intervals["recall_at_precision_0.9"].lower == 1.0
     assert result.intervals["equal_error_rate"].upper == 0.0
+
+
+@properties
+@given(both_classes(max_size=40))
+def test_the_scanned_equal_error_rate_finds_the_binary_searchs_points(
+    data: tuple[Bools, Floats, Floats | None],
+) -> None:
+    """Small curves take one vectorised pass instead of the binary search: the same points."""
+    y, s, w = data
+    sweep = sweep_of_rows(y, s, w)
+    classes = Classes(sweep.positives, sweep.negatives)
+    p, n = sweep.n_positive, sweep.n_negative
+
+    def below(tp: float, fp: float) -> bool:
+        return fp * p < (p - tp) * n
+
+    searched = (classes.lowest_where(below), classes.highest_not(below))
+    assert _scanned_sides(classes, p, n) == searched
+    assert eer_sides(classes, p, n) == searched
