@@ -255,7 +255,7 @@ def test_rows_of_weight_zero_take_no_part_whatever_their_scores() -> None:
 def test_a_bad_batch_raises_the_error_of_evaluate_and_changes_nothing() -> None:
     accumulator = Accumulator("multiclass").update([0, 1], [[0.3, 0.7], [0.1, 0.9]])
     before = accumulator.to_bytes()
-    bad = {"y_true": [0, 2], "y_score": [[0.3, 0.7], [0.1, 0.9]]}
+    bad: dict[str, Any] = {"y_true": [0, 2], "y_score": [[0.3, 0.7], [0.1, 0.9]]}
     with pytest.raises(InvalidInputError) as ours:
         accumulator.update(**bad)
     with pytest.raises(InvalidInputError) as theirs:
