@@ -11,6 +11,7 @@ from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from evalserve.core import OPTIONS, TASKS
+from evalserve.core._segments import DEFAULT_MAX_SEGMENTS
 from evalserve.service.memory import retain_freed_memory
 
 if TYPE_CHECKING:
@@ -161,6 +162,43 @@ def column_spec(args: argparse.Namespace) -> ColumnSpec:
         weight=args.weight_column,
         prediction=args.prediction_column,
         classes=args.classes,
+        segment=getattr(args, "segment_column", None),
+    )
+
+
+def _max_segments(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected a positive whole number, got {text!r}")
+    return value
+
+
+def add_segment_arguments(command: argparse.ArgumentParser) -> None:
+    """``--segment-column``, ``--max-segments``, ``--fold-segments`` (``evaluate`` only: the
+    report shows no segments yet)."""
+    segments = command.add_argument_group("segments")
+    segments.add_argument(
+        "--segment-column",
+        metavar="C",
+        help="each row's segment (a country, a tier: text): the overall result and one per "
+        "segment (JSON: segments; table: the worst segments first)",
+    )
+    segments.add_argument(
+        "--max-segments",
+        type=_max_segments,
+        default=DEFAULT_MAX_SEGMENTS,
+        metavar="N",
+        help=f"at most N distinct segments (default {DEFAULT_MAX_SEGMENTS}); more is an error "
+        "unless --fold-segments",
+    )
+    segments.add_argument(
+        "--fold-segments",
+        action="store_true",
+        help="past --max-segments, fold the smallest segments into __other__ (reads the "
+        "segment column in a first pass; not from stdin, not on the dask engine)",
     )
 
 
@@ -186,6 +224,7 @@ def build_parser(settings: type[Settings] | None) -> argparse.ArgumentParser:
         "stdin) in batches, for every task, and print what POST /v1/evaluate answers.",
     )
     add_input_arguments(offline_cmd)
+    add_segment_arguments(offline_cmd)
     offline_cmd.add_argument(
         "--format",
         dest="output_format",
@@ -265,6 +304,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     retain_freed_memory()  # as the server does: big arrays reuse freed pages
     output = getattr(args, "output", None)
     monitor = _monitor_file(args, parser)
+    segment = getattr(args, "segment_column", None)
+    max_segments = getattr(args, "max_segments", DEFAULT_MAX_SEGMENTS)
+    fold_segments = getattr(args, "fold_segments", False)
+    if segment is None and fold_segments:
+        parser.error("--fold-segments folds segments: give --segment-column too")
+    if segment is not None and monitor is not None:
+        parser.error(
+            "--monitor-state keeps the overall AUC monitor only, not each segment's: "
+            "leave out --segment-column or --monitor-state"
+        )
     if args.engine == "dask":
         from evalserve.dask import run_files
 
@@ -277,6 +326,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             output=output,
             baseline=args.baseline,
             monitor=monitor,
+            max_segments=max_segments,
+            fold_segments=fold_segments,
         )
     from evalserve import offline
 
@@ -288,6 +339,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         output=output,
         baseline=args.baseline,
         monitor=monitor,
+        max_segments=max_segments,
+        fold_segments=fold_segments,
     )
 
 

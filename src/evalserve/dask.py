@@ -15,6 +15,11 @@ built and kept on a worker, and each range is summarised there with the class to
 ranges above it (:mod:`evalserve.core.ranges`); the client adds up one small summary
 per range. No worker and not the client ever holds all distinct scores.
 
+``segment="COLUMN"`` (method tree): each partition's state holds one state per segment, the
+merges keep their union, and the result has ``result.segments`` as ``evaluate(...,
+segments=...)`` has. The ranges method takes no segments; folding (``fold_segments``) needs
+every row at once and is ``evaluate``'s and ``evalserve evaluate``'s.
+
 Needs the ``dask`` extra: ``pip install 'evalserve[dask]'``.
 """
 
@@ -27,6 +32,7 @@ from typing import Any
 
 import dask.dataframe as dd
 import numpy as np
+import pyarrow as pa
 from dask.base import compute
 from dask.delayed import Delayed, delayed
 
@@ -39,6 +45,7 @@ from evalserve.core import (
     parse_options,
     task_spec,
 )
+from evalserve.core._segments import DEFAULT_MAX_SEGMENTS
 from evalserve.core.ranges import (
     Bests,
     RangeContext,
@@ -63,6 +70,8 @@ from evalserve.offline import (
     render,
 )
 from evalserve.offline._files import FileError, sources
+from evalserve.offline._run import segment_error
+from evalserve.offline._segments import segment_codes
 
 __all__ = ["evaluate", "run_files"]
 
@@ -88,6 +97,9 @@ def evaluate(
     baseline: Mapping[str, Any] | None = None,
     monitor_state: bytes | None = None,
     window: str | None = None,
+    segment: str | None = None,
+    max_segments: int | None = DEFAULT_MAX_SEGMENTS,
+    segment_monitor_states: Mapping[str, bytes] | None = None,
 ) -> EvaluationResult:
     """The result of ``evaluate(task, ...)`` on every row of ``dataframe``.
 
@@ -97,7 +109,9 @@ def evaluate(
     ranges, default two per partition up to 64). ``max_state_bytes`` caps each state a worker
     builds (``StateTooLargeError`` past it). ``baseline``, ``monitor_state`` and ``window``
     (method tree, task binary): the drift test and the AUC monitor, as in ``evaluate``.
-    Computes on the current Dask scheduler (a ``distributed.Client`` when one is open)."""
+    ``segment`` (method tree): the column naming each row's segment; ``max_segments`` and
+    ``segment_monitor_states`` as in ``evaluate``. Computes on the current Dask scheduler (a
+    ``distributed.Client`` when one is open)."""
     spec = ColumnSpec(
         task=task,
         label=_names(label),
@@ -105,7 +119,10 @@ def evaluate(
         weight=weight,
         prediction=prediction,
         classes=None if classes is None else tuple(classes),
+        segment=segment,
     )
+    if segment is None and segment_monitor_states is not None:
+        raise InvalidInputError("segment_monitor_states", "only a run with segments takes it")
     if split_every < 2:
         raise InvalidInputError("split_every", f"expected at least 2, got {split_every}")
     if ranges is not None and ranges < 1:
@@ -114,12 +131,19 @@ def evaluate(
     Accumulator(task, options, table_plan.classes)  # options and classes checked here, once
     frame = dataframe[table_plan.columns]
     if method == "tree":
-        final = _tree(frame, table_plan, options, split_every, max_state_bytes)
+        final = _tree(frame, table_plan, options, split_every, max_state_bytes, max_segments)
         (state,) = compute(final, retries=retries)
         accumulator = Accumulator.from_bytes(state)
-        return accumulator.result(baseline=baseline, monitor_state=monitor_state, window=window)
+        return accumulator.result(
+            baseline=baseline, monitor_state=monitor_state, window=window,
+            segment_monitor_states=segment_monitor_states,
+        )  # fmt: skip
     if method != "ranges":
         raise InvalidInputError("method", f"expected 'tree' or 'ranges', got {method!r}")
+    if segment is not None:
+        raise InvalidInputError(
+            "segments", "the ranges method does not take segments; use method tree"
+        )
     for name, value in (("baseline", baseline), ("monitor_state", monitor_state)):
         if value is not None:
             raise InvalidInputError(name, "is taken by method 'tree' only")
@@ -144,30 +168,44 @@ def _tree(
     options: Mapping[str, Any] | None,
     split_every: int,
     cap: int | None,
+    max_segments: int | None = DEFAULT_MAX_SEGMENTS,
 ) -> Delayed:
     parts = frame.to_delayed()
     states = [
-        delayed(_partition_state, pure=True)(part, index, table_plan, options, cap)
+        delayed(_partition_state, pure=True)(
+            part, index, table_plan, options, cap, max_segments=max_segments
+        )
         for index, part in enumerate(parts)
     ]
-    return _reduced(states, split_every, cap)
+    return _reduced(states, split_every, cap, max_segments)
 
 
-def _reduced(states: list[Delayed], split_every: int, cap: int | None) -> Delayed:
+def _reduced(
+    states: list[Delayed],
+    split_every: int,
+    cap: int | None,
+    max_segments: int | None = DEFAULT_MAX_SEGMENTS,
+) -> Delayed:
     if not states:
         raise InvalidInputError("dataframe", "has no partitions")
     while len(states) > 1:
         states = [
-            delayed(_merged, pure=True)(cap, *states[i : i + split_every])
+            delayed(_merged, pure=True)(cap, max_segments, *states[i : i + split_every])
             for i in range(0, len(states), split_every)
         ]
     return states[0]
 
 
 def _accumulator(
-    table_plan: Plan, options: Mapping[str, Any] | None, cap: int | None
+    table_plan: Plan,
+    options: Mapping[str, Any] | None,
+    cap: int | None,
+    max_segments: int | None = DEFAULT_MAX_SEGMENTS,
 ) -> Accumulator:
-    return Accumulator(table_plan.task, options, table_plan.classes, max_state_bytes=cap)
+    return Accumulator(
+        table_plan.task, options, table_plan.classes, max_state_bytes=cap,
+        max_segments=max_segments,
+    )  # fmt: skip
 
 
 def _partition_state(
@@ -177,14 +215,24 @@ def _partition_state(
     options: Mapping[str, Any] | None,
     cap: int | None,
     score_range: tuple[float, float] | None = None,
+    *,
+    max_segments: int | None = DEFAULT_MAX_SEGMENTS,
 ) -> bytes:
     """The state of one partition's rows (those in ``score_range``, when given) as bytes;
     bad rows raise ``InvalidInputError`` naming the partition and the row in it."""
     try:
-        accumulator = _accumulator(table_plan, options, cap)
+        accumulator = _accumulator(table_plan, options, cap, max_segments)
         if score_range is not None:
             part = _in_range(part, table_plan.score[0], score_range)
-        accumulator.update(**table_plan.arguments(lambda name: _column(part, name)))
+        arguments = table_plan.arguments(lambda name: _column(part, name))
+        if table_plan.segment is None:
+            accumulator.update(**arguments)
+        else:
+            codes, names = _segments(part, table_plan.segment)
+            try:
+                accumulator.update(**arguments, segments=codes, segment_names=names)
+            except InvalidInputError as error:
+                raise segment_error(error, codes) from None
     except InvalidInputError as error:
         raise InvalidInputError(
             error.field,
@@ -207,6 +255,16 @@ def _in_range(part: Any, score: str, score_range: tuple[float, float]) -> Any:
     return part[(scores > low) & (scores <= high)] if len(part) else part
 
 
+def _segments(part: Any, name: str) -> tuple[Any, list[str]]:
+    """A partition's segment column as codes into its distinct names (a categorical column's
+    codes as they are, other columns dictionary-encoded by Arrow)."""
+    values = part[name]
+    if values.isna().any():
+        row = int(np.flatnonzero(values.isna().to_numpy())[0])
+        raise InvalidInputError("segments", f"row {row} is missing (NaN or null)")
+    return segment_codes(pa.Array.from_pandas(values))
+
+
 def _column(part: Any, name: str) -> Any:
     values = part[name]
     if values.isna().any():
@@ -215,8 +273,9 @@ def _column(part: Any, name: str) -> Any:
     return values.to_numpy()
 
 
-def _merged(cap: int | None, *states: bytes) -> bytes:
+def _merged(cap: int | None, max_segments: int | None, *states: bytes) -> bytes:
     accumulator = Accumulator.from_bytes(states[0], max_state_bytes=cap)
+    accumulator.max_segments = max_segments  # the bytes do not carry the cap
     for state in states[1:]:
         accumulator = accumulator.merge(Accumulator.from_bytes(state, max_state_bytes=cap))
     return accumulator.to_bytes()
@@ -314,12 +373,19 @@ def run_files(
     output: str | None = None,
     baseline: Mapping[str, Any] | None = None,
     monitor: MonitorFile | None = None,
+    max_segments: int | None = DEFAULT_MAX_SEGMENTS,
+    fold_segments: bool = False,
 ) -> int:
     """``evalserve evaluate --engine dask``: the files read by Dask, on the cluster at
     ``scheduler`` (or a local cluster of processes); the exit status."""
     from distributed import Client, LocalCluster
 
     try:
+        if fold_segments:
+            raise OfflineError(
+                "--fold-segments needs every row's segment at once: the dask engine does not "
+                "fold; raise --max-segments, or use the local engine"
+            )
         found = sources(paths)
         kinds = {source.kind for source in found}
         if "-" in paths or len(kinds) > 1:
@@ -327,7 +393,11 @@ def run_files(
                 "the dask engine reads files of one kind (all CSV or all Parquet), not stdin"
             )
         names = [source.path for source in found]
-        frame = dd.read_parquet(names) if kinds == {"parquet"} else dd.read_csv(names)
+        if kinds == {"parquet"}:
+            frame = dd.read_parquet(names)
+        else:  # a segment column is text, whatever it looks like
+            as_text = {} if spec.segment is None else {spec.segment: str}
+            frame = dd.read_csv(names, dtype=as_text)
         if scheduler:
             client = Client(scheduler)
         else:
@@ -346,6 +416,8 @@ def run_files(
                 baseline=baseline,
                 monitor_state=None if monitor is None else monitor.read(),
                 window=None if monitor is None else monitor.window,
+                segment=spec.segment,
+                max_segments=max_segments,
             )
         if monitor is not None and result.monitor_state is not None:
             monitor.write(result.monitor_state)

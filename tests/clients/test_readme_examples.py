@@ -341,6 +341,7 @@ CHECKS_WITH_CODE: dict[str, Callable[[str, str], None]] = {
     "python-invalid": check_python_invalid,
     "python-stats": check_python_stats,
     "offline-error": check_printed_as_commented,
+    "offline-segments": check_printed_as_commented,
 }
 
 

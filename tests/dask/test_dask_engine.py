@@ -275,3 +275,79 @@ def _in_process(frame: Any) -> Any:
         frame.score.to_numpy(),
         sample_weight=frame.weight.to_numpy(),
     )
+
+
+def _segmented_frame(n: int) -> pd.DataFrame:
+    return pd.DataFrame(
+        {
+            "label": RNG.integers(0, 2, n),
+            "score": np.round(RNG.random(n), 3),
+            "weight": RNG.integers(0, 3, n).astype(float),
+            "country": RNG.choice(["DE", "FR", "US", "NL"], n),
+        }
+    )
+
+
+def _segmented_in_process(frame: pd.DataFrame, **kwargs: Any) -> Any:
+    return evaluate(
+        "binary",
+        frame.label.to_numpy(),
+        frame.score.to_numpy(),
+        sample_weight=frame.weight.to_numpy(),
+        segments=frame.country.tolist(),
+        **kwargs,
+    )
+
+
+@pytest.mark.parametrize("dtype", ["object", "category"])
+def test_the_tree_with_segments_equals_in_process(client: Client, dtype: str) -> None:
+    frame = _segmented_frame(8000)
+    data = dd.from_pandas(frame.astype({"country": dtype}), npartitions=7)
+    got = evalserve_dask.evaluate(data, task="binary", segment="country", split_every=2)
+    want = _segmented_in_process(frame)
+    assert sorted(got.segments) == ["DE", "FR", "NL", "US"]
+    assert _json(got) == _json(want)
+    # Each segment's own AUC monitor, its state carried in by name.
+    baseline = {"roc_auc": 0.9, "roc_auc_variance": 1e-4}
+    first = _segmented_in_process(frame, baseline=baseline)
+    states = {name: each.monitor_state for name, each in first.segments.items()}
+    got = evalserve_dask.evaluate(
+        data, task="binary", segment="country", baseline=baseline, segment_monitor_states=states
+    )
+    want = _segmented_in_process(frame, baseline=baseline, segment_monitor_states=states)
+    assert _json(got) == _json(want)
+
+
+def test_segments_on_dask_are_capped_and_refused_by_the_ranges(client: Client) -> None:
+    frame = _segmented_frame(2000)
+    # Each partition holds two of the four segments: only the merges see all four.
+    odd = np.arange(2000) % 2 == 1
+    frame["country"] = np.where(np.arange(2000) < 1000, np.where(odd, "DE", "FR"),
+                                np.where(odd, "US", "NL"))  # fmt: skip
+    data = dd.from_pandas(frame, npartitions=2)
+    with pytest.raises(InvalidInputError, match="at most 3 distinct segments"):
+        evalserve_dask.evaluate(data, task="binary", segment="country", max_segments=3)
+    with pytest.raises(InvalidInputError, match="the ranges method does not take segments"):
+        evalserve_dask.evaluate(data, task="binary", segment="country", method="ranges")
+    frame.loc[5, "country"] = "x" * 200_000
+    with pytest.raises(InvalidInputError, match=r"^segments: partition 0: the segment name at "):
+        evalserve_dask.evaluate(dd.from_pandas(frame, npartitions=2), segment="country")
+
+
+def test_segments_on_the_command_line_on_a_scheduler(client: Client, tmp_path: Path) -> None:
+    frame = _segmented_frame(5000)
+    folder = tmp_path / "segmented"
+    dd.from_pandas(frame, npartitions=4).to_parquet(folder)
+    command = [
+        sys.executable, "-m", "evalserve", "evaluate", str(folder), "--engine", "dask",
+        "--scheduler", str(client.scheduler_info()["address"]), "--segment-column", "country",
+    ]  # fmt: skip
+    done = subprocess.run(command, capture_output=True, text=True, timeout=300, check=False)
+    assert done.returncode == 0, done.stderr
+    assert json.loads(done.stdout) == json.loads(_json(_segmented_in_process(frame)))
+    done = subprocess.run(
+        [*command, "--max-segments", "2", "--fold-segments"],
+        capture_output=True, text=True, timeout=300, check=False,
+    )  # fmt: skip
+    assert done.returncode == 2 and "the dask engine does not fold" in done.stderr
+    assert "Traceback" not in done.stderr

@@ -14,6 +14,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any, TextIO
 
 from evalserve.core import EvaluationResult
+from evalserve.core._segments import DEFAULT_MAX_SEGMENTS
 from evalserve.offline._columns import DETECTION_COLUMNS, ColumnError, ColumnSpec, Plan, plan
 from evalserve.offline._monitor_file import MonitorFile
 from evalserve.offline._progress import Progress
@@ -74,19 +75,23 @@ def run(
     output: str | None = None,
     baseline: Mapping[str, Any] | None = None,
     monitor: MonitorFile | None = None,
+    max_segments: int | None = DEFAULT_MAX_SEGMENTS,
+    fold_segments: bool = False,
     out: TextIO = sys.stdout,
     err: TextIO = sys.stderr,
 ) -> int:
     """``evalserve evaluate`` and ``evalserve report``: evaluate ``paths`` and print the
     result (or write it to ``output``); the exit status (2 for input that cannot be
     evaluated, with one line on ``err`` naming file, row and column). With ``monitor``, the
-    AUC monitor's state is read from its file and the new one written back."""
+    AUC monitor's state is read from its file and the new one written back. With
+    ``spec.segment``, ``max_segments`` and ``fold_segments`` as in ``evaluate``."""
     progress = Progress(err, files=0)
     try:
         state = None if monitor is None else _read_state(monitor)
         result = evaluate_files(
             paths, spec, options, progress=progress, baseline=baseline, monitor_state=state,
-            window=None if monitor is None else monitor.window,
+            window=None if monitor is None else monitor.window, max_segments=max_segments,
+            fold_segments=fold_segments,
         )  # fmt: skip
         if monitor is not None:
             _write_state(monitor, result)

@@ -11,14 +11,15 @@ multilabel scores (and multilabel labels) are a list column, or several columns 
 explicitly or by a prefix (``score_`` or ``score_*``: every column that starts with it, in the
 table's order, the rest of each name being the class name). Detection reads one row per image
 with list columns ``gt_boxes gt_classes pred_boxes pred_classes pred_scores`` (in CSV, each cell
-a JSON array), as the REST request's images.
+a JSON array), as the REST request's images. ``--segment-column`` names each row's segment
+(text; read as codes into each batch's distinct names, see :mod:`evalserve.offline._segments`).
 """
 
 from __future__ import annotations
 
 import json
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
@@ -44,6 +45,7 @@ class ColumnSpec:
     weight: str | None = None
     prediction: str | None = None
     classes: tuple[str, ...] | None = None
+    segment: str | None = None
 
 
 @dataclass(frozen=True)
@@ -56,6 +58,7 @@ class Plan:
     weight: str | None
     prediction: str | None
     classes: tuple[str, ...] | None
+    segment: str | None = None
 
     @property
     def inputs(self) -> TaskInputs:
@@ -64,7 +67,7 @@ class Plan:
     @property
     def columns(self) -> list[str]:
         """Every column to read, each once, in a stable order."""
-        names = [*self.label, *self.score, self.prediction, self.weight]
+        names = [*self.label, *self.score, self.prediction, self.weight, self.segment]
         return list(dict.fromkeys(name for name in names if name is not None))
 
     @property
@@ -72,7 +75,7 @@ class Plan:
         """The columns that must hold numbers (multiclass labels may be class names)."""
         if self.inputs.images:
             return []
-        names = self.columns
+        names = [name for name in self.columns if name != self.segment]
         if self.inputs.named_labels:
             names = [name for name in names if name not in self.label]
         return names
@@ -86,6 +89,8 @@ class Plan:
             fields["predictions"] = (self.prediction,)
         if self.weight is not None:
             fields["weights"] = (self.weight,)
+        if self.segment is not None:
+            fields["segments"] = fields["segment_names"] = (self.segment,)
         return fields
 
     def arguments(self, get: Callable[[str], Any]) -> dict[str, Any]:
@@ -112,6 +117,12 @@ def plan(spec: ColumnSpec, names: Sequence[str]) -> Plan:
     """The plan of ``spec`` for a table with columns ``names``; raises ``ColumnError`` naming
     the missing column and the table's columns."""
     names = list(names)
+    if spec.segment is not None:
+        _require(spec.segment, names, "segment column")
+    return replace(_plan(spec, names), segment=spec.segment)
+
+
+def _plan(spec: ColumnSpec, names: list[str]) -> Plan:
     task = task_spec(spec.task)
     if task.inputs.images:
         if spec.label or spec.score or spec.weight or spec.prediction:

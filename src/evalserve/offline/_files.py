@@ -16,7 +16,7 @@ import io
 import os
 import re
 import sys
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -25,6 +25,9 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.csv as pa_csv
 import pyarrow.parquet as pq
+from numpy.typing import NDArray
+
+from evalserve.offline._segments import DICTIONARY, segment_codes
 
 __all__ = [
     "Batch",
@@ -91,6 +94,17 @@ class Batch:
                 float(value)
             except ValueError:
                 raise TextValueError(name, row, value) from None
+
+    def segments(
+        self, name: str, rename: Callable[[str], str] | None = None
+    ) -> tuple[NDArray[np.intp], list[str]]:
+        """The segment column ``name`` as codes into its distinct names (renamed by
+        ``rename``); nulls raise ``NullValueError``."""
+        array = self.table.column(name)
+        if array.null_count:
+            first = int(np.flatnonzero(np.asarray(array.is_null()))[0])
+            raise NullValueError(name, first)
+        return segment_codes(array, rename)
 
     def column(self, name: str) -> Any:
         """A column as numpy (numbers, strings) or, for list columns, a list of rows; nulls
@@ -199,31 +213,41 @@ def column_names(source: Source) -> list[str] | None:
 
 
 def batches(
-    source: Source, columns: Sequence[str] | None, *, batch_rows: int = BATCH_ROWS
+    source: Source,
+    columns: Sequence[str] | None,
+    *,
+    batch_rows: int = BATCH_ROWS,
+    dictionary: Sequence[str] = (),
 ) -> Iterator[Batch]:
-    """The file's rows in batches, reading only ``columns`` (all when None)."""
+    """The file's rows in batches, reading only ``columns`` (all when None), the columns
+    ``dictionary`` dictionary-encoded (CSV: as text)."""
     try:
         if source.kind == "parquet":
-            yield from _parquet(source, columns, batch_rows)
+            yield from _parquet(source, columns, batch_rows, dictionary)
         else:
-            yield from _csv(source, columns)
+            yield from _csv(source, columns, dictionary)
     except (OSError, pa.ArrowException) as error:
         message = _arrow_message(source, error)
         joint = ", " if message.startswith("line ") else ": "
         raise FileError(f"{source.name}{joint}{message}") from None
 
 
-def _parquet(source: Source, columns: Sequence[str] | None, batch_rows: int) -> Iterator[Batch]:
+def _parquet(
+    source: Source, columns: Sequence[str] | None, batch_rows: int, dictionary: Sequence[str]
+) -> Iterator[Batch]:
     first = 0
-    with pq.ParquetFile(source.path) as file:
+    # read_dictionary: text columns as Parquet stores them (codes into a dictionary).
+    with pq.ParquetFile(source.path, read_dictionary=list(dictionary) or None) as file:
         for table in file.iter_batches(batch_size=batch_rows, columns=columns):
             yield Batch(source, first, table)
             first += table.num_rows
 
 
-def _csv(source: Source, columns: Sequence[str] | None) -> Iterator[Batch]:
+def _csv(
+    source: Source, columns: Sequence[str] | None, dictionary: Sequence[str]
+) -> Iterator[Batch]:
     if source.path == STDIN:
-        yield from _stdin_csv(source, columns)
+        yield from _stdin_csv(source, columns, dictionary)
         return
     delimiter = "\t" if source.path.lower().endswith(".tsv") else ","
     with (
@@ -232,7 +256,7 @@ def _csv(source: Source, columns: Sequence[str] | None) -> Iterator[Batch]:
             stream,
             read_options=pa_csv.ReadOptions(block_size=CSV_BLOCK_BYTES),
             parse_options=pa_csv.ParseOptions(delimiter=delimiter),
-            convert_options=_convert_options(columns),
+            convert_options=_convert_options(columns, None, dictionary),
         ) as reader,
     ):
         first = 0
@@ -242,16 +266,21 @@ def _csv(source: Source, columns: Sequence[str] | None) -> Iterator[Batch]:
 
 
 def _convert_options(
-    columns: Sequence[str] | None, types: pa.Schema | None = None
+    columns: Sequence[str] | None, types: pa.Schema | None = None, dictionary: Sequence[str] = ()
 ) -> pa_csv.ConvertOptions:
+    given: pa.Schema | dict[str, pa.DataType] | None = types
+    if types is None and dictionary:
+        given = dict.fromkeys(dictionary, DICTIONARY)
     return pa_csv.ConvertOptions(
         include_columns=list(columns) if columns is not None else None,
-        column_types=types,
+        column_types=given,
         strings_can_be_null=False,
     )
 
 
-def _stdin_csv(source: Source, columns: Sequence[str] | None) -> Iterator[Batch]:
+def _stdin_csv(
+    source: Source, columns: Sequence[str] | None, dictionary: Sequence[str]
+) -> Iterator[Batch]:
     """CSV on stdin, read here in blocks cut at line ends and parsed by Arrow from memory.
 
     Arrow's streaming reader would read a Python file object on Arrow's own I/O threads; a read
@@ -272,7 +301,7 @@ def _stdin_csv(source: Source, columns: Sequence[str] | None) -> Iterator[Batch]
                 read_options=pa_csv.ReadOptions(
                     column_names=names, block_size=max(len(block), 1 << 16), use_threads=False
                 ),
-                convert_options=_convert_options(columns, types),
+                convert_options=_convert_options(columns, types, dictionary),
             )
         except pa.ArrowInvalid as error:
             # Arrow numbers the block's lines; number stdin's.

@@ -12,7 +12,10 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+import numpy as np
+
 from evalserve.core import Accumulator, EvaluationResult, InvalidInputError
+from evalserve.core._segments import DEFAULT_MAX_SEGMENTS
 from evalserve.offline._columns import ColumnError, ColumnSpec, Plan, plan
 from evalserve.offline._files import (
     BATCH_ROWS,
@@ -29,8 +32,9 @@ from evalserve.offline._files import (
     sources,
 )
 from evalserve.offline._progress import Progress
+from evalserve.offline._segments import Folding, add_counts
 
-__all__ = ["OfflineError", "accumulate_files", "evaluate_files", "located"]
+__all__ = ["OfflineError", "accumulate_files", "evaluate_files", "located", "segment_error"]
 
 
 class OfflineError(ValueError):
@@ -47,15 +51,61 @@ def evaluate_files(
     baseline: Mapping[str, Any] | None = None,
     monitor_state: bytes | None = None,
     window: str | None = None,
+    max_segments: int | None = DEFAULT_MAX_SEGMENTS,
+    fold_segments: bool = False,
+    segment_monitor_states: Mapping[str, bytes] | None = None,
 ) -> EvaluationResult:
     """What ``evaluate`` gives on all rows of ``paths`` (files, directories, globs, ``-``);
     ``baseline``, ``monitor_state`` and ``window`` as in ``evaluate`` (task binary: the drift
-    test and the AUC monitor)."""
-    accumulator = accumulate_files(paths, spec, options, progress=progress, batch_rows=batch_rows)
+    test and the AUC monitor); with ``spec.segment``, ``max_segments``, ``fold_segments`` and
+    ``segment_monitor_states`` as in ``evaluate`` (folding reads the segment column first, in
+    a pass of its own)."""
+    folding = None
+    if fold_segments and spec.segment is not None and max_segments is not None:
+        folding = _folding(paths, spec, max_segments, batch_rows)
+    accumulator = accumulate_files(
+        paths, spec, options, progress=progress, batch_rows=batch_rows,
+        max_segments=max_segments, folding=folding,
+    )  # fmt: skip
     try:
-        return accumulator.result(baseline=baseline, monitor_state=monitor_state, window=window)
+        result = accumulator.result(
+            baseline=baseline, monitor_state=monitor_state, window=window,
+            segment_monitor_states=segment_monitor_states
+            if folding is None
+            else folding.states(segment_monitor_states),
+        )  # fmt: skip
     except InvalidInputError as error:
         raise OfflineError(f"{', '.join(paths)}: {error}") from None
+    return result if folding is None else folding.named(result)
+
+
+def _folding(
+    paths: Sequence[str], spec: ColumnSpec, max_segments: int, batch_rows: int
+) -> Folding | None:
+    """The first pass of ``--fold-segments``: every row's segment, counted."""
+    assert spec.segment is not None
+    if STDIN in paths:
+        raise OfflineError(
+            "--fold-segments reads the segment column before the rows, and standard input "
+            "cannot be read twice: write the rows to a file, or leave out --fold-segments"
+        )
+    counts: dict[str, int] = {}
+    try:
+        for source in sources(paths):
+            names = _names(source)
+            if names is not None:
+                _plan(source, spec, names)  # a missing column: named before the pass
+            column = [spec.segment]
+            for batch in batches(source, column, batch_rows=batch_rows, dictionary=column):
+                try:
+                    add_counts(counts, batch.segments(spec.segment))
+                except NullValueError as error:
+                    raise OfflineError(
+                        f"{source.name}, {_where(batch, error.row)}, column {error.column}: {error}"
+                    ) from None
+    except FileError as error:
+        raise OfflineError(str(error)) from None
+    return Folding.of_counts(counts, max_segments)
 
 
 def accumulate_files(
@@ -65,9 +115,12 @@ def accumulate_files(
     *,
     progress: Progress | None = None,
     batch_rows: int = BATCH_ROWS,
+    max_segments: int | None = DEFAULT_MAX_SEGMENTS,
+    folding: Folding | None = None,
 ) -> Accumulator:
     """The accumulator of every row of ``paths``: its ``result()`` is ``evaluate_files``'s
-    answer, its ``to_bytes()`` a state to merge elsewhere."""
+    answer, its ``to_bytes()`` a state to merge elsewhere. With ``spec.segment`` each batch
+    carries its segments (at most ``max_segments``; ``folding`` renames the folded ones)."""
     try:
         found = sources(paths)
     except FileError as error:
@@ -80,17 +133,19 @@ def accumulate_files(
         try:
             names = _names(source)
             table_plan = None if names is None else _plan(source, spec, names)
+            dictionary = () if spec.segment is None else (spec.segment,)
             for batch in batches(
-                source, None if table_plan is None else table_plan.columns, batch_rows=batch_rows
-            ):
+                source, None if table_plan is None else table_plan.columns,
+                batch_rows=batch_rows, dictionary=dictionary,
+            ):  # fmt: skip
                 if table_plan is None:
                     table_plan = _plan(source, spec, list(batch.table.schema.names))
                 if first is None:
                     first = table_plan
-                    accumulator = _accumulator(spec, table_plan, options)
+                    accumulator = _accumulator(spec, table_plan, options, max_segments)
                 _same_classes(source, first, table_plan)
                 assert accumulator is not None
-                _update(accumulator, table_plan, batch)
+                _update(accumulator, table_plan, batch, folding)
                 if progress is not None:
                     progress.add_rows(batch.n_rows)
         except FileError as error:
@@ -117,10 +172,10 @@ def _plan(source: Source, spec: ColumnSpec, names: list[str]) -> Plan:
 
 
 def _accumulator(
-    spec: ColumnSpec, table_plan: Plan, options: Mapping[str, Any] | None
+    spec: ColumnSpec, table_plan: Plan, options: Mapping[str, Any] | None, max_segments: int | None
 ) -> Accumulator:
     try:
-        return Accumulator(spec.task, options, table_plan.classes)
+        return Accumulator(spec.task, options, table_plan.classes, max_segments=max_segments)
     except InvalidInputError as error:
         raise OfflineError(str(error)) from None
 
@@ -133,17 +188,42 @@ def _same_classes(source: Source, first: Plan, table_plan: Plan) -> None:
         )
 
 
-def _update(accumulator: Accumulator, table_plan: Plan, batch: Batch) -> None:
+def _update(
+    accumulator: Accumulator, table_plan: Plan, batch: Batch, folding: Folding | None = None
+) -> None:
     try:
         for name in table_plan.numeric:
             batch.check_numbers(name)
-        accumulator.update(**table_plan.arguments(batch.column))
+        arguments = table_plan.arguments(batch.column)
+        if table_plan.segment is not None:
+            codes, names = batch.segments(
+                table_plan.segment, None if folding is None else folding.name
+            )
+            arguments |= {"segments": codes, "segment_names": names}
+            try:
+                accumulator.update(**arguments)
+            except InvalidInputError as error:
+                raise segment_error(error, codes) from None
+            return
+        accumulator.update(**arguments)
     except (NullValueError, TextValueError) as error:
         raise OfflineError(
             f"{batch.source.name}, {_where(batch, error.row)}, column {error.column}: {error}"
         ) from None
     except InvalidInputError as error:
         raise OfflineError(located(error, table_plan, batch)) from None
+
+
+_NAME = re.compile(r"^name (\d+) (.*)$", re.DOTALL)
+
+
+def segment_error(error: InvalidInputError, codes: Any) -> InvalidInputError:
+    """A bad name among a batch's segment names, said of the first row that has it."""
+    found = _NAME.match(error.message) if error.field == "segment_names" else None
+    if found is None:
+        return error
+    row = int(np.flatnonzero(np.asarray(codes) == int(found.group(1)))[0])
+    return InvalidInputError("segments", f"the segment name at row {row} {found.group(2)}")
 
 
 _IMAGE = re.compile(r"^images\[(\d+)\]\.(\w+)$")
@@ -160,6 +240,8 @@ def located(error: InvalidInputError, table_plan: Plan, batch: Batch) -> str:
         return f"{batch.source.name}, {where}, column {image.group(2)}: {message}"
     columns = table_plan.field_columns().get(field)
     column = _column_text(columns) if columns else field
+    if field in ("segments", "segment_names"):
+        column = f"{column} (segments)"
     found = _ROW.search(message)
     if found:
         where = _where(batch, int(found.group(1)))

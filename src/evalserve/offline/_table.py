@@ -3,6 +3,11 @@
 The metrics in catalog order with their intervals, the undefined ones with their reasons, the
 drift tests, the per-class rows and the warnings. The JSON output stays the complete answer
 (curves are left out here).
+
+With segments, each segment's table follows the overall one, under a line naming the segment,
+its rows and its value of the task's headline metric (the first of its ``TaskSpec.headline``):
+the worst segment first (lowest when higher is better, highest when lower is), those whose
+value is undefined last, ties by name.
 """
 
 from __future__ import annotations
@@ -11,14 +16,52 @@ import math
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from evalserve.core import ClassRow, Comparison, DriftTest, EvaluationResult, Interval
+from evalserve.core import (
+    ClassRow,
+    Comparison,
+    DriftTest,
+    EvaluationResult,
+    Interval,
+    catalog_entry,
+    task_spec,
+)
 
-__all__ = ["table"]
+__all__ = ["segment_order", "table"]
 
 
 def table(result: EvaluationResult) -> str:
-    lines = [f"task {result.task}, {result.n_samples:,} samples", ""]
-    lines += _metric_lines(result)
+    lines = [f"task {result.task}, {result.n_samples:,} samples", "", *_body(result)]
+    if not result.segments:
+        return "\n".join(lines)
+    headline = task_spec(result.task).headline[0]
+    lines += ["", f"{len(result.segments)} segments, the worst {headline} first"]
+    for name in segment_order(result):
+        segment = result.segments[name]
+        value = segment.metrics.get(headline)
+        shown = "undefined" if value is None else _number(value)
+        lines += ["", f"segment {name!r}: {segment.n_samples:,} samples, {headline} {shown}"]
+        lines += _body(segment)
+    return "\n".join(lines)
+
+
+def segment_order(result: EvaluationResult) -> list[str]:
+    """The segments' names, the worst value of the task's headline metric first (undefined
+    values last, ties by name)."""
+    headline = task_spec(result.task).headline[0]
+    entry = catalog_entry(headline, result.task)
+    sign = -1.0 if entry is not None and entry.higher_is_better is False else 1.0
+
+    def key(name: str) -> tuple[bool, float, str]:
+        value = result.segments[name].metrics.get(headline)
+        number = math.nan if value is None else float(value)
+        defined = math.isfinite(number)
+        return (not defined, sign * number if defined else 0.0, name)
+
+    return sorted(result.segments, key=key)
+
+
+def _body(result: EvaluationResult) -> list[str]:
+    lines = _metric_lines(result)
     drift = {name: (test.baseline, test) for name, test in result.drift.items()}
     comparison = {name: (test.challenger, test) for name, test in result.comparison.items()}
     lines += _test_lines("drift", drift)
@@ -29,7 +72,7 @@ def table(result: EvaluationResult) -> str:
         lines += _aligned(("", ""), [(k, _cell(v)) for k, v in result.coverage.to_dict().items()])
     for warning in result.warnings:
         lines.append(f"warning: {warning}")
-    return "\n".join(lines)
+    return lines
 
 
 def _metric_lines(result: EvaluationResult) -> list[str]:
