@@ -31,20 +31,24 @@ from evalserve.report._parts import (
 __all__ = ["binary_charts"]
 
 
-def binary_charts(result: EvaluationResult, options: Options) -> list[Chart]:
+def binary_charts(
+    result: EvaluationResult, options: Options, skip: frozenset[str] = frozenset()
+) -> list[Chart]:
+    """Task binary's charts, but those whose key is in ``skip`` (made only when wanted)."""
     charts = []
     metrics = result.metrics
     at = f"threshold {options.threshold:g}"
     if "roc" in result.curves:
         charts.append(_roc(result, at, options))
         charts.append(_pr(result, at, options))
-        view = threshold_view(result, options)
+        view = None if "threshold" in skip else threshold_view(result, options)
         if view is not None:
             charts.append(view)
-        det = det_chart(result)
+        det = None if "det" in skip else det_chart(result)
         if det is not None:
             charts.append(det)
-        charts.append(_distributions(result))
+        if "distributions" not in skip:
+            charts.append(_distributions(result))
     if "calibration" in result.curves:
         charts.append(_calibration(result.curves["calibration"]))
     counts = [metrics.get(name) for name in ("tp", "fp", "tn", "fn")]

@@ -3,8 +3,9 @@ specifications), so that it opens from a file or an e-mail attachment without ne
 
 The tables come first and carry every number (the charts repeat some of them for the eye):
 the headline metrics with their intervals and the catalog's definitions, the undefined metrics
-with their reasons, the AUC monitor, the drift and challenger tests, the label coverage, the
-per-class table, the warnings and the conventions.
+with their reasons, the AUC monitor, the drift and challenger tests, the segments (worst first,
+each segment's charts drawn when opened), the label coverage, the per-class table, the warnings
+and the conventions.
 """
 
 from __future__ import annotations
@@ -30,6 +31,15 @@ from evalserve.core import (
 )
 from evalserve.report._charts import Chart, charts_of
 from evalserve.report._operating import operating_points
+from evalserve.report._segments import (
+    SEGMENT_POINTS,
+    SegmentRow,
+    headline_columns,
+    higher_is_better,
+    interval_bounds,
+    segment_charts,
+    segment_rows,
+)
 from evalserve.report._vendor import scripts
 
 __all__ = ["HEADLINES", "render_report"]
@@ -62,16 +72,38 @@ figcaption { max-width: 440px; font-size: 13px; color: #4d4d4d; margin-top: .5re
 .headline .name { display: block; font-size: 13px; color: #4d4d4d; }
 .headline .value { display: block; font-size: 1.3rem; font-weight: 600; }
 .headline .interval { display: block; font-size: 12px; color: #4d4d4d; }
+td.note { min-width: 12rem; }
+td .interval { display: block; font-size: 12px; color: #4d4d4d; }
+.scroll { overflow-x: auto; }
+tr.segment-worse th, tr.segment-worse td { background: #fdf0ec; }
+tr.overall th, tr.overall td { border-bottom: 2px solid #cccccc; }
+details.segment { border: 1px solid #e0e0e0; margin: .5rem 0; padding: .25rem .75rem; }
+details.segment summary { cursor: pointer; font-weight: 600; padding: .25rem 0; }
+details.segment .charts { margin: .5rem 0; }
 /* The tooltip's keys: vega-tooltip's grey (#808080) is under the 4.5:1 contrast of WCAG AA. */
 #vg-tooltip-element.vg-tooltip table tr td.key { color: #4d4d4d; }
 """
 
+# A chart in a segment's <details> is drawn when the details are first opened (a link to a
+# segment opens them): a page of many segments draws only what is looked at.
 LOADER = """
 (function () {
   var charts = JSON.parse(document.getElementById("evalserve-charts").textContent);
-  charts.forEach(function (chart) {
+  function draw(chart) {
     vegaEmbed("#chart-" + chart.key, chart.spec, {actions: false, renderer: "svg"})
       .catch(function (error) { console.error("chart " + chart.key + ": " + error); });
+  }
+  charts.forEach(function (chart) {
+    if (!chart.segment) { draw(chart); return; }
+    var details = document.getElementById(chart.segment), drawn = false;
+    details.addEventListener("toggle", function () {
+      if (details.open && !drawn) { drawn = true; draw(chart); }
+    });
+  });
+  document.addEventListener("click", function (event) {
+    var link = event.target.closest && event.target.closest("a.segment-link");
+    var details = link && document.getElementById(link.getAttribute("href").slice(1));
+    if (details) { details.open = true; }
   });
 })();
 """
@@ -90,6 +122,7 @@ def render_report(
     evaluated (files, a model), shown under the heading."""
     parsed = parse_options(options)
     charts = charts_of(result, parsed)
+    segments, segment_specs = _segments_section(result, parsed)
     heading = title or f"Evaluation report: {result.task}"
     stamp = (now or dt.datetime.now(dt.UTC)).strftime("%Y-%m-%d %H:%M UTC")
     unit = "images" if task_spec(result.task).inputs.images else "samples"
@@ -102,6 +135,7 @@ def render_report(
         "<main>",
         _headline_section(result),
         _tests_section(result),
+        segments,
         _charts_section(charts),
         _operating_section(result, parsed),
         _metrics_section(result),
@@ -111,7 +145,7 @@ def render_report(
         _notes_section(result),
         "</main>",
     ]
-    specs = [{"key": chart.key, "spec": chart.spec} for chart in charts]
+    specs = [{"key": chart.key, "spec": chart.spec} for chart in charts] + segment_specs
     inline = "".join(f"<script>{text}</script>\n" for text in scripts())
     return "\n".join(
         [
@@ -160,6 +194,236 @@ def _headline_section(result: EvaluationResult) -> str:
     if not items:
         return ""
     return _section("headline", "Headline", f'<ul class="headline">{"".join(items)}</ul>')
+
+
+def _segments_section(
+    result: EvaluationResult, options: Options
+) -> tuple[str, list[dict[str, Any]]]:
+    """The segments' table, worst first, with the rule that flags a segment, then each
+    segment's charts in a <details> of its own; and the charts' entries for the page's
+    specifications (each naming its details). Nothing without segments."""
+    if not result.segments:
+        return "", []
+    columns = headline_columns(result)
+    rows = segment_rows(result)
+    verdicts = any(
+        each.drift or each.comparison or each.monitor
+        for each in (result, *result.segments.values())
+    )
+    unit = "Images" if task_spec(result.task).inputs.images else "Rows"
+    metric = columns[0] if columns else ""
+    # The flag and the verdicts before the metrics: a wide table scrolls, they stay in view.
+    headers = [
+        "Segment",
+        unit,
+        f"{metric} against the overall" if metric else "Against the overall",
+        *(["Verdicts"] if verdicts else []),
+        *columns,
+    ]
+    details: list[str] = []
+    specs: list[dict[str, Any]] = []
+    body = [_overall_row(result, columns, verdicts)]
+    for index, row in enumerate(rows):
+        charts = (
+            []
+            if row.insufficient
+            else segment_charts(result, row.result, options, validate=not specs)
+        )
+        anchor = f"segment-{index}" if charts else ""
+        body.append(_segment_row(row, columns, verdicts, anchor))
+        if charts:
+            details.append(_segment_details(row, anchor, charts, metric, unit.lower()))
+            specs += [
+                {"key": f"s{index}-{chart.key}", "spec": chart.spec, "segment": anchor}
+                for chart in charts
+            ]
+    caption = (
+        f"Each segment evaluated on its rows alone, worst first by {metric}"
+        if metric
+        else "Each segment evaluated on its rows alone"
+    )
+    table = (
+        f'<div class="scroll" role="region" tabindex="0" aria-label="{escape(caption)}">'
+        f"{_table(caption, headers, body)}</div>"
+    )
+    parts = [_segments_text(result, rows, columns), table]
+    if details:
+        parts.append(
+            "<h3>Each segment's charts</h3>"
+            f'<p class="muted">Open a segment to draw its charts, made as the overall ones are '
+            f"from the segment's own result; each curve drawn from at most {SEGMENT_POINTS} "
+            "of its points, so that a page of many segments stays light"
+            + (
+                " (the threshold view, the DET curve and the score distributions are the "
+                "overall result's only)"
+                if result.task == "binary"
+                else ""
+            )
+            + ".</p>"
+            + "".join(details)
+        )
+    return _section("segments", "Segments", "".join(parts)), specs
+
+
+def _segments_text(
+    result: EvaluationResult, rows: Sequence[SegmentRow], columns: Sequence[str]
+) -> str:
+    """What the table shows: the order, the rule that flags a segment and what it is worth."""
+    count = len(rows)
+    words = [f"{count:,} segment{'s' if count != 1 else ''}, each evaluated on its rows alone."]
+    if not columns:
+        return f"<p>{escape(' '.join(words))}</p>"
+    metric = columns[0]
+    better = higher_is_better(result.task, metric)
+    overall = result.metrics.get(metric)
+    if better is None:
+        words.append(f"Ordered by name ({metric} has no better direction); none is flagged.")
+        return f"<p>{escape(' '.join(words))}</p>"
+    side, bound = ("below", "upper") if better else ("above", "lower")
+    words.append(
+        f"Worst first by {metric} ({'higher' if better else 'lower'} is better); undefined values"
+        " and segments with insufficient data last."
+    )
+    words.append(
+        f"A segment is flagged worse when its {metric} is {side} the overall value "
+        f"({_number(overall)}) by more than its interval allows: its interval's {bound} bound "
+        f"is {side} the overall value. A segment without an interval is not judged."
+    )
+    levels = {
+        each.result.intervals[metric].level for each in rows if metric in each.result.intervals
+    }
+    if len(levels) == 1:
+        level = levels.pop()
+        chance = (1 - level) / 2
+        words.append(
+            f"No correction for the number of segments: a segment no worse than the rest is "
+            f"flagged with a chance of about {chance:.1%} ({level:.0%} intervals), so among "
+            f"{count:,} such segments about {count * chance:.1f} would be."
+        )
+    methods = []
+    for name in columns:
+        interval = next(
+            (each.result.intervals[name] for each in rows if name in each.result.intervals), None
+        )
+        if interval is not None:
+            methods.append(f"{name} {interval.level:.0%} {interval.method}")
+    if methods:
+        words.append(f"Intervals in brackets: {'; '.join(methods)}.")
+    return f"<p>{escape(' '.join(words))}</p>"
+
+
+def _overall_row(result: EvaluationResult, columns: Sequence[str], verdicts: bool) -> str:
+    cells = [
+        f'<td class="num">{escape(_number(result.n_samples))}</td>',
+        '<td class="note">the value each segment is judged against</td>',
+    ]
+    if verdicts:
+        cells.append('<td class="note">in the tests above</td>')
+    cells += [_segment_metric(result, name) for name in columns]
+    return f'<tr class="overall"><th scope="row">All rows (overall)</th>{"".join(cells)}</tr>'
+
+
+def _segment_row(row: SegmentRow, columns: Sequence[str], verdicts: bool, anchor: str) -> str:
+    each = row.result
+    name = escape(row.name)
+    label = f'<a class="segment-link" href="#{anchor}">{name}</a>' if anchor else name
+    cells = [f'<td class="num">{escape(_number(each.n_samples))}</td>', _against_cell(row, columns)]
+    if verdicts:
+        cells.append(f'<td class="note">{_segment_verdicts(each)}</td>')
+    if row.insufficient:
+        cells.append(
+            f'<td colspan="{len(columns)}">insufficient data: {escape(row.insufficient)}</td>'
+            if columns
+            else ""
+        )
+    else:
+        cells += [_segment_metric(each, name) for name in columns]
+    css = ' class="segment-worse"' if row.against == "worse" else ""
+    return f'<tr{css}><th scope="row">{label}</th>{"".join(cells)}</tr>'
+
+
+def _segment_metric(result: EvaluationResult, name: str) -> str:
+    """A headline metric's cell: the value and, below it, its interval in brackets; undefined
+    with its reason on hover; empty when the result has no such metric."""
+    if name not in result.metrics:
+        return '<td class="num"></td>'
+    value = result.metrics[name]
+    interval = result.intervals.get(name)
+    reason = result.undefined.get(name, "")
+    title = _interval(interval) if interval is not None else reason
+    below = (
+        f'<span class="interval">{escape(interval_bounds(interval))}</span>'
+        if interval is not None
+        else ""
+    )
+    return (
+        f'<td class="num" data-value="{escape(_exact(value))}"'
+        f"{f' title={escape(title)!r}' if title else ''}>"
+        f"{escape(_number(value))}{below}</td>"
+    )
+
+
+def _segment_verdicts(result: EvaluationResult) -> str:
+    """A segment's monitor, drift and challenger verdicts, the significant ones marked."""
+    lines = []
+    for name, verdict in result.monitor.items():
+        text = f"monitor {name}: {'alarm' if verdict.alarm else 'no alarm'}"
+        lines.append((text, verdict.alarm))
+    for kind, tests in (("drift", result.drift), ("challenger", result.comparison)):
+        for name, test in tests.items():
+            lines.append((f"{kind} {name}: {_verdict(test)}", test.significant is True))
+    return "<br>".join(
+        f'<span class="verdict-significant">{escape(text)}</span>' if marked else escape(text)
+        for text, marked in lines
+    )
+
+
+def _against_cell(row: SegmentRow, columns: Sequence[str]) -> str:
+    """Where the segment's first headline metric lies against the overall value."""
+    if not columns:
+        return '<td class="note"></td>'
+    metric = columns[0]
+    interval = row.result.intervals.get(metric)
+    better = higher_is_better(row.result.task, metric)
+    if row.against in ("worse", "better") and interval is not None:
+        side = "below" if (row.against == "worse") == bool(better) else "above"
+        css = " verdict-significant" if row.against == "worse" else ""
+        return (
+            f'<td class="note{css}">{row.against}: interval '
+            f"{escape(interval_bounds(interval))} {side} the overall</td>"
+        )
+    if row.against == "within":
+        text = "within: the interval holds the overall value"
+    elif row.insufficient:
+        text = "not judged: insufficient data"
+    elif row.value is None:
+        text = f"not judged: {metric} undefined"
+    else:
+        text = "not judged: no interval"
+    return f'<td class="note">{escape(text)}</td>'
+
+
+def _segment_details(
+    row: SegmentRow, anchor: str, charts: Sequence[Chart], metric: str, unit: str
+) -> str:
+    facts = [f"{row.result.n_samples:,} {unit}"]
+    if metric:
+        facts.append(f"{metric} {_number(row.value)}")
+    if row.against == "worse":
+        facts.append("flagged worse than overall")
+    figures = "".join(
+        f'<figure id="figure-{anchor}-{chart.key}">'
+        f'<div id="chart-s{anchor.removeprefix("segment-")}-{chart.key}" class="chart" '
+        f'role="img" aria-label="{escape(row.name)}: {escape(chart.title)}"></div>'
+        f"<figcaption><strong>{escape(chart.title)}.</strong> "
+        f"{escape(chart.description)}</figcaption></figure>"
+        for chart in charts
+    )
+    return (
+        f'<details class="segment" id="{anchor}"><summary>{escape(row.name)} '
+        f'<span class="muted">({escape(", ".join(facts))})</span></summary>'
+        f'<div class="charts">{figures}</div></details>'
+    )
 
 
 def _metrics_section(result: EvaluationResult) -> str:

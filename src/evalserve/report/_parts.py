@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable
+from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import Any
 
@@ -15,6 +16,7 @@ __all__ = [
     "COLOURS",
     "GREY",
     "HEIGHT",
+    "VALIDATE",
     "WIDTH",
     "Chart",
     "diagonal",
@@ -35,6 +37,9 @@ HEIGHT = 300
 COLOURS = ("#0072B2", "#D55E00", "#009E73", "#E69F00", "#CC79A7")
 GREY = "#555555"
 DIGITS = 7
+# Whether ``finished`` checks a specification against Vega-Lite's schema (Altair's default):
+# the segments' charts, made by the code that made the overall ones, check the first segment's.
+VALIDATE: ContextVar[bool] = ContextVar("VALIDATE", default=True)
 
 
 @dataclass(frozen=True)
@@ -134,7 +139,7 @@ def finished(
     # Legends below the plot, whole: two charts side by side fit the page's width.
     spec: dict[str, Any] = framed.configure_legend(
         orient="bottom", direction="vertical", labelLimit=0
-    ).to_dict()
+    ).to_dict(validate=VALIDATE.get())
     spec.pop("$schema", None)  # a URL: the page never fetches it
     return spec
 
