@@ -102,7 +102,8 @@ def segment_rows(
             _check_name(name, _first_row(values, name), unit)
     index = {name: code for code, name in enumerate(names)}
     codes = np.fromiter(map(index.__getitem__, values), dtype=_code_type(len(names)), count=n)
-    return _cap(names, codes, max_segments, fold)
+    # numpy's strings (a list made from an array) name the segments as plain strings.
+    return _cap([str(name) for name in names], codes, max_segments, fold)
 
 
 def _code_type(count: int) -> type[np.integer[Any]]:

@@ -290,3 +290,13 @@ def test_a_segmented_state_read_by_an_older_layout_is_refused_clearly() -> None:
     restored = core.Accumulator.from_bytes(state)
     assert restored.segment_names == ("a", "b")
     assert restored.result().segments["b"].n_samples == 1
+
+
+def test_numpy_strings_name_segments_as_plain_strings() -> None:
+    names = list(np.array(["de", "fr", "de"]))  # numpy's str_ values
+    result = core.evaluate("binary", [0, 1, 1], [0.2, 0.7, 0.6], segments=names)
+    assert [type(name) for name in result.segments] == [str, str]
+    folded = core.evaluate(
+        "binary", [0, 1, 1], [0.2, 0.7, 0.6], segments=names, max_segments=1, fold_segments=True
+    )
+    assert "np.str_" not in folded.warnings[-1]
