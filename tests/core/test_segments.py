@@ -202,7 +202,11 @@ def test_bad_codes_and_names_are_refused(
 
 
 def test_segment_fields_need_segments() -> None:
-    for field, value in (("segment_names", ["a"]), ("segment_monitor_states", {"a": b""})):
+    given: tuple[tuple[str, Any], ...] = (
+        ("segment_names", ["a"]),
+        ("segment_monitor_states", {"a": b""}),
+    )
+    for field, value in given:
         with pytest.raises(InvalidInputError) as refused:
             core.evaluate("binary", [0, 1], [0.2, 0.7], **{field: value})
         assert refused.value.field == field
