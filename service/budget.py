@@ -267,6 +267,14 @@ class CostModel:
     decode_per_string: Mapping[str, float]
     receive_factor: float = 2.0
     fixed: int = 8 * MIB
+    # Segments: the core's grouping per row (a sort order and each segment's positions, 8
+    # bytes each); per segment its result with its encoded response (metrics, warnings,
+    # dictionaries: a response's fixed size, measured 4.5 KB of JSON and 3.8 KB of protobuf
+    # for binary without curves) and per curve point its curves (the ROC's and PR's six
+    # arrays: float64, protobuf's 9-12 bytes and JSON's 29 measured a value).
+    segment_row_bytes: int = 16
+    segment_result_bytes: int = 64 << 10
+    segment_curve_point_bytes: int = 6 * (8 + 12 + 32)
 
     def read(self, body_bytes: int) -> int:
         """Before the body is read: the body and the join of its chunks."""
@@ -289,6 +297,17 @@ class CostModel:
         held (the body)."""
         factor = task_spec(task).memory.evaluation
         return self.fixed + held_bytes + math.ceil(decoded_bytes * (1 + factor))
+
+    def segments(
+        self, rows: int, column_bytes: int, decoded_bytes: int, count: int, curve_points: int
+    ) -> int:
+        """What segments add to ``evaluation``: the segment column (``column_bytes``), its
+        grouping (per row), one segment's copy of the input at a time (at most all of it,
+        ``decoded_bytes``; its evaluation's own work is within the input's factor) and
+        ``count`` results held until the answer is encoded, each a response's fixed size and
+        its curves of up to ``curve_points`` points."""
+        per_result = self.segment_result_bytes + curve_points * self.segment_curve_point_bytes
+        return column_bytes + rows * self.segment_row_bytes + decoded_bytes + count * per_result
 
     def result(self, task: str, state_bytes: int) -> int:
         """A stream's result: the state and what computing the metrics from it allocates."""

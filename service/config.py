@@ -84,8 +84,16 @@ class Settings(BaseSettings):
         256 * MIB,
         ge=1024,
         description="largest response, in bytes as encoded (JSON, protobuf or the HTML report); "
-        "a larger one is refused instead of sent (fewer curve points or classes make it "
-        "smaller)",
+        "a larger one is refused instead of sent (fewer curve points, classes or segments make "
+        "it smaller)",
+    )
+    max_segments: int = Field(
+        100,
+        ge=1,
+        description="most distinct segments in one request (more are refused naming segments, "
+        "or with fold_segments the smallest are folded into __other__); each segment's result "
+        "is a response of its own inside the answer, counted by max_response_bytes and the "
+        "memory budget",
     )
     workers: int = Field(
         2, ge=1, le=64, description="evaluations computed at once, off the event loop"

@@ -41,18 +41,31 @@ def check_response_size(size: int, settings: Settings) -> None:
             "response",
             f"the response would take {size} bytes, over the limit of"
             f" {settings.max_response_bytes} (max_response_bytes): ask for fewer curve points"
-            " (options.max_curve_points) or fewer classes",
+            " (options.max_curve_points), fewer classes or fewer segments",
         )
 
 
 def checked_response(result: EvaluationResult, settings: Settings) -> pb.EvaluateResponse:
-    """``result_to_proto``, refused when its encoding is over ``max_response_bytes``."""
-    response = result_to_proto(result)
-    check_response_size(response.ByteSize(), settings)
+    """``result_to_proto``, refused when its encoding is over ``max_response_bytes``; with
+    segments, as soon as the segments encoded so far are over it (the rest are not built)."""
+    response = result_to_proto(result, segments=False)
+    size = response.ByteSize()
+    check_response_size(size, settings)
+    for name, each in result.segments.items():
+        entry = result_to_proto(each)
+        # a lower bound of what the map entry adds: its key and the response, and one byte
+        # for each of the three tags and three lengths (the exact size is checked at the end)
+        size += entry.ByteSize() + len(name.encode()) + 6
+        check_response_size(size, settings)
+        response.segments[name].CopyFrom(entry)
+    if result.segments:
+        check_response_size(response.ByteSize(), settings)
     return response
 
 
-def result_to_proto(result: EvaluationResult) -> pb.EvaluateResponse:
+def result_to_proto(result: EvaluationResult, *, segments: bool = True) -> pb.EvaluateResponse:
+    """The response of ``result``; each segment's result a response of its own in
+    ``segments`` (unless ``segments`` is False)."""
     response = pb.EvaluateResponse(
         task=pb.Task.Value(f"TASK_{result.task.upper()}"),
         n_samples=result.n_samples,
@@ -92,6 +105,9 @@ def result_to_proto(result: EvaluationResult) -> pb.EvaluateResponse:
         response.monitor[name].CopyFrom(_monitor_to_proto(verdict))
     if result.monitor_state is not None:
         response.monitor_state = result.monitor_state
+    if segments:
+        for name, each in result.segments.items():
+            response.segments[name].CopyFrom(result_to_proto(each))
     return response
 
 
@@ -270,7 +286,14 @@ def catalog_to_proto(task: str | None = None) -> pb.ListMetricsResponse:
 
 def proto_to_json(response: pb.EvaluateResponse) -> dict[str, Any]:
     """The JSON body for a protobuf response: undefined metrics come back as null, the +inf
-    curve start as null."""
+    curve start as null; each segment's body in ``segments`` when there are segments."""
+    body = _response_to_json(response)
+    if response.segments:  # present only with segments, as in EvaluationResult.to_dict
+        body["segments"] = {name: proto_to_json(each) for name, each in response.segments.items()}
+    return body
+
+
+def _response_to_json(response: pb.EvaluateResponse) -> dict[str, Any]:
     metrics: dict[str, float | None] = dict(response.metrics)
     for name in response.undefined:
         metrics[name] = None

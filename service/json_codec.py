@@ -25,6 +25,7 @@ from evalserve.service.limits import (
     check_curve_points,
     check_names,
     check_rows,
+    checked_segments,
 )
 from evalserve.service.records import (
     BASELINE_COLUMNS,
@@ -40,6 +41,7 @@ from evalserve.service.records import (
     OPTION_FIELDS,
     OPTIONAL_COLUMNS,
     REQUEST_FIELDS,
+    SEGMENT_FIELDS,
     Baseline,
     Batch,
     Challenger,
@@ -49,6 +51,7 @@ from evalserve.service.records import (
     Images,
     ModelRef,
     Request,
+    Segments,
     model_ref,
 )
 from evalserve.service.shapes import detection_image, float64_column, with_task_matrices
@@ -97,12 +100,82 @@ def request_from_json(body: Any, settings: Settings) -> Request:
         header=header,
         batch=batch,
         challenger=None if challenger is None else _challenger_from_json(challenger, settings),
+        segments=_segments_from_json(body, settings),
     )
+
+
+def _segments_from_json(body: Mapping[str, Any], settings: Settings) -> Segments | None:
+    """Types only (strings, whole numbers, a boolean, base64 text); sizes in
+    ``checked_segments``; the core checks the values."""
+    fold = body.get("fold_segments")
+    if fold is not None and not isinstance(fold, bool):
+        raise MalformedRequestError(
+            "fold_segments", f"expected a boolean, but got {json_kind(fold)}"
+        )
+    states = body.get("segment_monitor_states")
+    if states is not None:
+        states = {
+            name: _base64_from_json(f"segment_monitor_states.{name}", state)
+            for name, state in _object("segment_monitor_states", states).items()
+        }
+    return checked_segments(
+        _json_strings("segments", body.get("segments")),
+        _json_codes("segment_codes", body.get("segment_codes")),
+        _json_strings("segment_names", body.get("segment_names")),
+        bool(fold),
+        states,
+        settings,
+    )
+
+
+def _json_strings(name: str, value: Any) -> tuple[str, ...] | None:
+    """An array of strings; empty or null: absent."""
+    if value is None:
+        return None
+    if not isinstance(value, list):
+        raise MalformedRequestError(
+            name, f"expected an array of strings, but got {json_kind(value)}"
+        )
+    bad = next((row for row, item in enumerate(value) if not isinstance(item, str)), None)
+    if bad is not None:
+        raise MalformedRequestError(
+            name, f"expected an array of strings, but row {bad} is {json_kind(value[bad])}"
+        )
+    return tuple(value) or None
+
+
+def _json_codes(name: str, value: Any) -> Column | None:
+    """An array of whole numbers (a dictionary-encoded column's codes); empty or null:
+    absent."""
+    if value is None:
+        return None
+    if not isinstance(value, list):
+        raise MalformedRequestError(
+            name, f"expected an array of whole numbers, but got {json_kind(value)}"
+        )
+    bad = next(
+        (row for row, item in enumerate(value) if type(item) is not int),  # not bool, not float
+        None,
+    )
+    if bad is not None:
+        raise MalformedRequestError(
+            name, f"expected an array of whole numbers, but row {bad} is {value[bad]!r}"[:200]
+        )
+    try:
+        codes = np.asarray(value, dtype=np.int64)
+    except OverflowError:
+        raise MalformedRequestError(name, "expected whole numbers within 64 bits") from None
+    return codes if codes.size else None
 
 
 def stream_line_from_json(line: Any, settings: Settings) -> tuple[Header | None, Batch]:
     """One NDJSON line of a stream: a header line has ``task``; every line may hold rows."""
     line = _object("line", line)
+    for name in SEGMENT_FIELDS:
+        if name in line:
+            raise MalformedRequestError(
+                name, "streams do not take segments yet: send a one-shot request with segments"
+            )
     _unknown("", line, (*HEADER_FIELDS, *BATCH_FIELDS))
     header = header_from_json(line, settings) if "task" in line else None
     if header is None:
@@ -149,16 +222,16 @@ def header_from_json(body: Mapping[str, Any], settings: Settings) -> Header:
 
 def _monitor_state_from_json(value: Any) -> bytes | None:
     """The monitor's state: base64 text (the core reads and checks the bytes)."""
-    if value is None:
-        return None
+    return None if value is None else _base64_from_json("monitor_state", value)
+
+
+def _base64_from_json(name: str, value: Any) -> bytes:
     if not isinstance(value, str):
-        raise MalformedRequestError(
-            "monitor_state", f"expected base64 text, but got {json_kind(value)}"
-        )
+        raise MalformedRequestError(name, f"expected base64 text, but got {json_kind(value)}")
     try:
         return base64.b64decode(value, validate=True)
     except (binascii.Error, ValueError):
-        raise MalformedRequestError("monitor_state", "is not valid base64") from None
+        raise MalformedRequestError(name, "is not valid base64") from None
 
 
 def _window_from_json(value: Any) -> str | None:

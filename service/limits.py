@@ -16,8 +16,8 @@ import numpy as np
 
 from evalserve.core import OPTIONS, InvalidInputError, task_spec
 from evalserve.service.config import Settings
-from evalserve.service.errors import PayloadTooLargeError
-from evalserve.service.records import Batch, Column, Header, Images
+from evalserve.service.errors import MalformedRequestError, PayloadTooLargeError
+from evalserve.service.records import Batch, Column, Header, Images, Segments
 
 __all__ = [
     "check_bootstrap_work",
@@ -28,6 +28,7 @@ __all__ = [
     "check_detection_pairs",
     "check_names",
     "check_rows",
+    "checked_segments",
 ]
 
 # Long lists are scanned this many items at a time: a C call over a million items holds the
@@ -43,21 +44,18 @@ def check_rows(name: str, n_rows: int, settings: Settings) -> None:
         )
 
 
-def check_names(name: str, names: tuple[str, ...], settings: Settings) -> None:
+def check_names(
+    name: str, names: tuple[str, ...], settings: Settings, *, array: bool = True
+) -> None:
     """Class names, sent in ``classes`` or as string labels, measured before numpy sees them:
     numpy stores strings at the width of the longest (4 bytes a character), so one long label
     among a million short ones would make a huge array. Each name is at most
     ``max_label_chars`` (they become Prometheus label values, as model names do) and the rows
-    x the longest at most ``max_label_array_bytes``."""
+    x the longest at most ``max_label_array_bytes``. Segment names (``array`` False) become
+    Prometheus label values too, but never a fixed-width array: only their length is checked."""
     if not names:
         return
-    row = longest = 0
-    for start in range(0, len(names), SCAN_ITEMS):
-        part = names[start : start + SCAN_ITEMS]
-        lengths = np.fromiter(map(len, part), dtype=np.int64, count=len(part))
-        at = int(np.argmax(lengths))
-        if int(lengths[at]) > longest:
-            row, longest = start + at, int(lengths[at])
+    row, longest = _longest(names)
     if longest > settings.max_label_chars:
         raise InvalidInputError(
             name,
@@ -65,13 +63,25 @@ def check_names(name: str, names: tuple[str, ...], settings: Settings) -> None:
             f" (max_label_chars), but row {row} has {longest}",
         )
     size = len(names) * longest * 4
-    if size > settings.max_label_array_bytes:
+    if array and size > settings.max_label_array_bytes:
         raise PayloadTooLargeError(
             name,
             f"{len(names)} names of up to {longest} characters take {size} bytes as an array,"
             f" over the limit of {settings.max_label_array_bytes} (max_label_array_bytes);"
             " send integer labels with classes instead",
         )
+
+
+def _longest(names: tuple[str, ...]) -> tuple[int, int]:
+    """The position of the longest name and its length, measured a slice at a time."""
+    row = longest = 0
+    for start in range(0, len(names), SCAN_ITEMS):
+        part = names[start : start + SCAN_ITEMS]
+        lengths = np.fromiter(map(len, part), dtype=np.int64, count=len(part))
+        at = int(np.argmax(lengths))
+        if int(lengths[at]) > longest:
+            row, longest = start + at, int(lengths[at])
+    return row, longest
 
 
 def check_classes(name: str, count: int | None, settings: Settings) -> None:
@@ -178,3 +188,41 @@ def check_compute(header: Header, batch: Batch, settings: Settings) -> None:
     if spec.bootstraps and truth is not None:
         replicates = whole_option(header.options, "bootstrap_replicates")
         check_bootstrap_work("options.bootstrap_replicates", replicates, len(truth), settings)
+
+
+def checked_segments(
+    names: tuple[str, ...] | None,
+    codes: Column | None,
+    listed: tuple[str, ...] | None,
+    fold: bool,
+    states: dict[str, bytes] | None,
+    settings: Settings,
+) -> Segments | None:
+    """A request's segment fields as both codecs read them (``segments`` as names, or
+    ``segment_codes`` with ``segment_names``; an empty list is an absent field, as protobuf
+    has it), their sizes checked: rows as any column, each name at most ``max_label_chars``
+    (a segment's name becomes the Prometheus label ``segment``). None when none was sent; the
+    values are the core's to check (``core._segments``, naming ``segments``)."""
+    if names is not None and codes is not None:
+        raise MalformedRequestError("segments", "send segments or segment_codes, not both")
+    if codes is not None and listed is None:
+        raise MalformedRequestError(
+            "segment_names", "is required with segment_codes: the names its codes index"
+        )
+    if names is not None and listed is not None:
+        raise MalformedRequestError(
+            "segment_names", "goes with segment_codes; segments holds the names themselves"
+        )
+    for field, column in (("segments", names), ("segment_codes", codes), ("segment_names", listed)):
+        if column is not None:
+            check_rows(field, len(column), settings)
+    for field, given in (
+        ("segments", names),
+        ("segment_names", listed),
+        ("segment_monitor_states", None if states is None else tuple(states)),
+    ):
+        if given is not None:
+            check_names(field, given, settings, array=False)
+    if names is None and codes is None and listed is None and states is None and not fold:
+        return None
+    return Segments(names if names is not None else codes, listed, fold, states)

@@ -20,6 +20,10 @@ last evaluation of a request that named the model:
 - counters ``evalserve_model_evaluations_total``, ``evalserve_model_rows_total`` and
   ``evalserve_model_positive_rows_total`` (binary: the result's ``n_positive``).
 
+A request with segments also exports each segment's result as the label set (model, version,
+segment=<the segment's name>), every gauge above included (the monitor's too), beside the
+model's own (segment ""); those label sets count against the cap as any other.
+
 Each evaluation replaces the model's gauges: a value that became undefined (or a drift test the
 request no longer asks for) disappears instead of lingering.
 
@@ -460,3 +464,7 @@ class RequestObserver:
         self.metrics.rows.labels(self.transport, self.method).observe(result.n_samples)
         if model is not None:
             self.metrics.store.record(model, result)
+            # Each segment: the model's label set with ``segment`` its name (the use case
+            # refuses a model.segment beside segments), under the same cap.
+            for name, each in result.segments.items():
+                self.metrics.store.record(replace(model, segment=name), each)

@@ -21,6 +21,7 @@ from evalserve.service.limits import (
     check_curve_points,
     check_names,
     check_rows,
+    checked_segments,
 )
 from evalserve.service.proto_parse import NO_COLUMNS, ProtoColumns
 from evalserve.service.records import (
@@ -178,10 +179,19 @@ def request_from_proto(
     header = header_from_proto(message, settings, decoded)
     batch = with_task_matrices(header, batch_from_proto(message, settings, decoded), settings)
     check_compute(header, batch, settings)
+    codes = message.segment_codes
     return Request(
         header=header,
         batch=batch,
         challenger=challenger,
+        segments=checked_segments(
+            tuple(message.segments) or None,
+            np.asarray(codes, dtype=np.int64) if len(codes) else None,
+            tuple(message.segment_names) or None,
+            message.fold_segments,
+            dict(message.segment_monitor_states) or None,
+            settings,
+        ),
     )
 
 

@@ -29,6 +29,7 @@ __all__ = [
     "Images",
     "ModelRef",
     "Request",
+    "Segments",
     "model_ref",
 ]
 
@@ -49,7 +50,15 @@ HEADER_FIELDS = (
     "window",
 )
 BATCH_FIELDS = (*COLUMNS, "label_names", *(f"{name}_f64" for name in COLUMNS), "images")
-REQUEST_FIELDS = (*HEADER_FIELDS, *BATCH_FIELDS, "challenger")
+# Segments: one-shot requests only (a stream's accumulator does not take them yet).
+SEGMENT_FIELDS = (
+    "segments",
+    "segment_codes",
+    "segment_names",
+    "fold_segments",
+    "segment_monitor_states",
+)
+REQUEST_FIELDS = (*HEADER_FIELDS, *BATCH_FIELDS, "challenger", *SEGMENT_FIELDS)
 IMAGE_FIELDS = tuple(f.name for f in pb.DetectionImage.DESCRIPTOR.fields)
 BASELINE_COLUMNS = ("labels", "scores", "weights")
 BASELINE_SUMMARY = ("roc_auc", "roc_auc_variance", "n_positive", "n_negative")
@@ -198,9 +207,31 @@ class Batch:
 
 
 @dataclass(frozen=True, slots=True)
+class Segments:
+    """The segment of each row (each image for detection), as sent: names (``segments``), or
+    integer codes into ``names`` (``segment_codes`` with ``segment_names``, a
+    dictionary-encoded column). ``values`` None: the request sent segment fields without
+    segments, which the core refuses naming the field. The core checks the values
+    (``core._segments``), naming ``segments``; the codecs check types and sizes."""
+
+    values: tuple[str, ...] | Column | None = None
+    names: tuple[str, ...] | None = None
+    fold: bool = False
+    monitor_states: dict[str, bytes] | None = None
+
+    @property
+    def count_bound(self) -> int:
+        """At most this many distinct segments: the names of a coded column, else one a row."""
+        if self.values is None:
+            return 0
+        return len(self.names) if self.names is not None else len(self.values)
+
+
+@dataclass(frozen=True, slots=True)
 class Request:
     """One whole evaluation request."""
 
     header: Header
     batch: Batch
     challenger: Challenger | None = None
+    segments: Segments | None = None

@@ -67,6 +67,7 @@ LABELS = JsonField(
 )
 SCORES = JsonField(type=Scores, note="In JSON an n x k matrix may also come as n rows of k.")
 POSITIVE = {"ge": 1}
+EMPTY_IS_ABSENT = "An empty array is an absent field (as in protobuf)."
 BATCH_DOC = (
     "A line of ``POST /v1/evaluate/stream`` after the header: a batch of rows (the columns of "
     "``EvaluateRequest``; score matrices as n x k arrays or flat with the header's "
@@ -95,6 +96,9 @@ MESSAGES: dict[str, JsonMessage] = {
             "labels": LABELS,
             "scores": SCORES,
             "n_classes": JsonField(schema=POSITIVE),
+            "segments": JsonField(note=EMPTY_IS_ABSENT),
+            "segment_codes": JsonField(note=EMPTY_IS_ABSENT),
+            "segment_monitor_states": JsonField(type=dict[str, str], note="Each state as base64."),
         },
     ),
     "EvaluateStreamRequest": JsonMessage(
@@ -149,6 +153,12 @@ MESSAGES: dict[str, JsonMessage] = {
                 '{metric: reason}, "intervals": {metric: interval}}.',
             ),
             "coverage": JsonField(doc="{} unless the request had `coverage`."),
+            "segments": JsonField(
+                required=False,
+                nullable=False,
+                note="Absent unless the request had segments; each entry is a full "
+                "EvaluateResponse (the JSON of `evaluate(...).segments[name].to_dict()`).",
+            ),
             "monitor_state": JsonField(
                 type=str | None,
                 doc="The AUC monitor's state as base64 (null without a baseline): send it back "

@@ -122,12 +122,27 @@ class _Derivation:
         self.models: dict[str, type[BaseModel]] = dict(given)
         self.enums = enums
         self.rule = rule
+        self._building: set[str] = set()
+        self._recursive: set[str] = set()
 
-    def model(self, proto: str) -> type[BaseModel]:
+    def model(self, proto: str) -> Any:
+        """The model of ``proto``; inside its own fields (a response's map of responses, say)
+        a forward reference by its model's name, resolved once the model is built."""
         if proto not in self.models:
             if proto not in self.messages:
                 raise LookupError(f"message {proto} has no JSON model: add it to the table")
-            self.models[proto] = self._build(proto, self.messages[proto])
+            json = self.messages[proto]
+            if proto in self._building:
+                self._recursive.add(proto)
+                return json.name
+            self._building.add(proto)
+            try:
+                built = self._build(proto, json)
+            finally:
+                self._building.discard(proto)
+            if proto in self._recursive:
+                built.model_rebuild(_types_namespace={json.name: built})
+            self.models[proto] = built
         return self.models[proto]
 
     def _build(self, proto: str, json: JsonMessage) -> type[BaseModel]:
@@ -141,7 +156,9 @@ class _Derivation:
             for fd in descriptor.fields
             if fd.name not in json.drop
         }
-        base = self.model(json.base) if json.base is not None else _BASES[json.extra]
+        base: type[BaseModel] = (
+            self.model(json.base) if json.base is not None else _BASES[json.extra]
+        )
         doc = _one_line(json.doc if json.doc is not None else proto_doc(proto))
         return create_model(  # type: ignore[call-overload, no-any-return]
             json.name, __base__=base, __module__=_MODULE, __doc__=doc, **fields

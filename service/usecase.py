@@ -11,11 +11,18 @@ transports, whole requests and streams.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from evalserve.core import REGISTRY, EvaluationResult, InvalidInputError, evaluate, task_spec
+from evalserve.core import (
+    OPTIONS,
+    REGISTRY,
+    EvaluationResult,
+    InvalidInputError,
+    evaluate,
+    task_spec,
+)
 from evalserve.service.budget import (
     COST_MODEL,
     GROW_WAIT_SECONDS,
@@ -24,11 +31,13 @@ from evalserve.service.budget import (
     reserve_decode,
 )
 from evalserve.service.config import Settings
+from evalserve.service.limits import whole_option
 from evalserve.service.records import Batch, Header, ModelRef, Request
 
 __all__ = [
     "EvaluationObserver",
     "PayloadCodec",
+    "check_segment_model",
     "evaluate_payload",
     "evaluate_request",
     "images_of",
@@ -64,7 +73,9 @@ def evaluate_payload(
     call of either transport, run off the event loop (``Evaluator.run``)."""
     reserve_decode(reservation, codec.encoding, body)
     request = codec.decode(body, settings)
-    result = evaluate_request(request, observer, reservation, held_bytes=len(body))
+    result = evaluate_request(
+        request, observer, reservation, held_bytes=len(body), max_segments=settings.max_segments
+    )
     return codec.encode(result, request.header)
 
 
@@ -73,31 +84,78 @@ def evaluate_request(
     observer: EvaluationObserver | None = None,
     reservation: Reservation | None = None,
     held_bytes: int = 0,
+    max_segments: int | None = None,
 ) -> EvaluationResult:
     """Evaluate one whole request (CPU-bound: call it through ``Evaluator.run``). With a
     ``reservation``, first resize it to what evaluating the decoded request costs (its body,
-    ``held_bytes``, is still held): ``MemoryBusyError`` / ``OverBudgetError`` before any
-    work when that does not fit."""
+    ``held_bytes``, is still held; with segments, their grouping and results too):
+    ``MemoryBusyError`` / ``OverBudgetError`` before any work when that does not fit. At most
+    ``max_segments`` distinct segments (the setting; None: the core's default)."""
+    check_segment_model(request)
     if reservation is not None:
         extras = [part.given() for part in (request.challenger, request.header.baseline) if part]
         decoded = input_bytes(request.batch, extras)
-        reservation.resize(
-            COST_MODEL.evaluation(request.header.task, decoded, held_bytes), wait=GROW_WAIT_SECONDS
-        )
-    result = _evaluate(request)
+        cost = COST_MODEL.evaluation(request.header.task, decoded, held_bytes)
+        if request.segments is not None and request.segments.values is not None:
+            cost += COST_MODEL.segments(
+                rows=len(request.segments.values),
+                column_bytes=input_bytes(Batch(), [request.segments.values]),
+                decoded_bytes=decoded,
+                count=min(request.segments.count_bound, max_segments or DEFAULT_MAX_SEGMENTS),
+                curve_points=_curve_points(request.header.options),
+            )
+        reservation.resize(cost, wait=GROW_WAIT_SECONDS)
+    result = _evaluate(request, max_segments)
     if observer is not None:
         observer.evaluated(request.header.model, result)
     return result
 
 
-def _evaluate(request: Request) -> EvaluationResult:
+def check_segment_model(request: Request) -> None:
+    """A request with segments exports each segment's series under the Prometheus label
+    ``segment`` (its name): a ``model.segment`` of its own would be overwritten, so the
+    combination is refused, naming ``model.segment``."""
+    model, segments = request.header.model, request.segments
+    if model is not None and model.segment and segments is not None and segments.values is not None:
+        raise InvalidInputError(
+            "model.segment",
+            "a request with segments labels each segment's series by its name (label "
+            "segment): leave model.segment empty, or send one request per model.segment",
+        )
+
+
+def _curve_points(options: Mapping[str, Any]) -> int:
+    """The curve points a result may hold: the option as sent, else its default."""
+    points = whole_option(options, "max_curve_points")
+    if points is not None and points >= 0:
+        return points
+    default: int = OPTIONS["max_curve_points"].default
+    return default
+
+
+# As core.evaluate's default: the cost model's count of segments when no cap is given.
+DEFAULT_MAX_SEGMENTS = Settings.model_fields["max_segments"].default
+
+
+def _evaluate(request: Request, max_segments: int | None = None) -> EvaluationResult:
     header, batch = request.header, request.batch
     coverage = None if header.coverage is None else header.coverage.given()
+    segments: dict[str, Any] = {}
+    if request.segments is not None:
+        segments = {
+            "segments": request.segments.values,
+            "segment_names": request.segments.names,
+            "fold_segments": request.segments.fold,
+            "segment_monitor_states": request.segments.monitor_states,
+        }
+        if max_segments is not None:
+            segments["max_segments"] = max_segments
     if task_spec(header.task).inputs.images:
         targets, predictions = images_of(header.task, batch)
         return evaluate(
             header.task, targets, predictions, options=header.options, classes=header.classes,
             coverage=coverage, monitor_state=header.monitor_state, window=header.window,
+            **segments,
         )  # fmt: skip
     no_images(header.task, batch)
     return evaluate(
@@ -113,6 +171,7 @@ def _evaluate(request: Request) -> EvaluationResult:
         coverage=coverage,
         monitor_state=header.monitor_state,
         window=header.window,
+        **segments,
     )
 
 

@@ -194,8 +194,25 @@ def column(request: Mapping[str, Any], name: str) -> np.ndarray[Any, Any] | None
 # --- the doors --------------------------------------------------------------------------------
 
 
-def core_answer(request: Mapping[str, Any]) -> dict[str, Any]:
-    """The in-process ``core.evaluate`` of the request, as its JSON body."""
+def _segment_arguments(request: Mapping[str, Any], max_segments: int) -> dict[str, Any]:
+    """``core.evaluate``'s segment arguments for the request's segment fields (none: {})."""
+    codes = request.get("segment_codes")
+    segments = request.get("segments") if codes is None else codes
+    if segments is None:
+        return {}
+    return {
+        "segments": segments,
+        "segment_names": request.get("segment_names"),
+        "max_segments": max_segments,
+        "fold_segments": bool(request.get("fold_segments")),
+        "segment_monitor_states": request.get("segment_monitor_states"),
+    }
+
+
+def core_answer(request: Mapping[str, Any], max_segments: int = 100) -> dict[str, Any]:
+    """The in-process ``core.evaluate`` of the request, as its JSON body (``max_segments``:
+    the service's setting)."""
+    segmented = _segment_arguments(request, max_segments)
     if request["task"] == "detection":
         images = request["images"]
         targets = [
@@ -209,7 +226,7 @@ def core_answer(request: Mapping[str, Any]) -> dict[str, Any]:
         ]  # fmt: skip
         found = evaluate("detection", targets, predictions, options=request.get("options"),
                          classes=request.get("classes"),
-                         coverage=request.get("coverage"))  # fmt: skip
+                         coverage=request.get("coverage"), **segmented)  # fmt: skip
         return found.to_dict()
     labels: Any = request.get("labels")
     if not (isinstance(labels, list) and labels and isinstance(labels[0], str)):
@@ -225,6 +242,9 @@ def core_answer(request: Mapping[str, Any]) -> dict[str, Any]:
         challenger=request.get("challenger"),
         classes=request.get("classes"),
         coverage=request.get("coverage"),
+        monitor_state=request.get("monitor_state"),
+        window=request.get("window"),
+        **segmented,
     )
     return result.to_dict()
 

@@ -5,8 +5,8 @@ background thread, on 127.0.0.1 with free ports, called with real clients (httpx
 Three services live for the whole session (each started by the first test that asks for it):
 one with the default settings, one with small limits (64 KiB bodies and messages, 2 000 rows a
 request, 3 000 rows a stream, a stream state of 60 000 bytes: 3 750 distinct binary scores, 3
-classes) for the size cases, and one whose stream state is capped at 4 800 bytes (300 distinct
-binary scores) for the cap of every task's state.
+classes, 3 segments) for the size cases, and one whose stream state is capped at 4 800 bytes
+(300 distinct binary scores) for the cap of every task's state.
 """
 
 from __future__ import annotations
@@ -49,6 +49,7 @@ LIMITED = ROW_LIMITED.model_copy(
         max_bootstrap_work=100_000,
         max_curve_points=50,
         max_response_bytes=RESPONSE_LIMIT,
+        max_segments=3,
     )
 )
 CAPPED = Settings(host="127.0.0.1", rest_port=0, grpc_port=0, max_stream_state_bytes=4_800)

@@ -351,6 +351,74 @@ CASES: dict[str, Bad] = {
                                   INVALID, "model.version", "at most 128 characters"),
     "model-segment-with-a-brace": Bad(fawcett(model={"name": "fraud", "segment": "eu}"}), 422,
                                       INVALID, "model.segment", "'}'"),
+    # --- segments (one-shot requests; streams do not take them yet)
+    "segments-of-the-wrong-length": Bad(fawcett(segments=["de", "fr"] * 9), 422, INVALID,
+                                        "segments", "one segment per row (20), but got 18"),
+    "segments-over-max-segments": Bad(fawcett(segments=[f"s{i % 4}" for i in range(20)]), 422,
+                                      INVALID, "segments",
+                                      "at most 3 distinct segments, but got 4",
+                                      server="limited"),
+    "segments-over-the-default-max-segments": Bad(
+        {**HEADER, **rows(202), "segments": [f"s{i % 101}" for i in range(202)]}, 422, INVALID,
+        "segments", "at most 100 distinct segments, but got 101: send fewer, or fold",
+    ),
+    "segment-name-empty": Bad(fawcett(segments=["de"] * 19 + [""]), 422, INVALID, "segments",
+                              "the segment name at row 19 is empty"),
+    "segment-name-reserved": Bad(fawcett(segments=["de"] * 19 + ["__other__"]), 422, INVALID,
+                                 "segments", "reserved"),
+    # Refused as the codec reads it: a segment's name becomes a Prometheus label value.
+    "segment-name-of-200000-characters": Bad(
+        fawcett(segments=["de"] * 19 + ["x" * 200_000]), 422, INVALID, "segments",
+        "at most 128 characters (max_label_chars), but row 19 has 200000",
+    ),
+    "segment-code-out-of-range": Bad(
+        fawcett(segment_codes=[0, 1] * 9 + [1, 2], segment_names=["de", "fr"]), 422, INVALID,
+        "segments", "the code at row 19 is 2, not one of the 2 segment_names",
+    ),
+    "segment-code-negative": Bad(
+        fawcett(segment_codes=[-1] + [0] * 19, segment_names=["de"]), 422, INVALID, "segments",
+        "the code at row 0 is -1",
+    ),
+    "segment-codes-of-the-wrong-length": Bad(
+        fawcett(segment_codes=[0, 1], segment_names=["de", "fr"]), 422, INVALID, "segments",
+        "one integer code per row (20)",
+    ),
+    "segment-codes-without-names": Bad(fawcett(segment_codes=[0] * 20), 400, INVALID,
+                                       "segment_names", "required with segment_codes"),
+    "segment-names-not-distinct": Bad(
+        fawcett(segment_codes=[0] * 20, segment_names=["de", "de"]), 422, INVALID,
+        "segment_names", "distinct",
+    ),
+    "segments-and-segment-codes": Bad(
+        fawcett(segments=["de"] * 20, segment_codes=[0] * 20, segment_names=["de"]), 400,
+        INVALID, "segments", "not both",
+    ),
+    "segment-monitor-state-of-an-unknown-segment": Bad(
+        fawcett(segments=["de"] * 20, baseline=SUMMARY, segment_monitor_states={"fr": STATE}),
+        422, INVALID, "segment_monitor_states", "names a segment the rows lack: 'fr'",
+    ),
+    "segment-monitor-state-damaged": Bad(
+        fawcett(segments=["de"] * 20, baseline=SUMMARY,
+                segment_monitor_states={"de": b"not a monitor state"}),
+        422, INVALID, "segment_monitor_states.de", "not an evalserve monitor state",
+    ),
+    "segment-monitor-states-without-segments": Bad(
+        fawcett(baseline=SUMMARY, segment_monitor_states={"de": STATE}), 422, INVALID,
+        "segment_monitor_states", "only a request with segments",
+    ),
+    "segments-with-a-model-segment": Bad(
+        fawcett(segments=["de"] * 20, model={"name": "fraud", "segment": "eu"}), 422, INVALID,
+        "model.segment", "leave model.segment empty",
+    ),
+    "segments-not-strings": Bad(fawcett(segments=[1] * 20), 400, INVALID, "segments",
+                                "expected an array of strings", only="json"),
+    "segment-codes-not-whole": Bad(
+        fawcett(segment_codes=[0.5] * 20, segment_names=["de"]), 400, INVALID, "segment_codes",
+        "whole numbers", only="json",
+    ),
+    "stream-with-segments": Bad([{**HEADER, "segments": ["de", "fr"]}, rows(2)], 400, INVALID,
+                                "line 1.segments", "streams do not take segments yet",
+                                stream=True, only="json"),
     # --- limits
     # --- the other tasks
     "multiclass-unknown-class-name": Bad(

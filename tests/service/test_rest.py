@@ -489,15 +489,20 @@ def test_rest_models_mirror_the_proto_field_by_field(
     assert set(model.model_fields) == expected
 
 
-def _messages(descriptor: Descriptor) -> Iterator[Descriptor]:
-    """``descriptor`` and every message inside it (map values included)."""
+def _messages(descriptor: Descriptor, seen: set[str] | None = None) -> Iterator[Descriptor]:
+    """``descriptor`` and every message inside it (map values included), each once (a
+    response holds its segments' responses)."""
+    seen = set() if seen is None else seen
+    if descriptor.full_name in seen:
+        return
+    seen.add(descriptor.full_name)
     yield descriptor
     for field in descriptor.fields:
         inner = field.message_type
         if inner is not None and inner.GetOptions().map_entry:
             inner = inner.fields_by_name["value"].message_type
         if inner is not None:
-            yield from _messages(inner)
+            yield from _messages(inner, seen)
 
 
 def test_every_message_of_the_rest_api_has_a_mirror() -> None:

@@ -51,9 +51,14 @@ def test_the_table_names_only_fields_of_the_proto(proto: str) -> None:
     assert entry.base is None or entry.base in MESSAGES
 
 
-def _reached(descriptor: Descriptor) -> Iterator[str]:
+def _reached(descriptor: Descriptor, seen: set[str] | None = None) -> Iterator[str]:
     """The messages the JSON carries from ``descriptor`` on: not through a dropped field or
-    one the table gives a JSON type of its own (per-class rows, named curves)."""
+    one the table gives a JSON type of its own (per-class rows, named curves); each once (a
+    response holds its segments' responses)."""
+    seen = set() if seen is None else seen
+    if descriptor.name in seen:
+        return
+    seen.add(descriptor.name)
     yield descriptor.name
     if descriptor.name not in MESSAGES:
         return
@@ -66,7 +71,7 @@ def _reached(descriptor: Descriptor) -> Iterator[str]:
         if inner is not None and inner.GetOptions().map_entry:
             inner = inner.fields_by_name["value"].message_type
         if inner is not None:
-            yield from _reached(inner)
+            yield from _reached(inner, seen)
 
 
 def test_every_message_the_json_carries_has_an_entry_and_every_entry_is_carried() -> None:
@@ -177,6 +182,14 @@ REQUESTS: list[dict[str, Any]] = [
     },
     {"task": "regression", "labels": [1.0, 2.5, 3.0, 4.5], "predictions": [1.1, 2.0, 3.3, 4.0]},
     {"task": "detection", "images": [IMAGE, {**IMAGE, "image_id": "b"}]},
+    {**BINARY, "segments": ["a", "b", "c", "d"] * (N // 4), "fold_segments": True},
+    {
+        **BINARY,
+        "baseline": SUMMARY,
+        "segment_codes": [i % 2 for i in range(N)],
+        "segment_names": ["a", "b"],
+        "segment_monitor_states": {"a": STATE},
+    },
 ]
 # Streams, as lists of NDJSON lines: the header line first.
 STREAMS: list[list[dict[str, Any]]] = [

@@ -374,6 +374,26 @@ Global___Challenger: _TypeAlias = Challenger  # noqa: Y015
 class EvaluateRequest(_message.Message):
     DESCRIPTOR: _descriptor.Descriptor
 
+    @_typing.final
+    class SegmentMonitorStatesEntry(_message.Message):
+        DESCRIPTOR: _descriptor.Descriptor
+
+        KEY_FIELD_NUMBER: _builtins.int
+        VALUE_FIELD_NUMBER: _builtins.int
+        key: _builtins.str
+        value: _builtins.bytes
+        def __init__(
+            self,
+            *,
+            key: _builtins.str = ...,
+            value: _builtins.bytes = ...,
+        ) -> None: ...
+        _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+        def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+        _ClearFieldArgType: _TypeAlias = _typing.Literal["key", b"key", "value", b"value"]  # noqa: Y015
+        def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+        def WhichOneof(self, oneof_group: _Never) -> None: ...
+
     TASK_FIELD_NUMBER: _builtins.int
     LABELS_FIELD_NUMBER: _builtins.int
     SCORES_FIELD_NUMBER: _builtins.int
@@ -394,6 +414,11 @@ class EvaluateRequest(_message.Message):
     COVERAGE_FIELD_NUMBER: _builtins.int
     MONITOR_STATE_FIELD_NUMBER: _builtins.int
     WINDOW_FIELD_NUMBER: _builtins.int
+    SEGMENTS_FIELD_NUMBER: _builtins.int
+    SEGMENT_CODES_FIELD_NUMBER: _builtins.int
+    SEGMENT_NAMES_FIELD_NUMBER: _builtins.int
+    FOLD_SEGMENTS_FIELD_NUMBER: _builtins.int
+    SEGMENT_MONITOR_STATES_FIELD_NUMBER: _builtins.int
     task: Global___Task.ValueType
     labels_f64: _builtins.bytes
     scores_f64: _builtins.bytes
@@ -409,6 +434,10 @@ class EvaluateRequest(_message.Message):
     """
     window: _builtins.str
     """This window's id (for example its end time): a window sent again is not counted again."""
+    fold_segments: _builtins.bool
+    """Past the server's max_segments distinct segments, fold the smallest into one segment named
+    "__other__" (a warning names them) instead of refusing the request.
+    """
     @_builtins.property
     def labels(self) -> _containers.RepeatedScalarFieldContainer[_builtins.float]:
         """Ground truth: 0/1 (binary), class index (multiclass), n x k 0/1 row-major (multilabel),
@@ -451,6 +480,28 @@ class EvaluateRequest(_message.Message):
     def coverage(self) -> Global___Coverage:
         """Optional: how much of the window's predictions have their labels yet."""
 
+    @_builtins.property
+    def segments(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
+        """Optional: the segment of each row (each image for detection), for example a country or a
+        customer tier: the response then holds, beside the overall result, each segment's own
+        result in `segments`. Names are non-empty, at most 128 characters, not "__other__". Send
+        `segments` or `segment_codes`, not both.
+        """
+
+    @_builtins.property
+    def segment_codes(self) -> _containers.RepeatedScalarFieldContainer[_builtins.int]:
+        """The segments as a dictionary-encoded column: each row's index into `segment_names`."""
+
+    @_builtins.property
+    def segment_names(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
+        """The names `segment_codes` index (distinct), sent with `segment_codes` only."""
+
+    @_builtins.property
+    def segment_monitor_states(self) -> _containers.ScalarMap[_builtins.str, _builtins.bytes]:
+        """Each segment's AUC monitor state as the previous window's answer returned it (the
+        segment's `monitor_state` in `segments`), by segment name (with a baseline).
+        """
+
     def __init__(
         self,
         *,
@@ -474,10 +525,15 @@ class EvaluateRequest(_message.Message):
         coverage: Global___Coverage | None = ...,
         monitor_state: _builtins.bytes = ...,
         window: _builtins.str = ...,
+        segments: _abc.Iterable[_builtins.str] | None = ...,
+        segment_codes: _abc.Iterable[_builtins.int] | None = ...,
+        segment_names: _abc.Iterable[_builtins.str] | None = ...,
+        fold_segments: _builtins.bool = ...,
+        segment_monitor_states: _abc.Mapping[_builtins.str, _builtins.bytes] | None = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _typing.Literal["_n_classes", b"_n_classes", "baseline", b"baseline", "challenger", b"challenger", "coverage", b"coverage", "model", b"model", "n_classes", b"n_classes", "options", b"options"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["_n_classes", b"_n_classes", "baseline", b"baseline", "challenger", b"challenger", "classes", b"classes", "coverage", b"coverage", "images", b"images", "label_names", b"label_names", "labels", b"labels", "labels_f64", b"labels_f64", "model", b"model", "monitor_state", b"monitor_state", "n_classes", b"n_classes", "options", b"options", "predictions", b"predictions", "predictions_f64", b"predictions_f64", "scores", b"scores", "scores_f64", b"scores_f64", "task", b"task", "weights", b"weights", "weights_f64", b"weights_f64", "window", b"window"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["_n_classes", b"_n_classes", "baseline", b"baseline", "challenger", b"challenger", "classes", b"classes", "coverage", b"coverage", "fold_segments", b"fold_segments", "images", b"images", "label_names", b"label_names", "labels", b"labels", "labels_f64", b"labels_f64", "model", b"model", "monitor_state", b"monitor_state", "n_classes", b"n_classes", "options", b"options", "predictions", b"predictions", "predictions_f64", b"predictions_f64", "scores", b"scores", "scores_f64", b"scores_f64", "segment_codes", b"segment_codes", "segment_monitor_states", b"segment_monitor_states", "segment_names", b"segment_names", "segments", b"segments", "task", b"task", "weights", b"weights", "weights_f64", b"weights_f64", "window", b"window"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     _WhichOneofReturnType__n_classes: _TypeAlias = _typing.Literal["n_classes"]  # noqa: Y015
     _WhichOneofArgType__n_classes: _TypeAlias = _typing.Literal["_n_classes", b"_n_classes"]  # noqa: Y015
@@ -1323,6 +1379,27 @@ class EvaluateResponse(_message.Message):
         def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
         def WhichOneof(self, oneof_group: _Never) -> None: ...
 
+    @_typing.final
+    class SegmentsEntry(_message.Message):
+        DESCRIPTOR: _descriptor.Descriptor
+
+        KEY_FIELD_NUMBER: _builtins.int
+        VALUE_FIELD_NUMBER: _builtins.int
+        key: _builtins.str
+        @_builtins.property
+        def value(self) -> Global___EvaluateResponse: ...
+        def __init__(
+            self,
+            *,
+            key: _builtins.str = ...,
+            value: Global___EvaluateResponse | None = ...,
+        ) -> None: ...
+        _HasFieldArgType: _TypeAlias = _typing.Literal["value", b"value"]  # noqa: Y015
+        def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+        _ClearFieldArgType: _TypeAlias = _typing.Literal["key", b"key", "value", b"value"]  # noqa: Y015
+        def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+        def WhichOneof(self, oneof_group: _Never) -> None: ...
+
     TASK_FIELD_NUMBER: _builtins.int
     N_SAMPLES_FIELD_NUMBER: _builtins.int
     METRICS_FIELD_NUMBER: _builtins.int
@@ -1337,6 +1414,7 @@ class EvaluateResponse(_message.Message):
     COVERAGE_FIELD_NUMBER: _builtins.int
     MONITOR_FIELD_NUMBER: _builtins.int
     MONITOR_STATE_FIELD_NUMBER: _builtins.int
+    SEGMENTS_FIELD_NUMBER: _builtins.int
     task: Global___Task.ValueType
     n_samples: _builtins.int
     monitor_state: _builtins.bytes
@@ -1369,6 +1447,13 @@ class EvaluateResponse(_message.Message):
     def monitor(self) -> _containers.MessageMap[_builtins.str, Global___MonitorVerdict]:
         """The AUC monitor after this window (with a baseline), by metric."""
 
+    @_builtins.property
+    def segments(self) -> _containers.MessageMap[_builtins.str, Global___EvaluateResponse]:
+        """With segments in the request: each segment's full result, by name, as a request of its
+        rows alone would answer (a segment whose rows weigh nothing has no metrics and an
+        "insufficient_data" warning). The fields above stay those of every row.
+        """
+
     def __init__(
         self,
         *,
@@ -1386,10 +1471,11 @@ class EvaluateResponse(_message.Message):
         coverage: Global___CoverageReport | None = ...,
         monitor: _abc.Mapping[_builtins.str, Global___MonitorVerdict] | None = ...,
         monitor_state: _builtins.bytes = ...,
+        segments: _abc.Mapping[_builtins.str, Global___EvaluateResponse] | None = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _typing.Literal["coverage", b"coverage", "curves", b"curves"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["comparison", b"comparison", "conventions", b"conventions", "coverage", b"coverage", "curves", b"curves", "drift", b"drift", "intervals", b"intervals", "metrics", b"metrics", "monitor", b"monitor", "monitor_state", b"monitor_state", "n_samples", b"n_samples", "per_class", b"per_class", "task", b"task", "undefined", b"undefined", "warnings", b"warnings"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["comparison", b"comparison", "conventions", b"conventions", "coverage", b"coverage", "curves", b"curves", "drift", b"drift", "intervals", b"intervals", "metrics", b"metrics", "monitor", b"monitor", "monitor_state", b"monitor_state", "n_samples", b"n_samples", "per_class", b"per_class", "segments", b"segments", "task", b"task", "undefined", b"undefined", "warnings", b"warnings"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 

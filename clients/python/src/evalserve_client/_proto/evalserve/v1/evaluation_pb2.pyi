@@ -322,6 +322,22 @@ global___Challenger = Challenger
 class EvaluateRequest(google.protobuf.message.Message):
     DESCRIPTOR: google.protobuf.descriptor.Descriptor
 
+    @typing.final
+    class SegmentMonitorStatesEntry(google.protobuf.message.Message):
+        DESCRIPTOR: google.protobuf.descriptor.Descriptor
+
+        KEY_FIELD_NUMBER: builtins.int
+        VALUE_FIELD_NUMBER: builtins.int
+        key: builtins.str
+        value: builtins.bytes
+        def __init__(
+            self,
+            *,
+            key: builtins.str = ...,
+            value: builtins.bytes = ...,
+        ) -> None: ...
+        def ClearField(self, field_name: typing.Literal["key", b"key", "value", b"value"]) -> None: ...
+
     TASK_FIELD_NUMBER: builtins.int
     LABELS_FIELD_NUMBER: builtins.int
     SCORES_FIELD_NUMBER: builtins.int
@@ -342,6 +358,11 @@ class EvaluateRequest(google.protobuf.message.Message):
     COVERAGE_FIELD_NUMBER: builtins.int
     MONITOR_STATE_FIELD_NUMBER: builtins.int
     WINDOW_FIELD_NUMBER: builtins.int
+    SEGMENTS_FIELD_NUMBER: builtins.int
+    SEGMENT_CODES_FIELD_NUMBER: builtins.int
+    SEGMENT_NAMES_FIELD_NUMBER: builtins.int
+    FOLD_SEGMENTS_FIELD_NUMBER: builtins.int
+    SEGMENT_MONITOR_STATES_FIELD_NUMBER: builtins.int
     task: global___Task.ValueType
     labels_f64: builtins.bytes
     scores_f64: builtins.bytes
@@ -357,6 +378,10 @@ class EvaluateRequest(google.protobuf.message.Message):
     """
     window: builtins.str
     """This window's id (for example its end time): a window sent again is not counted again."""
+    fold_segments: builtins.bool
+    """Past the server's max_segments distinct segments, fold the smallest into one segment named
+    "__other__" (a warning names them) instead of refusing the request.
+    """
     @property
     def labels(self) -> google.protobuf.internal.containers.RepeatedScalarFieldContainer[builtins.float]:
         """Ground truth: 0/1 (binary), class index (multiclass), n x k 0/1 row-major (multilabel),
@@ -399,6 +424,28 @@ class EvaluateRequest(google.protobuf.message.Message):
     def coverage(self) -> global___Coverage:
         """Optional: how much of the window's predictions have their labels yet."""
 
+    @property
+    def segments(self) -> google.protobuf.internal.containers.RepeatedScalarFieldContainer[builtins.str]:
+        """Optional: the segment of each row (each image for detection), for example a country or a
+        customer tier: the response then holds, beside the overall result, each segment's own
+        result in `segments`. Names are non-empty, at most 128 characters, not "__other__". Send
+        `segments` or `segment_codes`, not both.
+        """
+
+    @property
+    def segment_codes(self) -> google.protobuf.internal.containers.RepeatedScalarFieldContainer[builtins.int]:
+        """The segments as a dictionary-encoded column: each row's index into `segment_names`."""
+
+    @property
+    def segment_names(self) -> google.protobuf.internal.containers.RepeatedScalarFieldContainer[builtins.str]:
+        """The names `segment_codes` index (distinct), sent with `segment_codes` only."""
+
+    @property
+    def segment_monitor_states(self) -> google.protobuf.internal.containers.ScalarMap[builtins.str, builtins.bytes]:
+        """Each segment's AUC monitor state as the previous window's answer returned it (the
+        segment's `monitor_state` in `segments`), by segment name (with a baseline).
+        """
+
     def __init__(
         self,
         *,
@@ -422,9 +469,14 @@ class EvaluateRequest(google.protobuf.message.Message):
         coverage: global___Coverage | None = ...,
         monitor_state: builtins.bytes = ...,
         window: builtins.str = ...,
+        segments: collections.abc.Iterable[builtins.str] | None = ...,
+        segment_codes: collections.abc.Iterable[builtins.int] | None = ...,
+        segment_names: collections.abc.Iterable[builtins.str] | None = ...,
+        fold_segments: builtins.bool = ...,
+        segment_monitor_states: collections.abc.Mapping[builtins.str, builtins.bytes] | None = ...,
     ) -> None: ...
     def HasField(self, field_name: typing.Literal["_n_classes", b"_n_classes", "baseline", b"baseline", "challenger", b"challenger", "coverage", b"coverage", "model", b"model", "n_classes", b"n_classes", "options", b"options"]) -> builtins.bool: ...
-    def ClearField(self, field_name: typing.Literal["_n_classes", b"_n_classes", "baseline", b"baseline", "challenger", b"challenger", "classes", b"classes", "coverage", b"coverage", "images", b"images", "label_names", b"label_names", "labels", b"labels", "labels_f64", b"labels_f64", "model", b"model", "monitor_state", b"monitor_state", "n_classes", b"n_classes", "options", b"options", "predictions", b"predictions", "predictions_f64", b"predictions_f64", "scores", b"scores", "scores_f64", b"scores_f64", "task", b"task", "weights", b"weights", "weights_f64", b"weights_f64", "window", b"window"]) -> None: ...
+    def ClearField(self, field_name: typing.Literal["_n_classes", b"_n_classes", "baseline", b"baseline", "challenger", b"challenger", "classes", b"classes", "coverage", b"coverage", "fold_segments", b"fold_segments", "images", b"images", "label_names", b"label_names", "labels", b"labels", "labels_f64", b"labels_f64", "model", b"model", "monitor_state", b"monitor_state", "n_classes", b"n_classes", "options", b"options", "predictions", b"predictions", "predictions_f64", b"predictions_f64", "scores", b"scores", "scores_f64", b"scores_f64", "segment_codes", b"segment_codes", "segment_monitor_states", b"segment_monitor_states", "segment_names", b"segment_names", "segments", b"segments", "task", b"task", "weights", b"weights", "weights_f64", b"weights_f64", "window", b"window"]) -> None: ...
     def WhichOneof(self, oneof_group: typing.Literal["_n_classes", b"_n_classes"]) -> typing.Literal["n_classes"] | None: ...
 
 global___EvaluateRequest = EvaluateRequest
@@ -1146,6 +1198,24 @@ class EvaluateResponse(google.protobuf.message.Message):
         def HasField(self, field_name: typing.Literal["value", b"value"]) -> builtins.bool: ...
         def ClearField(self, field_name: typing.Literal["key", b"key", "value", b"value"]) -> None: ...
 
+    @typing.final
+    class SegmentsEntry(google.protobuf.message.Message):
+        DESCRIPTOR: google.protobuf.descriptor.Descriptor
+
+        KEY_FIELD_NUMBER: builtins.int
+        VALUE_FIELD_NUMBER: builtins.int
+        key: builtins.str
+        @property
+        def value(self) -> global___EvaluateResponse: ...
+        def __init__(
+            self,
+            *,
+            key: builtins.str = ...,
+            value: global___EvaluateResponse | None = ...,
+        ) -> None: ...
+        def HasField(self, field_name: typing.Literal["value", b"value"]) -> builtins.bool: ...
+        def ClearField(self, field_name: typing.Literal["key", b"key", "value", b"value"]) -> None: ...
+
     TASK_FIELD_NUMBER: builtins.int
     N_SAMPLES_FIELD_NUMBER: builtins.int
     METRICS_FIELD_NUMBER: builtins.int
@@ -1160,6 +1230,7 @@ class EvaluateResponse(google.protobuf.message.Message):
     COVERAGE_FIELD_NUMBER: builtins.int
     MONITOR_FIELD_NUMBER: builtins.int
     MONITOR_STATE_FIELD_NUMBER: builtins.int
+    SEGMENTS_FIELD_NUMBER: builtins.int
     task: global___Task.ValueType
     n_samples: builtins.int
     monitor_state: builtins.bytes
@@ -1192,6 +1263,13 @@ class EvaluateResponse(google.protobuf.message.Message):
     def monitor(self) -> google.protobuf.internal.containers.MessageMap[builtins.str, global___MonitorVerdict]:
         """The AUC monitor after this window (with a baseline), by metric."""
 
+    @property
+    def segments(self) -> google.protobuf.internal.containers.MessageMap[builtins.str, global___EvaluateResponse]:
+        """With segments in the request: each segment's full result, by name, as a request of its
+        rows alone would answer (a segment whose rows weigh nothing has no metrics and an
+        "insufficient_data" warning). The fields above stay those of every row.
+        """
+
     def __init__(
         self,
         *,
@@ -1209,9 +1287,10 @@ class EvaluateResponse(google.protobuf.message.Message):
         coverage: global___CoverageReport | None = ...,
         monitor: collections.abc.Mapping[builtins.str, global___MonitorVerdict] | None = ...,
         monitor_state: builtins.bytes = ...,
+        segments: collections.abc.Mapping[builtins.str, global___EvaluateResponse] | None = ...,
     ) -> None: ...
     def HasField(self, field_name: typing.Literal["coverage", b"coverage", "curves", b"curves"]) -> builtins.bool: ...
-    def ClearField(self, field_name: typing.Literal["comparison", b"comparison", "conventions", b"conventions", "coverage", b"coverage", "curves", b"curves", "drift", b"drift", "intervals", b"intervals", "metrics", b"metrics", "monitor", b"monitor", "monitor_state", b"monitor_state", "n_samples", b"n_samples", "per_class", b"per_class", "task", b"task", "undefined", b"undefined", "warnings", b"warnings"]) -> None: ...
+    def ClearField(self, field_name: typing.Literal["comparison", b"comparison", "conventions", b"conventions", "coverage", b"coverage", "curves", b"curves", "drift", b"drift", "intervals", b"intervals", "metrics", b"metrics", "monitor", b"monitor", "monitor_state", b"monitor_state", "n_samples", b"n_samples", "per_class", b"per_class", "segments", b"segments", "task", b"task", "undefined", b"undefined", "warnings", b"warnings"]) -> None: ...
 
 global___EvaluateResponse = EvaluateResponse
 
