@@ -303,6 +303,9 @@ class Accumulator:
             try:
                 result.segments[name] = child._result(baseline, None, states.get(name), window)
             except InvalidInputError as error:
+                if error.field == "monitor_state":  # the segment's state, refused by its monitor
+                    field = f"segment_monitor_states.{name}"
+                    raise InvalidInputError(field, error.message) from None
                 if "nothing to evaluate" not in error.message:
                     raise
                 result.segments[name] = insufficient_result(self.task, child.n_rows, error)

@@ -101,7 +101,7 @@ def evaluate(
     if segmentation is not None:
         for name, rows in zip(segmentation.names, segmentation.rows, strict=True):
             result.segments[name] = _segment_result(
-                spec.name, spec.evaluate, rows, states.get(name),
+                spec.name, name, spec.evaluate, rows, states.get(name),
                 (y_true, y_score, y_pred, sample_weight, parsed, classes, baseline, challenger),
                 window,
             )  # fmt: skip
@@ -142,6 +142,7 @@ def _segment_states(
 
 def _segment_result(
     task: str,
+    name: str,
     evaluator: Any,
     rows: Any,
     state: bytes | None,
@@ -161,6 +162,8 @@ def _segment_result(
     except InvalidInputError as error:
         if "nothing to evaluate" in error.message:
             return insufficient_result(task, int(rows.size), error)
+        if error.field == "monitor_state":  # the segment's state, refused by its monitor
+            raise InvalidInputError(f"segment_monitor_states.{name}", error.message) from None
         raise
 
 

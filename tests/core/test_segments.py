@@ -300,3 +300,23 @@ def test_numpy_strings_name_segments_as_plain_strings() -> None:
         "binary", [0, 1, 1], [0.2, 0.7, 0.6], segments=names, max_segments=1, fold_segments=True
     )
     assert "np.str_" not in folded.warnings[-1]
+
+
+def test_a_segments_state_of_another_baseline_is_refused_naming_the_segment() -> None:
+    rng = np.random.default_rng(9)
+    y = rng.random(400) < 0.3
+    s = rng.normal(y * 1.0, 1.0)
+    segments = ["a"] * 200 + ["b"] * 200
+    first = core.evaluate(
+        "binary", y, s, baseline={"roc_auc": 0.8, "roc_auc_variance": 0.0}, segments=segments
+    )
+    states = {"b": first.segments["b"].monitor_state or b""}
+    other = {"roc_auc": 0.7, "roc_auc_variance": 0.0}  # another baseline
+    with pytest.raises(InvalidInputError) as refused:
+        core.evaluate("binary", y, s, baseline=other, segments=segments,
+                      segment_monitor_states=states)  # fmt: skip
+    assert refused.value.field == "segment_monitor_states.b"
+    accumulator = core.Accumulator("binary").update(y, s, segments=segments)
+    with pytest.raises(InvalidInputError) as refused:
+        accumulator.result(baseline=other, segment_monitor_states=states)
+    assert refused.value.field == "segment_monitor_states.b"
