@@ -12,7 +12,13 @@ import { GrpcDoor } from "./grpc.js";
 import type { UnaryRetry } from "./grpc-unary.js";
 import { MonitorStates } from "./monitor-store.js";
 import { Track } from "./monitoring.js";
-import { detectionRequest, rowsRequest, streamSize, type Request } from "./request.js";
+import {
+  detectionRequest,
+  rowsRequest,
+  segmented,
+  streamSize,
+  type Request,
+} from "./request.js";
 import { RestDoor } from "./rest.js";
 import { CHANNEL_RETRIED, checkedPolicy, Schedule, type RetryPolicy } from "./retry.js";
 import type {
@@ -158,9 +164,10 @@ export class EvalserveClient {
             opts,
           )
         : rowsRequest(task, yTrue as Labels, yScore as Values | null | undefined, opts);
-    // a challenger has no place in a stream's header: such a request goes in one message
-    const stream =
-      request.challenger === null && streamSize(request) > this.settings.streamThreshold;
+    // a challenger has no place in a stream's header, and streams take no segments yet: such
+    // a request goes in one message
+    const oneMessage = request.challenger !== null || segmented(request);
+    const stream = !oneMessage && streamSize(request) > this.settings.streamThreshold;
     const timeoutMs = opts.timeoutMs ?? this.settings.timeoutMs;
     const send = (sent: Request): Promise<EvaluationResult> =>
       this.retried(

@@ -106,6 +106,28 @@ export function toJson(request: Request): Json {
   if (request.images !== null) {
     body["images"] = images(request.images);
   }
+  return { ...body, ...segmentFields(request) };
+}
+
+/** The segment fields of a one-shot body (an empty list is an absent field, not sent). */
+function segmentFields(request: Request): Json {
+  const body: Json = {};
+  for (const [key, value] of [
+    ["segments", request.segments],
+    ["segment_codes", request.segmentCodes],
+    ["segment_names", request.segmentNames],
+  ] as const) {
+    if (value !== null && value.length > 0) {
+      body[key] = value;
+    }
+  }
+  if (request.foldSegments) {
+    body["fold_segments"] = true;
+  }
+  const states = request.segmentMonitorStates;
+  if (states !== null && Object.keys(states).length > 0) {
+    body["segment_monitor_states"] = states;
+  }
   return body;
 }
 

@@ -4,7 +4,9 @@
  * format: monitor-file.ts) that outlives the process and that processes may share.
  *
  * One state per model and question (monitor-key.ts): a new baseline starts a new monitor and
- * the old one stays, resumed if that baseline comes back. Each model keeps its `keep` most
+ * the old one stays, resumed if that baseline comes back. A segmented call's segments are
+ * models too: the segment `de` of model `m` is kept under the key (`m`, its version, `de`),
+ * beside the model's overall monitor (segment ""). Each model keeps its `keep` most
  * recently updated monitors, and as many states set aside (`retired`: refused by the server,
  * with the reason); older ones are dropped.
  */
@@ -159,6 +161,31 @@ export class MonitorStates {
   async get(model: Model | ModelKey, question: string): Promise<MonitorEntry | null> {
     const key = keyOf({ model: modelKey(model), question });
     return (await this.read()).live.find((entry) => keyOf(entry) === key) ?? null;
+  }
+
+  /** The monitors of `keys` that are kept, read at once, in the order of `keys`. */
+  async getAll(
+    keys: readonly { readonly model: ModelKey; readonly question: string }[],
+  ): Promise<(MonitorEntry | null)[]> {
+    const live = new Map((await this.read()).live.map((entry) => [keyOf(entry), entry]));
+    return keys.map((key) => live.get(keyOf(key)) ?? null);
+  }
+
+  /** Keep every one of `entries` if each monitor of `expected` still has that stored state
+   * (null: none), in one change; otherwise keep nothing and return false. */
+  swapAll(
+    entries: readonly MonitorEntry[],
+    expected: readonly { model: ModelKey; question: string; state: string | null }[],
+  ): Promise<boolean> {
+    return this.change((data) => {
+      const live = new Map(data.live.map((entry) => [keyOf(entry), entry]));
+      if (expected.some((want) => (live.get(keyOf(want))?.state ?? null) !== want.state)) {
+        return false;
+      }
+      const keys = new Set(entries.map(keyOf));
+      data.live = [...data.live.filter((found) => !keys.has(keyOf(found))), ...entries];
+      return true;
+    });
   }
 
   /** Drop every monitor and set-aside state of `model`. */

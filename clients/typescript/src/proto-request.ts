@@ -212,7 +212,33 @@ export function toProto(request: Request): EvaluateRequest {
   if (request.images !== null) {
     init["images"] = images(request.images);
   }
-  return build(EvaluateRequestSchema, init);
+  return build(EvaluateRequestSchema, { ...init, ...segmentsInit(request) });
+}
+
+/** The segment fields of a one-shot request. */
+function segmentsInit(request: Request): Init {
+  const init: Init = {};
+  if (request.segments !== null) {
+    init["segments"] = [...request.segments];
+  }
+  if (request.segmentCodes !== null) {
+    init["segmentCodes"] = request.segmentCodes.map((code) => integer(code, "segment_codes"));
+  }
+  if (request.segmentNames !== null) {
+    init["segmentNames"] = [...request.segmentNames];
+  }
+  if (request.foldSegments) {
+    init["foldSegments"] = true;
+  }
+  if (request.segmentMonitorStates !== null) {
+    init["segmentMonitorStates"] = Object.fromEntries(
+      Object.entries(request.segmentMonitorStates).map(([name, state]) => [
+        name,
+        new Uint8Array(Buffer.from(state, "base64")),
+      ]),
+    );
+  }
+  return init;
 }
 
 /** The stream of a request: its header alone, then one message per batch (rows or images). */

@@ -102,6 +102,24 @@ function curves(response: EvaluateResponse): Record<string, Curve> {
 }
 
 export function resultFromProto(response: EvaluateResponse): EvaluationResult {
+  const segments = Object.keys(response.segments).sort();
+  return {
+    ...resultFields(response),
+    // each segment's answer, as the REST door gives it: only when the request had segments
+    ...(segments.length === 0
+      ? {}
+      : {
+          segments: Object.fromEntries(
+            segments.map((name) => [
+              name,
+              resultFromProto(response.segments[name] as EvaluateResponse),
+            ]),
+          ),
+        }),
+  };
+}
+
+function resultFields(response: EvaluateResponse): EvaluationResult {
   return {
     task: taskName(response.task),
     n_samples: Number(response.nSamples),

@@ -74,6 +74,22 @@ export interface Request {
   /** The AUC monitor's state from the model's last window (base64), and this window's id. */
   readonly monitorState: string | null;
   readonly window: string | null;
+  /** The segment of each row as names, or as codes into `segmentNames`; null when absent. */
+  readonly segments: readonly string[] | null;
+  readonly segmentCodes: readonly number[] | null;
+  readonly segmentNames: readonly string[] | null;
+  readonly foldSegments: boolean;
+  /** Each segment's monitor state from its last window (base64), by name. */
+  readonly segmentMonitorStates: Readonly<Record<string, string>> | null;
+}
+
+/** Whether the request names segments (then it is sent in one message). */
+export function segmented(request: Request): boolean {
+  return (
+    (request.segments?.length ?? 0) > 0 ||
+    (request.segmentCodes?.length ?? 0) > 0 ||
+    (request.segmentNames?.length ?? 0) > 0
+  );
 }
 
 /** How the server (Python) prints a non-finite number in its messages. */
@@ -173,6 +189,11 @@ function header(task: Task, opts: EvaluateOptions) {
     coverage: opts.coverage ?? null,
     monitorState: null,
     window: opts.window ?? null,
+    segments: opts.segments ?? null,
+    segmentCodes: opts.segmentCodes ?? null,
+    segmentNames: opts.segmentNames ?? null,
+    foldSegments: opts.foldSegments ?? false,
+    segmentMonitorStates: null,
   };
 }
 

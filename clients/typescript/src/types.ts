@@ -154,6 +154,18 @@ export interface EvaluateOptions {
    * counted again. Without it a monitored call makes one, which its retries reuse.
    */
   readonly window?: string | null;
+  /**
+   * The segment of each row (of each image for detection), a country or a customer tier say:
+   * the result then holds each segment's own result in `segments`. Or `segmentCodes` (an
+   * integer a row) with `segmentNames` (the names they index). A segmented request is sent in
+   * one message, never streamed (streams take no segments yet).
+   */
+  readonly segments?: readonly string[] | null;
+  readonly segmentCodes?: readonly number[] | null;
+  readonly segmentNames?: readonly string[] | null;
+  /** Past the server's `max_segments` distinct segments, fold the smallest into one named
+   * `__other__` (a warning names them) instead of refusing the request. */
+  readonly foldSegments?: boolean | null;
   /** This call's deadline, instead of the client's `timeoutMs`. */
   readonly timeoutMs?: number;
 }
@@ -259,6 +271,9 @@ export interface EvaluationResult {
   /** The client's, on a monitored call: why it started a new monitor for a model that had one
    * (a new baseline or new options, or a stored state the server refused), else null. */
   readonly monitor_restarted?: string | null;
+  /** With segments in the request: each segment's own result by name, as a request of its
+   * rows alone would answer (with its own `monitor` and `monitor_state`); absent otherwise. */
+  readonly segments?: Readonly<Record<string, EvaluationResult>>;
 }
 
 /** The closed interval every defined value of a metric lies in; null is an unbounded end. */

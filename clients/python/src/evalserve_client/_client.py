@@ -172,10 +172,21 @@ class _Call:
         return ProgressLine(self.request.n_rows, unit=self.request.unit)
 
 
+def _segmented(request: _wire.Request) -> bool:
+    return bool(request.segments or request.segment_codes or request.segment_names)
+
+
 def _monitored(answer: dict[str, Any], track: Track) -> EvaluationResult:
-    return EvaluationResult.from_dict(
+    result = EvaluationResult.from_dict(
         answer, window=track.window, monitor_restarted=track.restarted
     )
+    if not track.segment_restarted:
+        return result
+    segments = {
+        name: replace(each, monitor_restarted=track.segment_restarted.get(name))
+        for name, each in result.segments.items()
+    }
+    return replace(result, segments=segments)
 
 
 def _headers(headers: Mapping[str, str] | None) -> dict[str, str]:
@@ -250,8 +261,10 @@ class _Base:
     ) -> _Call:
         """``fields``: the other arguments of ``evaluate``, as ``_wire.build`` takes them."""
         request = _wire.build(task, y_true, y_score, **fields)
-        # a challenger has no place in a stream's header: such a request goes in one message
-        stream = request.challenger is None and request.size > self.stream_threshold
+        # a challenger has no place in a stream's header, and streams take no segments yet:
+        # such a request goes in one message
+        one_message = request.challenger is not None or _segmented(request)
+        stream = not one_message and request.size > self.stream_threshold
         progress = self.progress if progress is None else progress
         return _Call(request, stream, self._deadline(timeout), shown(progress, stream))
 
@@ -376,15 +389,27 @@ class Client(_Base):
         challenger: Mapping[str, Any] | None = None,
         coverage: Mapping[str, Any] | None = None,
         window: str | None = None,
+        segments: Any = None,
+        segment_codes: Any = None,
+        segment_names: Sequence[str] | None = None,
+        fold_segments: bool = False,
         timeout: float | None = None,
         progress: bool | None = None,
     ) -> EvaluationResult:
         """Evaluate as ``evalserve.evaluate`` does, on the server; raises ``EvalserveError``.
-        With a ``model`` and a ``baseline`` (binary), the model's AUC monitor goes on."""
+        With a ``model`` and a ``baseline`` (binary), the model's AUC monitor goes on.
+
+        ``segments`` (a name per row, or per image for detection), or ``segment_codes`` with
+        ``segment_names``, adds each segment's own result in ``result.segments``
+        (``fold_segments``: fold the smallest past the server's cap into ``__other__``); with
+        a monitored model each segment keeps its own monitor state. A segmented request is
+        sent in one message, never streamed."""
         call = self._call(
             task, y_true, y_score, y_pred=y_pred, sample_weight=sample_weight, options=options,
             classes=classes, model=model, baseline=baseline, challenger=challenger,
-            coverage=coverage, window=window, timeout=timeout, progress=progress,
+            coverage=coverage, window=window, segments=segments, segment_codes=segment_codes,
+            segment_names=segment_names, fold_segments=fold_segments, timeout=timeout,
+            progress=progress,
         )  # fmt: skip
         track = Track.start(self.monitor_states, call.request, window)
         if track is None:
@@ -526,6 +551,10 @@ class AsyncClient(_Base):
         challenger: Mapping[str, Any] | None = None,
         coverage: Mapping[str, Any] | None = None,
         window: str | None = None,
+        segments: Any = None,
+        segment_codes: Any = None,
+        segment_names: Sequence[str] | None = None,
+        fold_segments: bool = False,
         timeout: float | None = None,
         progress: bool | None = None,
     ) -> EvaluationResult:
@@ -535,7 +564,9 @@ class AsyncClient(_Base):
         call = self._call(
             task, y_true, y_score, y_pred=y_pred, sample_weight=sample_weight, options=options,
             classes=classes, model=model, baseline=baseline, challenger=challenger,
-            coverage=coverage, window=window, timeout=timeout, progress=progress,
+            coverage=coverage, window=window, segments=segments, segment_codes=segment_codes,
+            segment_names=segment_names, fold_segments=fold_segments, timeout=timeout,
+            progress=progress,
         )  # fmt: skip
         states = self.monitor_states
         track = await asyncio.to_thread(Track.start, states, call.request, window)

@@ -6,6 +6,9 @@ if that baseline comes back. In memory by default; in a JSON file when given a p
 (``_monitor_file``: atomic replacement under a lock file, states as base64), where it outlives
 the process and several processes may share it.
 
+A segmented call's segments are models too: the segment ``de`` of model ``m`` is kept under the
+key (``m``, its version, ``de``), beside the model's overall monitor (segment "").
+
 Each model keeps its ``keep`` most recently updated monitors, and as many set-aside ones
 (``retired``: a state the server refused, with its reason); older ones are dropped.
 """
@@ -19,7 +22,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 from evalserve_client import _monitor_file
 from evalserve_client._monitor_key import ModelKey
@@ -27,6 +30,7 @@ from evalserve_client._monitor_key import ModelKey
 __all__ = ["MonitorEntry", "MonitorStates"]
 
 Key = tuple[ModelKey, str]
+T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -175,7 +179,7 @@ class MonitorStates:
                 return _Data(dict(self._memory.live), list(self._memory.retired))
         return _Data.of(_monitor_file.read(self.path))
 
-    def _change(self, change: Callable[[_Data], MonitorEntry | None]) -> MonitorEntry | None:
+    def _change(self, change: Callable[[_Data], T]) -> T:
         """Apply ``change`` to the newest data and keep the result, atomically."""
         with self._lock:
             if self.path is None:
@@ -207,6 +211,11 @@ class MonitorStates:
         key = model if isinstance(model, ModelKey) else ModelKey.of(model)
         return self._read().live.get((key, question))
 
+    def get_all(self, keys: Iterable[Key]) -> dict[Key, MonitorEntry]:
+        """The monitors of ``keys`` that are kept, read at once."""
+        live = self._read().live
+        return {key: live[key] for key in keys if key in live}
+
     def forget(self, model: Mapping[str, str]) -> None:
         """Drop every monitor and set-aside state of ``model``."""
         key = ModelKey.of(model)
@@ -227,6 +236,24 @@ class MonitorStates:
                 return current
             data.live[entry.key] = entry
             return None
+
+        return self._change(change)
+
+    def swap_all(
+        self, entries: Iterable[MonitorEntry], expected: Mapping[Key, bytes | None]
+    ) -> bool:
+        """Keep every one of ``entries`` if each monitor of ``expected`` still has that stored
+        state (None: none), in one change; otherwise keep nothing and return False."""
+        kept = list(entries)
+
+        def change(data: _Data) -> bool:
+            for key, state in expected.items():
+                current = data.live.get(key)
+                if (None if current is None else current.state) != state:
+                    return False
+            for entry in kept:
+                data.live[entry.key] = entry
+            return True
 
         return self._change(change)
 

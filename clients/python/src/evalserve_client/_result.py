@@ -33,7 +33,11 @@ class EvaluationResult:
     keeps for the model and sends with its next window. Two fields are the client's, not the
     server's: ``window``, the window id the call sent (the caller's, or one the client made),
     and ``monitor_restarted``, why this call started a new monitor for a model that had one
-    (a new baseline or new options, or a stored state the server refused), else None."""
+    (a new baseline or new options, or a stored state the server refused), else None.
+
+    With segments in the request, ``segments`` maps each segment's name to its own result (as
+    a request of its rows alone would answer, with its own ``monitor`` and ``monitor_state``);
+    otherwise it is empty."""
 
     task: str
     n_samples: int
@@ -53,6 +57,7 @@ class EvaluationResult:
     monitor_state: bytes | None = field(default=None, repr=False)
     window: str | None = None
     monitor_restarted: str | None = None
+    segments: dict[str, EvaluationResult] = field(default_factory=dict)
 
     @classmethod
     def from_dict(
@@ -65,6 +70,10 @@ class EvaluationResult:
         """The result of an answer's body; ``window`` and ``monitor_restarted`` as the call
         says (see the class)."""
         state = body.get("monitor_state")
+        segments = {
+            name: cls.from_dict(each, window=window)
+            for name, each in (body.get("segments") or {}).items()
+        }
         return cls(
             task=body["task"],
             n_samples=int(body["n_samples"]),
@@ -83,6 +92,7 @@ class EvaluationResult:
             monitor_state=None if state is None else base64.b64decode(state),
             window=window,
             monitor_restarted=monitor_restarted,
+            segments=segments,
         )
 
     def to_dict(self) -> dict[str, Any]:

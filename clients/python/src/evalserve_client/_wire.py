@@ -55,6 +55,13 @@ class Request:
     # the AUC monitor's state from the model's last window, and this window's id
     monitor_state: bytes | None = None
     window: str | None = None
+    # the segment of each row, as names or as codes into segment_names; each segment's monitor
+    # state from its last window, by name
+    segments: list[str] | None = None
+    segment_codes: list[int] | None = None
+    segment_names: list[str] | None = None
+    fold_segments: bool = False
+    segment_monitor_states: dict[str, bytes] | None = None
     n_rows: int = 0
     widths: dict[str, int] = field(default_factory=dict)
     width: int | None = None
@@ -170,6 +177,10 @@ def build(
     challenger: Mapping[str, Any] | None,
     coverage: Mapping[str, Any] | None = None,
     window: str | None = None,
+    segments: Any = None,
+    segment_codes: Any = None,
+    segment_names: Sequence[str] | None = None,
+    fold_segments: bool = False,
 ) -> Request:
     request = Request(
         task=task,
@@ -180,6 +191,10 @@ def build(
         coverage=None if coverage is None else _known("coverage", coverage, pb.Coverage),
         challenger=None if challenger is None else dict(challenger),
         window=window,
+        segments=None if segments is None else _strings(segments),
+        segment_codes=None if segment_codes is None else _codes(segment_codes),
+        segment_names=None if segment_names is None else _strings(segment_names),
+        fold_segments=bool(fold_segments),
     )
     if task == "detection":
         request.images = _detection_images(y_true, y_score)
@@ -199,6 +214,33 @@ def build(
             request.columns[name] = _flat(array, request)
     _shape_rows(request, shapes)
     return request
+
+
+def _strings(values: Any) -> list[str]:
+    return [str(v) for v in np.asarray(values, dtype=object).reshape(-1).tolist()]
+
+
+def _codes(values: Any) -> list[int]:
+    array = np.asarray(values)
+    if array.dtype.kind not in "iu":
+        raise InvalidArgument(
+            f"expected integers, but got {array.dtype}", field="segment_codes", code="malformed"
+        )
+    return [int(v) for v in array.reshape(-1).tolist()]
+
+
+def segment_fields(request: Request) -> dict[str, Any]:
+    """The request's segment fields, as both transports name them (absent when empty)."""
+    fields: dict[str, Any] = {}
+    for name in ("segments", "segment_codes", "segment_names"):
+        value = getattr(request, name)
+        if value:
+            fields[name] = value
+    if request.fold_segments:
+        fields["fold_segments"] = True
+    if request.segment_monitor_states:
+        fields["segment_monitor_states"] = request.segment_monitor_states
+    return fields
 
 
 def _shape_rows(request: Request, shapes: Mapping[str, tuple[int, ...]]) -> None:
@@ -310,6 +352,7 @@ def to_proto(request: Request) -> pb.EvaluateRequest:
         fields["challenger"] = pb.Challenger(**_pb_fields(request.challenger))
     if request.images is not None:
         fields["images"] = _proto_images(request.images)
+    fields.update(segment_fields(request))
     return pb.EvaluateRequest(task=_task(request.task), **fields)
 
 
@@ -428,6 +471,12 @@ def from_proto(response: pb.EvaluateResponse) -> dict[str, Any]:
             base64.b64encode(response.monitor_state).decode("ascii")
             if response.monitor_state
             else None
+        ),
+        # each segment's answer, as the REST door gives it: only when the request had segments
+        **(
+            {"segments": {k: from_proto(v) for k, v in sorted(response.segments.items())}}
+            if response.segments
+            else {}
         ),
     }
 
@@ -556,7 +605,13 @@ def to_json(request: Request) -> dict[str, Any]:
         body["challenger"] = _json_payload(request.challenger)
     if request.images is not None:
         body["images"] = _json_images(request.images)
-    return body
+    segments = segment_fields(request)
+    states = segments.pop("segment_monitor_states", None)
+    if states is not None:
+        segments["segment_monitor_states"] = {
+            name: base64.b64encode(state).decode("ascii") for name, state in states.items()
+        }
+    return {**body, **segments}
 
 
 def _json_images(images: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
