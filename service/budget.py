@@ -306,8 +306,13 @@ class CostModel:
         ``decoded_bytes``; its evaluation's own work is within the input's factor) and
         ``count`` results held until the answer is encoded, each a response's fixed size and
         its curves of up to ``curve_points`` points."""
-        per_result = self.segment_result_bytes + curve_points * self.segment_curve_point_bytes
-        return column_bytes + rows * self.segment_row_bytes + decoded_bytes + count * per_result
+        held = column_bytes + rows * self.segment_row_bytes + decoded_bytes
+        return held + self.segment_results(count, curve_points)
+
+    def segment_results(self, count: int, curve_points: int) -> int:
+        """``count`` segments' results held until the answer is encoded: each a response's
+        fixed size and its curves of up to ``curve_points`` points."""
+        return count * (self.segment_result_bytes + curve_points * self.segment_curve_point_bytes)
 
     def result(self, task: str, state_bytes: int) -> int:
         """A stream's result: the state and what computing the metrics from it allocates."""

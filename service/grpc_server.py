@@ -312,11 +312,11 @@ def _stream_message(
         def decoded() -> tuple[Header | None, Batch]:
             header = None
             if message.HasField("header"):
-                header = proto_codec.header_from_proto(
+                header = proto_codec.stream_header_from_proto(
                     message.header, settings, columns.part("header")
                 )
             try:
-                batch = proto_codec.batch_from_proto(message, settings, columns)
+                batch = proto_codec.stream_batch_from_proto(message, settings, columns)
             except (ServiceError, InvalidInputError) as error:  # as the accumulator names them
                 raise type(error)(f"batch {position}.{error.field}", error.message) from None
             return header, batch

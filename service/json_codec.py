@@ -9,6 +9,7 @@ from __future__ import annotations
 import base64
 import binascii
 from collections.abc import Iterable, Mapping
+from dataclasses import replace
 from itertools import chain
 from typing import Any
 
@@ -35,13 +36,13 @@ from evalserve.service.records import (
     CHALLENGER_FIELDS,
     COLUMNS,
     COVERAGE_FIELDS,
+    FOLD_FIELD,
     HEADER_FIELDS,
     IMAGE_FIELDS,
     MODEL_FIELDS,
     OPTION_FIELDS,
     OPTIONAL_COLUMNS,
     REQUEST_FIELDS,
-    SEGMENT_FIELDS,
     Baseline,
     Batch,
     Challenger,
@@ -169,20 +170,50 @@ def _json_codes(name: str, value: Any) -> Column | None:
 
 
 def stream_line_from_json(line: Any, settings: Settings) -> tuple[Header | None, Batch]:
-    """One NDJSON line of a stream: a header line has ``task``; every line may hold rows."""
+    """One NDJSON line of a stream: a header line has ``task``; every line may hold rows and
+    their segments."""
     line = _object("line", line)
-    for name in SEGMENT_FIELDS:
-        if name in line:
-            raise MalformedRequestError(
-                name, "streams do not take segments yet: send a one-shot request with segments"
-            )
+    if FOLD_FIELD in line:
+        raise MalformedRequestError(
+            FOLD_FIELD,
+            "a stream does not fold segments (folding needs every row at once): send at most "
+            "max_segments distinct segments, or a one-shot request with fold_segments",
+        )
     _unknown("", line, (*HEADER_FIELDS, *BATCH_FIELDS))
     header = header_from_json(line, settings) if "task" in line else None
     if header is None:
         for name in HEADER_FIELDS:
             if name in line:
                 raise MalformedRequestError(name, "belongs in the header line (the one with task)")
-    return header, batch_from_json(line, settings)
+    else:
+        header = replace(header, segment_monitor_states=_segment_states_from_json(line, settings))
+    batch = batch_from_json(line, settings)
+    segments = checked_segments(
+        _json_strings("segments", line.get("segments")),
+        _json_codes("segment_codes", line.get("segment_codes")),
+        _json_strings("segment_names", line.get("segment_names")),
+        False,
+        None,
+        settings,
+    )
+    return header, batch if segments is None else replace(batch, segments=segments)
+
+
+def _segment_states_from_json(
+    body: Mapping[str, Any], settings: Settings
+) -> dict[str, bytes] | None:
+    """``segment_monitor_states``: base64 text by segment name (names checked as
+    ``checked_segments`` checks them); empty or null: absent."""
+    states = body.get("segment_monitor_states")
+    if states is None:
+        return None
+    decoded = {
+        name: _base64_from_json(f"segment_monitor_states.{name}", state)
+        for name, state in _object("segment_monitor_states", states).items()
+    }
+    if decoded:
+        check_names("segment_monitor_states", tuple(decoded), settings, array=False)
+    return decoded or None
 
 
 def header_from_json(body: Mapping[str, Any], settings: Settings) -> Header:

@@ -6,6 +6,7 @@ the proto's; sizes are checked here and values by the core, as for JSON.
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
@@ -193,6 +194,34 @@ def request_from_proto(
             settings,
         ),
     )
+
+
+def stream_header_from_proto(
+    message: pb.StreamHeader, settings: Settings, decoded: ProtoColumns = NO_COLUMNS
+) -> Header:
+    """A stream's header, its segments' monitor states included."""
+    header = header_from_proto(message, settings, decoded)
+    states = dict(message.segment_monitor_states) or None
+    if states is not None:
+        check_names("segment_monitor_states", tuple(states), settings, array=False)
+    return replace(header, segment_monitor_states=states)
+
+
+def stream_batch_from_proto(
+    message: pb.EvaluateStreamRequest, settings: Settings, decoded: ProtoColumns = NO_COLUMNS
+) -> Batch:
+    """A stream message's rows with their segments, if any (a stream does not fold)."""
+    batch = batch_from_proto(message, settings, decoded)
+    codes = message.segment_codes
+    segments = checked_segments(
+        tuple(message.segments) or None,
+        np.asarray(codes, dtype=np.int64) if len(codes) else None,
+        tuple(message.segment_names) or None,
+        False,
+        None,
+        settings,
+    )
+    return batch if segments is None else replace(batch, segments=segments)
 
 
 def _images_from_proto(messages: Any, settings: Settings) -> Images:

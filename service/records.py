@@ -48,17 +48,21 @@ HEADER_FIELDS = (
     "coverage",
     "monitor_state",
     "window",
-)
-BATCH_FIELDS = (*COLUMNS, "label_names", *(f"{name}_f64" for name in COLUMNS), "images")
-# Segments: one-shot requests only (a stream's accumulator does not take them yet).
-SEGMENT_FIELDS = (
-    "segments",
-    "segment_codes",
-    "segment_names",
-    "fold_segments",
     "segment_monitor_states",
 )
-REQUEST_FIELDS = (*HEADER_FIELDS, *BATCH_FIELDS, "challenger", *SEGMENT_FIELDS)
+# A batch's segments (a stream's batches each carry their own; a whole request's are its rows').
+BATCH_SEGMENT_FIELDS = ("segments", "segment_codes", "segment_names")
+BATCH_FIELDS = (
+    *COLUMNS,
+    "label_names",
+    *(f"{name}_f64" for name in COLUMNS),
+    "images",
+    *BATCH_SEGMENT_FIELDS,
+)
+# Folding needs every row at once: whole requests only (a stream is refused naming it).
+FOLD_FIELD = "fold_segments"
+SEGMENT_FIELDS = (*BATCH_SEGMENT_FIELDS, FOLD_FIELD, "segment_monitor_states")
+REQUEST_FIELDS = tuple(dict.fromkeys((*HEADER_FIELDS, *BATCH_FIELDS, "challenger", FOLD_FIELD)))
 IMAGE_FIELDS = tuple(f.name for f in pb.DetectionImage.DESCRIPTOR.fields)
 BASELINE_COLUMNS = ("labels", "scores", "weights")
 BASELINE_SUMMARY = ("roc_auc", "roc_auc_variance", "n_positive", "n_negative")
@@ -171,6 +175,8 @@ class Header:
     # The AUC monitor's state as the last window returned it, and this window's id.
     monitor_state: bytes | None = None
     window: str | None = None
+    # A stream's: each segment's monitor state, by name (a whole request's are its Segments').
+    segment_monitor_states: dict[str, bytes] | None = None
 
 
 # Detection: per image, the targets and the predictions as ``core.evaluate`` takes them.
@@ -188,6 +194,8 @@ class Batch:
     weights: Column | None = None
     label_names: tuple[str, ...] | None = None
     images: Images | None = None
+    # A stream batch's segments (a whole request's are the Request's).
+    segments: Segments | None = None
 
     @property
     def has_rows(self) -> bool:

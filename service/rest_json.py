@@ -107,7 +107,12 @@ MESSAGES: dict[str, JsonMessage] = {
         extra="forbid",
         doc=BATCH_DOC,
         drop=frozenset({"header"}),  # the header's fields are on the first line
-        fields={"labels": LABELS, "scores": SCORES},
+        fields={
+            "labels": LABELS,
+            "scores": SCORES,
+            "segments": JsonField(note=EMPTY_IS_ABSENT),
+            "segment_codes": JsonField(note=EMPTY_IS_ABSENT),
+        },
     ),
     "StreamHeader": JsonMessage(
         "StreamHeaderLine",
@@ -116,7 +121,11 @@ MESSAGES: dict[str, JsonMessage] = {
         base="EvaluateStreamRequest",
         doc="The first line of ``POST /v1/evaluate/stream``: the stream's header (it may carry "
         "rows too).",
-        fields={"task": TASK, "n_classes": JsonField(schema=POSITIVE)},
+        fields={
+            "task": TASK,
+            "n_classes": JsonField(schema=POSITIVE),
+            "segment_monitor_states": JsonField(type=dict[str, str], note="Each state as base64."),
+        },
     ),
     "Model": _request(
         "Model",

@@ -41,9 +41,15 @@ from evalserve.service.errors import (
     StreamProtocolError,
 )
 from evalserve.service.limits import check_bootstrap_work, check_detection_pairs
-from evalserve.service.records import Batch, Header
+from evalserve.service.records import Batch, Header, Request, Segments
 from evalserve.service.shapes import with_task_matrices
-from evalserve.service.usecase import EvaluationObserver, images_of, no_images
+from evalserve.service.usecase import (
+    EvaluationObserver,
+    check_segment_model,
+    curve_points,
+    images_of,
+    no_images,
+)
 
 __all__ = ["StreamAccumulator", "StreamMessage", "StreamPlaces", "StreamSession"]
 
@@ -168,9 +174,12 @@ class StreamAccumulator:
 
     Each batch is checked as one payload would be (its errors name the batch: ``batch 5.scores``)
     and against the stream's earlier batches (the same score columns, optional columns in every
-    batch or in none). The stream is bounded by ``max_stream_rows`` (images for detection) and
-    its state by ``max_stream_state_bytes``: past either it is refused (413 /
-    RESOURCE_EXHAUSTED), with a hint to round the scores for the state.
+    batch or in none). Batches may carry segments (every batch with rows, or none): the state
+    then holds one state per segment too, the union of the batches' segments at most
+    ``max_segments``, and the answer each segment's result. The stream is bounded by
+    ``max_stream_rows`` (images for detection) and its state, its segments' included, by
+    ``max_stream_state_bytes``: past either it is refused (413 / RESOURCE_EXHAUSTED), with a
+    hint to round the scores for the state.
     """
 
     def __init__(
@@ -194,7 +203,7 @@ class StreamAccumulator:
         check_comparison(task, baseline)
         self.accumulator = Accumulator(
             task, header.options, header.classes,
-            max_state_bytes=settings.max_stream_state_bytes,
+            max_state_bytes=settings.max_stream_state_bytes, max_segments=settings.max_segments,
         )  # fmt: skip
         if baseline is not None:
             check_baseline(baseline, self.accumulator.options)
@@ -237,13 +246,28 @@ class StreamAccumulator:
         if self.spec.bootstraps:
             replicates = self.accumulator.options.bootstrap_replicates
             check_bootstrap_work(where, replicates, self.n_rows + rows.count, self.settings)
+        segments = rows.segments
+        if segments is not None:
+            check_segment_model(Request(self.header, batch, segments=segments))
         if self.reservation is not None:
-            cost = COST_MODEL.evaluation(self.header.task, input_bytes(batch), held_bytes)
+            decoded = input_bytes(batch)
+            cost = COST_MODEL.evaluation(self.header.task, decoded, held_bytes)
+            if segments is not None and segments.values is not None:
+                # The column, its grouping and each segment's copy of the batch's rows.
+                cost += COST_MODEL.segments(
+                    rows=len(segments.values),
+                    column_bytes=input_bytes(Batch(), [segments.values, segments.names]),
+                    decoded_bytes=decoded,
+                    count=0,
+                    curve_points=0,
+                )
             self.reservation.resize(self.state_bytes + cost, where)
         with self._located(where):
             self.accumulator.update(
-                rows.truth, rows.scores, y_pred=rows.predictions, sample_weight=rows.weights
-            )
+                rows.truth, rows.scores, y_pred=rows.predictions, sample_weight=rows.weights,
+                segments=None if segments is None else segments.values,
+                segment_names=None if segments is None else segments.names,
+            )  # fmt: skip
         if self.reservation is not None:
             self.reservation.resize(self.state_bytes + self.keep, where)
             # A state whose result could never be computed inside the budget is refused at
@@ -265,7 +289,7 @@ class StreamAccumulator:
             return None
         if images:
             targets, predictions = images_of(task, batch)
-            return _Rows(len(targets), targets, predictions, None, None, _Layout())
+            return _Rows(len(targets), targets, predictions, None, None, _Layout(), batch.segments)
         values = self.spec.inputs.label_values
         if values is not None and batch.label_names is not None:
             raise InvalidInputError("labels", f"expected {values} labels for task {task!r}")
@@ -277,7 +301,9 @@ class StreamAccumulator:
             layout.check_against(self.first)
         truth = batch.truth
         count = 0 if truth is None else len(truth)
-        return _Rows(count, truth, batch.scores, batch.predictions, batch.weights, layout)
+        return _Rows(
+            count, truth, batch.scores, batch.predictions, batch.weights, layout, batch.segments
+        )
 
     @contextmanager
     def _located(self, where: str) -> Iterator[None]:
@@ -300,14 +326,19 @@ class StreamAccumulator:
             raise StreamProtocolError(
                 "rows", f"the stream carried a header but no {self.spec.unit}"
             )
-        if self.reservation is not None:
-            self.reservation.resize(COST_MODEL.result(self.header.task, self.state_bytes), "rows")
         header = self.header
+        if self.reservation is not None:
+            needed = COST_MODEL.result(header.task, self.state_bytes)
+            # Each segment's result, held until the answer is encoded.
+            count = len(self.accumulator.segment_names)
+            needed += COST_MODEL.segment_results(count, curve_points(header.options))
+            self.reservation.resize(needed, "rows")
         result = self.accumulator.result(
             baseline=None if header.baseline is None else header.baseline.given(),
             coverage=None if header.coverage is None else header.coverage.given(),
             monitor_state=header.monitor_state,
             window=header.window,
+            segment_monitor_states=header.segment_monitor_states,
         )
         if self.observer is not None:
             self.observer.evaluated(self.header.model, result)
@@ -357,3 +388,4 @@ class _Rows:
     predictions: Any
     weights: Any
     layout: _Layout
+    segments: Segments | None = None  # the batch's, as sent

@@ -38,6 +38,7 @@ __all__ = [
     "EvaluationObserver",
     "PayloadCodec",
     "check_segment_model",
+    "curve_points",
     "evaluate_payload",
     "evaluate_request",
     "images_of",
@@ -102,7 +103,7 @@ def evaluate_request(
                 column_bytes=input_bytes(Batch(), [request.segments.values]),
                 decoded_bytes=decoded,
                 count=min(request.segments.count_bound, max_segments or DEFAULT_MAX_SEGMENTS),
-                curve_points=_curve_points(request.header.options),
+                curve_points=curve_points(request.header.options),
             )
         reservation.resize(cost, wait=GROW_WAIT_SECONDS)
     result = _evaluate(request, max_segments)
@@ -114,7 +115,8 @@ def evaluate_request(
 def check_segment_model(request: Request) -> None:
     """A request with segments exports each segment's series under the Prometheus label
     ``segment`` (its name): a ``model.segment`` of its own would be overwritten, so the
-    combination is refused, naming ``model.segment``."""
+    combination is refused, naming ``model.segment`` (a stream's at its first batch with
+    segments)."""
     model, segments = request.header.model, request.segments
     if model is not None and model.segment and segments is not None and segments.values is not None:
         raise InvalidInputError(
@@ -124,7 +126,7 @@ def check_segment_model(request: Request) -> None:
         )
 
 
-def _curve_points(options: Mapping[str, Any]) -> int:
+def curve_points(options: Mapping[str, Any]) -> int:
     """The curve points a result may hold: the option as sent, else its default."""
     points = whole_option(options, "max_curve_points")
     if points is not None and points >= 0:

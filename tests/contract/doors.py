@@ -49,6 +49,7 @@ HEADER_FIELDS = (
     "n_classes",
     "monitor_state",
     "window",
+    "segment_monitor_states",
 )
 
 

@@ -351,7 +351,7 @@ CASES: dict[str, Bad] = {
                                   INVALID, "model.version", "at most 128 characters"),
     "model-segment-with-a-brace": Bad(fawcett(model={"name": "fraud", "segment": "eu}"}), 422,
                                       INVALID, "model.segment", "'}'"),
-    # --- segments (one-shot requests; streams do not take them yet)
+    # --- segments (one-shot requests; streams below)
     "segments-of-the-wrong-length": Bad(fawcett(segments=["de", "fr"] * 9), 422, INVALID,
                                         "segments", "one segment per row (20), but got 18"),
     "segments-over-max-segments": Bad(fawcett(segments=[f"s{i % 4}" for i in range(20)]), 422,
@@ -416,9 +416,52 @@ CASES: dict[str, Bad] = {
         fawcett(segment_codes=[0.5] * 20, segment_names=["de"]), 400, INVALID, "segment_codes",
         "whole numbers", only="json",
     ),
-    "stream-with-segments": Bad([{**HEADER, "segments": ["de", "fr"]}, rows(2)], 400, INVALID,
-                                "line 1.segments", "streams do not take segments yet",
-                                stream=True, only="json"),
+    # --- segments on streams: each batch's own; errors name the line (REST) or batch (gRPC)
+    "stream-segments-in-some-batches-only": Bad(
+        [HEADER, rows(4, segments=["de", "fr"] * 2), rows(4)], 422, INVALID, "line 3.segments",
+        "this accumulator's batches carry segments: every batch must",
+        grpc_field="batch 3.segments", stream=True,
+    ),
+    "stream-segments-after-batches-without": Bad(
+        [HEADER, rows(4), rows(4, segments=["de", "fr"] * 2)], 422, INVALID, "line 3.segments",
+        "earlier batches carry no segments", grpc_field="batch 3.segments", stream=True,
+    ),
+    "stream-segment-name-reserved-in-batch-3": Bad(
+        [HEADER, rows(4, segments=["de"] * 4), rows(4, segments=["de", "__other__"] * 2)], 422,
+        INVALID, "line 3.segments", "reserved", grpc_field="batch 3.segments", stream=True,
+    ),
+    "stream-segment-code-out-of-range-in-batch-3": Bad(
+        [HEADER, rows(2, segments=["de", "fr"]),
+         rows(2, segment_codes=[0, 1], segment_names=["de"])],
+        422, INVALID, "line 3.segments", "the code at row 1 is 1, not one of the 1 segment_names",
+        grpc_field="batch 3.segments", stream=True,
+    ),
+    "stream-segments-over-max-segments-across-batches": Bad(
+        [HEADER, rows(4, segments=["a", "b"] * 2), rows(4, segments=["b", "c"] * 2),
+         rows(4, segments=["c", "d"] * 2)],
+        422, INVALID, "line 4.segments", "at most 3 distinct segments, but the batches have 4",
+        grpc_field="batch 4.segments", stream=True, server="limited",
+    ),
+    "stream-fold-segments": Bad(
+        [{**HEADER, "fold_segments": True}, rows(2, segments=["de", "fr"])], 400, INVALID,
+        "line 1.fold_segments", "a stream does not fold segments", stream=True, only="json",
+    ),
+    "stream-segment-monitor-states-in-a-batch": Bad(
+        [HEADER, rows(2, segments=["de", "fr"], segment_monitor_states={"de": STATE})], 400,
+        INVALID, "line 2.segment_monitor_states", "belongs in the header line", stream=True,
+        only="json",
+    ),
+    "stream-segment-monitor-state-of-an-unknown-segment": Bad(
+        [{**HEADER, "baseline": SUMMARY, "segment_monitor_states": {"fr": STATE}},
+         rows(4, segments=["de"] * 4)],
+        422, INVALID, "segment_monitor_states", "names a segment the rows lack: 'fr'",
+        stream=True,
+    ),
+    "stream-segments-with-a-model-segment": Bad(
+        [{**HEADER, "model": {"name": "fraud", "segment": "eu"}}, rows(2, segments=["a", "b"])],
+        422, INVALID, "line 2.model.segment", "leave model.segment empty",
+        grpc_field="model.segment", stream=True,
+    ),
     # --- limits
     # --- the other tasks
     "multiclass-unknown-class-name": Bad(

@@ -211,6 +211,25 @@ STREAMS: list[list[dict[str, Any]]] = [
         {"label_names": NAMES, "scores": FLAT},
     ],
     [{"task": "detection", "images": [IMAGE]}, {"images": [{**IMAGE, "image_id": "c"}]}],
+    # segments per batch: names, then codes with that batch's own names
+    [
+        {
+            **BINARY,
+            "baseline": SUMMARY,
+            "segment_monitor_states": {"a": STATE},
+            "segments": ["a", "b"] * (N // 2),
+        },
+        {
+            "labels": FAWCETT_LABELS,
+            "scores": FAWCETT_SCORES,
+            "segment_codes": [i % 2 for i in range(N)],
+            "segment_names": ["b", "a"],
+        },
+    ],
+    [
+        {**BINARY, "segment_codes": [0] * N, "segment_names": ["a"]},
+        {"labels": FAWCETT_LABELS, "scores": FAWCETT_SCORES, "segments": ["b"] * N},
+    ],
 ]
 
 

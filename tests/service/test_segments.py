@@ -11,14 +11,18 @@ from typing import Any
 import numpy as np
 import pytest
 
-from evalserve.core import evaluate
+from evalserve.core import Accumulator, evaluate
 from evalserve.service.budget import COST_MODEL, MemoryBudget, input_bytes
 from evalserve.service.config import Settings
 from evalserve.service.encode import checked_response, proto_to_json
 from evalserve.service.errors import MalformedRequestError, PayloadTooLargeError
-from evalserve.service.json_codec import request_from_json
+from evalserve.service.json_codec import request_from_json, stream_line_from_json
 from evalserve.service.metrics import ModelSeriesStore
-from evalserve.service.proto_codec import request_from_proto
+from evalserve.service.proto_codec import (
+    request_from_proto,
+    stream_batch_from_proto,
+    stream_header_from_proto,
+)
 from evalserve.service.records import Batch, ModelRef
 from evalserve.service.usecase import evaluate_request
 from evalserve.v1 import evaluation_pb2 as pb
@@ -31,6 +35,7 @@ from tests.service.test_metrics import (
     model_labels,
     one,
     post,
+    post_stream,
     scrape,
     stack,
     values,
@@ -226,3 +231,105 @@ def test_many_rows_of_segments_are_checked_against_max_rows() -> None:
     with pytest.raises(PayloadTooLargeError) as refused:
         request_from_json(body, Settings(max_rows=2))
     assert refused.value.field == "segments"
+
+
+# --- streams -------------------------------------------------------------------------------------
+
+
+def test_a_stream_with_segments_exports_each_segments_series_on_both_doors(
+    served: Stack,
+) -> None:
+    """The stream's observer path is the one-shot's: the model's series and each segment's
+    (label segment = its name), the monitor's gauges included."""
+    halves: list[dict[str, Any]] = [
+        {"labels": FAWCETT_LABELS[:10], "scores": FAWCETT_SCORES[:10], "segments": HALVES[:10]},
+        {"labels": FAWCETT_LABELS[10:], "scores": FAWCETT_SCORES[10:], "segments": HALVES[10:]},
+    ]
+    header = {"task": "binary", "baseline": SUMMARY, "model": {"name": "seg-stream-rest"}}
+    response = post_stream(served, header, *halves)
+    assert response.status_code == 200, response.text
+    rest = response.json()
+    assert rest == evaluated(served, fawcett(segments=HALVES, baseline=SUMMARY))
+    messages = [
+        pb.EvaluateStreamRequest(
+            header=pb.StreamHeader(
+                task=pb.TASK_BINARY, model=pb.Model(name="seg-stream-grpc"),
+                baseline=pb.Baseline(roc_auc=0.8, roc_auc_variance=0.001),
+            )
+        ),
+        *(
+            pb.EvaluateStreamRequest(
+                labels=half["labels"], scores=half["scores"],
+                segment_codes=[0 if name == "de" else 1 for name in half["segments"]],
+                segment_names=["de", "fr"],
+            )
+            for half in halves
+        ),
+    ]  # fmt: skip
+    grpc_answer = proto_to_json(served.stub.EvaluateStream(iter(messages), timeout=60))
+    assert grpc_answer == rest
+    scraped = scrape(served)
+    for model in ("seg-stream-rest", "seg-stream-grpc"):
+        assert values(scraped, "evalserve_model_metric", **model_labels(model)) == (
+            exported_metrics(rest)
+        )
+        for name in ("de", "fr"):
+            labels = model_labels(model, "", name)
+            segment = rest["segments"][name]
+            assert values(scraped, "evalserve_model_metric", **labels) == exported_metrics(segment)
+            assert one(scraped, "evalserve_model_rows_total", **labels) == 10
+            assert (
+                one(scraped, "evalserve_model_monitor_statistic", **labels, metric="roc_auc")
+                == (segment["monitor"]["roc_auc"]["statistic"])
+            )
+
+
+def test_a_streams_segments_count_in_its_state_budget() -> None:
+    """The stream's state holds each segment's state beside the overall one: a stream whose
+    state fits max_stream_state_bytes without segments is refused with them, at the batch that
+    grew it past the cap, naming the line."""
+    rows = {"labels": [i % 2 for i in range(40)], "scores": [i / 40 for i in range(40)]}
+    plain = Accumulator("binary").update(rows["labels"], rows["scores"])
+    cap = plain.nbytes + 64  # the overall state fits, not the segments' beside it
+    with stack(Settings(host="127.0.0.1", max_stream_state_bytes=cap)) as running:
+        assert post_stream(running, {"task": "binary", **rows}).status_code == 200
+        segmented = {**rows, "segments": [f"s{i % 4}" for i in range(40)]}
+        response = post_stream(running, {"task": "binary"}, segmented)
+        assert response.status_code == 413, response.text
+        error = response.json()["error"]
+        assert error["field"] == "line 2"
+        assert "max_stream_state_bytes" in error["message"]
+
+
+def test_a_stream_message_does_not_fold_segments() -> None:
+    with pytest.raises(MalformedRequestError) as refused:
+        stream_line_from_json(
+            {"task": "binary", "segments": HALVES, "fold_segments": True}, Settings()
+        )
+    assert refused.value.field == "fold_segments"
+    assert "folding needs every row at once" in refused.value.message
+    assert "fold_segments" not in {f.name for f in pb.EvaluateStreamRequest.DESCRIPTOR.fields}
+
+
+def test_both_codecs_read_a_stream_messages_segments_alike() -> None:
+    state = evaluate("binary", FAWCETT_LABELS, FAWCETT_SCORES, baseline=SUMMARY).monitor_state
+    assert state is not None
+    codes: dict[str, Any] = {
+        "segment_codes": [i % 2 for i in range(20)],
+        "segment_names": ["de", "fr"],
+    }
+    message = pb.EvaluateStreamRequest(
+        header=pb.StreamHeader(task=pb.TASK_BINARY, segment_monitor_states={"de": state}),
+        labels=FAWCETT_LABELS, scores=FAWCETT_SCORES,
+        segment_codes=codes["segment_codes"], segment_names=codes["segment_names"],
+    )  # fmt: skip
+    header = stream_header_from_proto(message.header, Settings())
+    batch = stream_batch_from_proto(message, Settings())
+    line = {"task": "binary", "labels": FAWCETT_LABELS, "scores": FAWCETT_SCORES, **codes,
+            "segment_monitor_states": {"de": base64.b64encode(state).decode()}}  # fmt: skip
+    json_header, json_batch = stream_line_from_json(line, Settings())
+    assert json_header is not None
+    assert header.segment_monitor_states == json_header.segment_monitor_states == {"de": state}
+    assert batch.segments is not None and json_batch.segments is not None
+    assert np.array_equal(np.asarray(batch.segments.values), np.asarray(json_batch.segments.values))
+    assert batch.segments.names == json_batch.segments.names == ("de", "fr")

@@ -636,6 +636,26 @@ class StreamHeader(_message.Message):
 
     DESCRIPTOR: _descriptor.Descriptor
 
+    @_typing.final
+    class SegmentMonitorStatesEntry(_message.Message):
+        DESCRIPTOR: _descriptor.Descriptor
+
+        KEY_FIELD_NUMBER: _builtins.int
+        VALUE_FIELD_NUMBER: _builtins.int
+        key: _builtins.str
+        value: _builtins.bytes
+        def __init__(
+            self,
+            *,
+            key: _builtins.str = ...,
+            value: _builtins.bytes = ...,
+        ) -> None: ...
+        _HasFieldArgType: _TypeAlias = _Never  # noqa: Y015
+        def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
+        _ClearFieldArgType: _TypeAlias = _typing.Literal["key", b"key", "value", b"value"]  # noqa: Y015
+        def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
+        def WhichOneof(self, oneof_group: _Never) -> None: ...
+
     TASK_FIELD_NUMBER: _builtins.int
     CLASSES_FIELD_NUMBER: _builtins.int
     OPTIONS_FIELD_NUMBER: _builtins.int
@@ -645,6 +665,7 @@ class StreamHeader(_message.Message):
     COVERAGE_FIELD_NUMBER: _builtins.int
     MONITOR_STATE_FIELD_NUMBER: _builtins.int
     WINDOW_FIELD_NUMBER: _builtins.int
+    SEGMENT_MONITOR_STATES_FIELD_NUMBER: _builtins.int
     task: Global___Task.ValueType
     n_classes: _builtins.int
     """Columns of the batches' flat (row-major) score matrices, as EvaluateRequest's n_classes."""
@@ -663,6 +684,12 @@ class StreamHeader(_message.Message):
 
     @_builtins.property
     def coverage(self) -> Global___Coverage: ...
+    @_builtins.property
+    def segment_monitor_states(self) -> _containers.ScalarMap[_builtins.str, _builtins.bytes]:
+        """Each segment's AUC monitor state as the previous window's answer returned it, by segment
+        name (with a baseline), as in EvaluateRequest.
+        """
+
     def __init__(
         self,
         *,
@@ -675,10 +702,11 @@ class StreamHeader(_message.Message):
         coverage: Global___Coverage | None = ...,
         monitor_state: _builtins.bytes = ...,
         window: _builtins.str = ...,
+        segment_monitor_states: _abc.Mapping[_builtins.str, _builtins.bytes] | None = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _typing.Literal["_n_classes", b"_n_classes", "baseline", b"baseline", "coverage", b"coverage", "model", b"model", "n_classes", b"n_classes", "options", b"options"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["_n_classes", b"_n_classes", "baseline", b"baseline", "classes", b"classes", "coverage", b"coverage", "model", b"model", "monitor_state", b"monitor_state", "n_classes", b"n_classes", "options", b"options", "task", b"task", "window", b"window"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["_n_classes", b"_n_classes", "baseline", b"baseline", "classes", b"classes", "coverage", b"coverage", "model", b"model", "monitor_state", b"monitor_state", "n_classes", b"n_classes", "options", b"options", "segment_monitor_states", b"segment_monitor_states", "task", b"task", "window", b"window"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     _WhichOneofReturnType__n_classes: _TypeAlias = _typing.Literal["n_classes"]  # noqa: Y015
     _WhichOneofArgType__n_classes: _TypeAlias = _typing.Literal["_n_classes", b"_n_classes"]  # noqa: Y015
@@ -706,6 +734,9 @@ class EvaluateStreamRequest(_message.Message):
     PREDICTIONS_F64_FIELD_NUMBER: _builtins.int
     WEIGHTS_F64_FIELD_NUMBER: _builtins.int
     IMAGES_FIELD_NUMBER: _builtins.int
+    SEGMENTS_FIELD_NUMBER: _builtins.int
+    SEGMENT_CODES_FIELD_NUMBER: _builtins.int
+    SEGMENT_NAMES_FIELD_NUMBER: _builtins.int
     labels_f64: _builtins.bytes
     scores_f64: _builtins.bytes
     predictions_f64: _builtins.bytes
@@ -732,6 +763,24 @@ class EvaluateStreamRequest(_message.Message):
     def images(self) -> _containers.RepeatedCompositeFieldContainer[Global___DetectionImage]:
         """Detection: one entry per image of this batch (no row columns then)."""
 
+    @_builtins.property
+    def segments(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
+        """Optional: the segment of each of this batch's rows (each image for detection), as in
+        EvaluateRequest. Every batch with rows carries segments, or none does; the stream's
+        segments are the union of its batches', at most the server's max_segments (streams do not
+        fold). Send `segments` or `segment_codes`, not both.
+        """
+
+    @_builtins.property
+    def segment_codes(self) -> _containers.RepeatedScalarFieldContainer[_builtins.int]:
+        """This batch's segments as a dictionary-encoded column: each row's index into
+        `segment_names`.
+        """
+
+    @_builtins.property
+    def segment_names(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
+        """The names this batch's `segment_codes` index (distinct), sent with `segment_codes` only."""
+
     def __init__(
         self,
         *,
@@ -746,10 +795,13 @@ class EvaluateStreamRequest(_message.Message):
         predictions_f64: _builtins.bytes = ...,
         weights_f64: _builtins.bytes = ...,
         images: _abc.Iterable[Global___DetectionImage] | None = ...,
+        segments: _abc.Iterable[_builtins.str] | None = ...,
+        segment_codes: _abc.Iterable[_builtins.int] | None = ...,
+        segment_names: _abc.Iterable[_builtins.str] | None = ...,
     ) -> None: ...
     _HasFieldArgType: _TypeAlias = _typing.Literal["header", b"header"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["header", b"header", "images", b"images", "label_names", b"label_names", "labels", b"labels", "labels_f64", b"labels_f64", "predictions", b"predictions", "predictions_f64", b"predictions_f64", "scores", b"scores", "scores_f64", b"scores_f64", "weights", b"weights", "weights_f64", b"weights_f64"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["header", b"header", "images", b"images", "label_names", b"label_names", "labels", b"labels", "labels_f64", b"labels_f64", "predictions", b"predictions", "predictions_f64", b"predictions_f64", "scores", b"scores", "scores_f64", b"scores_f64", "segment_codes", b"segment_codes", "segment_names", b"segment_names", "segments", b"segments", "weights", b"weights", "weights_f64", b"weights_f64"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     def WhichOneof(self, oneof_group: _Never) -> None: ...
 

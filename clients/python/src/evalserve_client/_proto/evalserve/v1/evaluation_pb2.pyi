@@ -566,6 +566,22 @@ class StreamHeader(google.protobuf.message.Message):
 
     DESCRIPTOR: google.protobuf.descriptor.Descriptor
 
+    @typing.final
+    class SegmentMonitorStatesEntry(google.protobuf.message.Message):
+        DESCRIPTOR: google.protobuf.descriptor.Descriptor
+
+        KEY_FIELD_NUMBER: builtins.int
+        VALUE_FIELD_NUMBER: builtins.int
+        key: builtins.str
+        value: builtins.bytes
+        def __init__(
+            self,
+            *,
+            key: builtins.str = ...,
+            value: builtins.bytes = ...,
+        ) -> None: ...
+        def ClearField(self, field_name: typing.Literal["key", b"key", "value", b"value"]) -> None: ...
+
     TASK_FIELD_NUMBER: builtins.int
     CLASSES_FIELD_NUMBER: builtins.int
     OPTIONS_FIELD_NUMBER: builtins.int
@@ -575,6 +591,7 @@ class StreamHeader(google.protobuf.message.Message):
     COVERAGE_FIELD_NUMBER: builtins.int
     MONITOR_STATE_FIELD_NUMBER: builtins.int
     WINDOW_FIELD_NUMBER: builtins.int
+    SEGMENT_MONITOR_STATES_FIELD_NUMBER: builtins.int
     task: global___Task.ValueType
     n_classes: builtins.int
     """Columns of the batches' flat (row-major) score matrices, as EvaluateRequest's n_classes."""
@@ -593,6 +610,12 @@ class StreamHeader(google.protobuf.message.Message):
 
     @property
     def coverage(self) -> global___Coverage: ...
+    @property
+    def segment_monitor_states(self) -> google.protobuf.internal.containers.ScalarMap[builtins.str, builtins.bytes]:
+        """Each segment's AUC monitor state as the previous window's answer returned it, by segment
+        name (with a baseline), as in EvaluateRequest.
+        """
+
     def __init__(
         self,
         *,
@@ -605,9 +628,10 @@ class StreamHeader(google.protobuf.message.Message):
         coverage: global___Coverage | None = ...,
         monitor_state: builtins.bytes = ...,
         window: builtins.str = ...,
+        segment_monitor_states: collections.abc.Mapping[builtins.str, builtins.bytes] | None = ...,
     ) -> None: ...
     def HasField(self, field_name: typing.Literal["_n_classes", b"_n_classes", "baseline", b"baseline", "coverage", b"coverage", "model", b"model", "n_classes", b"n_classes", "options", b"options"]) -> builtins.bool: ...
-    def ClearField(self, field_name: typing.Literal["_n_classes", b"_n_classes", "baseline", b"baseline", "classes", b"classes", "coverage", b"coverage", "model", b"model", "monitor_state", b"monitor_state", "n_classes", b"n_classes", "options", b"options", "task", b"task", "window", b"window"]) -> None: ...
+    def ClearField(self, field_name: typing.Literal["_n_classes", b"_n_classes", "baseline", b"baseline", "classes", b"classes", "coverage", b"coverage", "model", b"model", "monitor_state", b"monitor_state", "n_classes", b"n_classes", "options", b"options", "segment_monitor_states", b"segment_monitor_states", "task", b"task", "window", b"window"]) -> None: ...
     def WhichOneof(self, oneof_group: typing.Literal["_n_classes", b"_n_classes"]) -> typing.Literal["n_classes"] | None: ...
 
 global___StreamHeader = StreamHeader
@@ -632,6 +656,9 @@ class EvaluateStreamRequest(google.protobuf.message.Message):
     PREDICTIONS_F64_FIELD_NUMBER: builtins.int
     WEIGHTS_F64_FIELD_NUMBER: builtins.int
     IMAGES_FIELD_NUMBER: builtins.int
+    SEGMENTS_FIELD_NUMBER: builtins.int
+    SEGMENT_CODES_FIELD_NUMBER: builtins.int
+    SEGMENT_NAMES_FIELD_NUMBER: builtins.int
     labels_f64: builtins.bytes
     scores_f64: builtins.bytes
     predictions_f64: builtins.bytes
@@ -658,6 +685,24 @@ class EvaluateStreamRequest(google.protobuf.message.Message):
     def images(self) -> google.protobuf.internal.containers.RepeatedCompositeFieldContainer[global___DetectionImage]:
         """Detection: one entry per image of this batch (no row columns then)."""
 
+    @property
+    def segments(self) -> google.protobuf.internal.containers.RepeatedScalarFieldContainer[builtins.str]:
+        """Optional: the segment of each of this batch's rows (each image for detection), as in
+        EvaluateRequest. Every batch with rows carries segments, or none does; the stream's
+        segments are the union of its batches', at most the server's max_segments (streams do not
+        fold). Send `segments` or `segment_codes`, not both.
+        """
+
+    @property
+    def segment_codes(self) -> google.protobuf.internal.containers.RepeatedScalarFieldContainer[builtins.int]:
+        """This batch's segments as a dictionary-encoded column: each row's index into
+        `segment_names`.
+        """
+
+    @property
+    def segment_names(self) -> google.protobuf.internal.containers.RepeatedScalarFieldContainer[builtins.str]:
+        """The names this batch's `segment_codes` index (distinct), sent with `segment_codes` only."""
+
     def __init__(
         self,
         *,
@@ -672,9 +717,12 @@ class EvaluateStreamRequest(google.protobuf.message.Message):
         predictions_f64: builtins.bytes = ...,
         weights_f64: builtins.bytes = ...,
         images: collections.abc.Iterable[global___DetectionImage] | None = ...,
+        segments: collections.abc.Iterable[builtins.str] | None = ...,
+        segment_codes: collections.abc.Iterable[builtins.int] | None = ...,
+        segment_names: collections.abc.Iterable[builtins.str] | None = ...,
     ) -> None: ...
     def HasField(self, field_name: typing.Literal["header", b"header"]) -> builtins.bool: ...
-    def ClearField(self, field_name: typing.Literal["header", b"header", "images", b"images", "label_names", b"label_names", "labels", b"labels", "labels_f64", b"labels_f64", "predictions", b"predictions", "predictions_f64", b"predictions_f64", "scores", b"scores", "scores_f64", b"scores_f64", "weights", b"weights", "weights_f64", b"weights_f64"]) -> None: ...
+    def ClearField(self, field_name: typing.Literal["header", b"header", "images", b"images", "label_names", b"label_names", "labels", b"labels", "labels_f64", b"labels_f64", "predictions", b"predictions", "predictions_f64", b"predictions_f64", "scores", b"scores", "scores_f64", b"scores_f64", "segment_codes", b"segment_codes", "segment_names", b"segment_names", "segments", b"segments", "weights", b"weights", "weights_f64", b"weights_f64"]) -> None: ...
 
 global___EvaluateStreamRequest = EvaluateStreamRequest
 
