@@ -177,8 +177,8 @@ def _max_segments(text: str) -> int:
 
 
 def add_segment_arguments(command: argparse.ArgumentParser) -> None:
-    """``--segment-column``, ``--max-segments``, ``--fold-segments`` (``evaluate`` only: the
-    report shows no segments yet)."""
+    """``--segment-column``, ``--max-segments``, ``--fold-segments`` (``evaluate`` and
+    ``report``)."""
     segments = command.add_argument_group("segments")
     segments.add_argument(
         "--segment-column",
@@ -239,6 +239,7 @@ def build_parser(settings: type[Settings] | None) -> argparse.ArgumentParser:
         "page (metrics, intervals, charts; no network needed to open it).",
     )
     add_input_arguments(report_cmd)
+    add_segment_arguments(report_cmd)
     report_cmd.add_argument(
         "-o",
         "--output",

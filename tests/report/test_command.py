@@ -88,3 +88,20 @@ def test_the_operating_point_flags_fill_the_table(tmp_path: Path) -> None:
             in table
         )
     assert "budget of 0.1" in table
+
+
+def test_the_segment_flags_add_the_segments_section(tmp_path: Path) -> None:
+    labels, scores = binary_rows(3000, seed=12)
+    countries = np.array(["de", "fr", "us"])[np.arange(labels.size) % 3]
+    path = tmp_path / "day.parquet"
+    pq.write_table(pa.table({"y": labels, "p": scores, "country": countries}), path)
+    out = tmp_path / "report.html"
+    done = _run(
+        str(path), "--label-column", "y", "--score-column", "p",
+        "--segment-column", "country", "-o", str(out),
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    page = out.read_text(encoding="utf-8")
+    assert 'class="segment"' in page
+    for country in ("de", "fr", "us"):
+        assert f">{country}<" in page
