@@ -113,12 +113,15 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
+from auc_simulation import Config, Rate, binormal_shift, replicate_rng
+from auc_simulation import draw_sample as binormal_sample
 from machine import machine_description  # bench/ on sys.path
 from numpy.typing import NDArray
 from results_md import RESULTS_PATH, write_section
 from timing import load_average, progress
 
-from evalserve.core import EvaluationResult, Interval, evaluate
+from evalserve.core import EvaluationResult, Interval, evaluate, target_label
+from evalserve.core.binary._intervals import wilson_interval
 
 SECTION_TITLE = "Operating-point intervals, simulation (bench/operating_simulation.py)"
 SCRIPT = "bench/operating_simulation.py"
@@ -147,11 +150,6 @@ Floats = NDArray[np.float64]
 
 
 # --- the model and its true values -------------------------------------------------------------
-
-
-def binormal_shift(auc: float) -> float:
-    """mu such that P(N(mu, 1) > N(0, 1)) = Phi(mu / sqrt(2)) = auc."""
-    return math.sqrt(2.0) * NORMAL.inv_cdf(auc)
 
 
 MU = binormal_shift(TRUE_AUC)
@@ -198,36 +196,6 @@ def precision_target(prevalence: float) -> float:
     return round(precision(MU - NORMAL.inv_cdf(RECALL), prevalence), 2)
 
 
-def label(k: float) -> str:
-    """A target as the metric names write it (0.1, 0.01, 0.64)."""
-    return str(int(k)) if float(k).is_integer() else repr(float(k))
-
-
-@dataclass(frozen=True, slots=True)
-class Config:
-    """One cell of the grid: rows per sample and share of positives."""
-
-    n: int
-    prevalence: float
-
-    @property
-    def positives(self) -> int:
-        return round(self.n * self.prevalence)
-
-    @property
-    def negatives(self) -> int:
-        return self.n - self.positives
-
-    @property
-    def key(self) -> tuple[int, int]:
-        """Integers that name the cell in the seed (prevalence in basis points)."""
-        return self.n, round(self.prevalence * 10_000)
-
-    @property
-    def precision_target(self) -> float:
-        return precision_target(self.prevalence)
-
-
 @dataclass(frozen=True, slots=True)
 class Truth:
     """One operating point of one cell: its metric name, true value, the true threshold, and
@@ -261,13 +229,13 @@ def truths(config: Config) -> list[Truth]:
         value = tpr(t)
         slope = positive_density(t) / negative_density(t)
         variance = value * (1.0 - value) / positives + slope**2 * f * (1.0 - f) / negatives
-        found.append(Truth(f"tpr_at_fpr_{label(f)}", value, t, math.sqrt(variance)))
+        found.append(Truth(f"tpr_at_fpr_{target_label(f)}", value, t, math.sqrt(variance)))
     s = SENSITIVITY
     t = MU - NORMAL.inv_cdf(s)
     false_rate = fpr(t)
     slope = negative_density(t) / positive_density(t)
     variance = false_rate * (1.0 - false_rate) / negatives + slope**2 * s * (1.0 - s) / positives
-    name = f"specificity_at_sensitivity_{label(s)}"
+    name = f"specificity_at_sensitivity_{target_label(s)}"
     found.append(Truth(name, 1.0 - false_rate, t, math.sqrt(variance)))
     r = RECALL
     t = MU - NORMAL.inv_cdf(r)
@@ -277,13 +245,13 @@ def truths(config: Config) -> list[Truth]:
     gradient = r * positives * negatives / (r * positives + negatives * false_rate) ** 2
     found.append(
         Truth(
-            f"precision_at_recall_{label(r)}",
+            f"precision_at_recall_{target_label(r)}",
             precision(t, config.prevalence),
             t,
             gradient * math.sqrt(variance_x),
         )
     )
-    p = config.precision_target
+    p = precision_target(config.prevalence)
     t = threshold_at_precision(p, config.prevalence)
     hit, false_rate = tpr(t), fpr(t)
     g_slope = p * negatives * negative_density(t) - (1.0 - p) * positives * positive_density(t)
@@ -293,7 +261,7 @@ def truths(config: Config) -> list[Truth]:
         1.0 - false_rate
     )
     variance = binomial / positives + ratio**2 * variance_g + 2.0 * ratio * (1.0 - p) * binomial
-    found.append(Truth(f"recall_at_precision_{label(p)}", hit, t, math.sqrt(variance)))
+    found.append(Truth(f"recall_at_precision_{target_label(p)}", hit, t, math.sqrt(variance)))
     t = MU / 2.0
     eer = NORMAL.cdf(-MU / 2.0)
     variance = eer * (1.0 - eer) * (1.0 / negatives + 1.0 / positives) / 4.0
@@ -310,31 +278,20 @@ def evaluate_options(config: Config, bootstrap: int, bootstrap_seed: int = 0) ->
         "tpr_at_fpr": FPR_BOUNDS,
         "specificity_at_sensitivity": (SENSITIVITY,),
         "precision_at_recall": (RECALL,),
-        "recall_at_precision": (config.precision_target,),
+        "recall_at_precision": (precision_target(config.prevalence),),
     }
 
 
 def draw_sample(rng: np.random.Generator, config: Config) -> tuple[Labels, Floats]:
-    """Exactly ``config.positives`` positives then the negatives (row order does not matter to
-    any operating point: the core works on the sorted scores)."""
-    labels = np.zeros(config.n, dtype=np.int64)
-    labels[: config.positives] = 1
-    scores = rng.standard_normal(config.n)
-    scores[: config.positives] += MU
-    return labels, scores
-
-
-def replicate_rng(seed: int, config: Config, index: int) -> np.random.Generator:
-    return np.random.default_rng(np.random.SeedSequence(seed, spawn_key=(*config.key, index)))
+    """A stratified binormal sample of the cell at AUC ``TRUE_AUC`` (the AUC simulation's)."""
+    return binormal_sample(rng, config, MU)
 
 
 def wilson(successes: int, trials: int) -> tuple[float, float]:
-    """Wilson's score interval of successes / trials at ``LEVEL``."""
-    share = successes / trials
-    denominator = 1.0 + Z**2 / trials
-    centre = (share + Z**2 / (2.0 * trials)) / denominator
-    half = Z * math.sqrt(share * (1.0 - share) / trials + Z**2 / (4.0 * trials**2)) / denominator
-    return max(0.0, centre - half), min(1.0, centre + half)
+    """Wilson's score interval of successes / trials at ``LEVEL``: the core's."""
+    interval = wilson_interval(successes, trials, LEVEL)
+    assert interval is not None, "a cell has positives"
+    return interval.lower, interval.upper
 
 
 # --- tallies ----------------------------------------------------------------------------------
@@ -505,25 +462,6 @@ def run_simulation(
 # --- report -----------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True, slots=True)
-class Rate:
-    """successes / trials, with its Monte Carlo standard error sqrt(p (1 - p) / trials)."""
-
-    successes: int
-    trials: int
-
-    @property
-    def value(self) -> float | None:
-        return self.successes / self.trials if self.trials else None
-
-    def show(self) -> str:
-        p = self.value
-        if p is None:
-            return "-"
-        se = math.sqrt(p * (1.0 - p) / self.trials)
-        return f"{100 * p:.1f} ± {100 * se:.1f}"
-
-
 def within_target(tally: Tally) -> bool:
     p = Rate(tally.covered, tally.replicates).value
     return p is not None and COVERAGE_LOW <= p <= COVERAGE_HIGH
@@ -657,7 +595,7 @@ def render_section(
         if key not in ("bootstrap_seed", "recall_at_precision")
     )
     targets = ", ".join(
-        f"{config.precision_target:g} at {config.prevalence:.0%}"
+        f"{precision_target(config.prevalence):g} at {config.prevalence:.0%}"
         for config in totals
         if config.n == SIZES[0]
     )
