@@ -57,6 +57,7 @@ from evalserve.core.binary._sweep import Sweep
 
 __all__ = [
     "KINDS",
+    "OPERATING_VALUE_DEFINITIONS",
     "TOLERANCE",
     "Classes",
     "Hits",
@@ -95,6 +96,28 @@ KINDS = (
     "tpr_at_fpr",
     "specificity_at_sensitivity",
     "flagged_share",
+)
+
+
+# The operating-point values that have an interval and a macro average, as templates (k = each
+# target), with what each is: the catalogs of the tasks with classes define their macros by it.
+OPERATING_VALUE_DEFINITIONS = (
+    ("recall_at_precision_{k}", "the highest recall of a threshold whose precision is >= k"),
+    ("precision_at_recall_{k}", "the highest precision of a threshold whose recall is >= k"),
+    ("tpr_at_fpr_{k}", "the highest true positive rate of a threshold whose FPR is <= k"),
+    (
+        "specificity_at_sensitivity_{k}",
+        "the highest specificity of a threshold whose sensitivity is >= k",
+    ),
+    (
+        "precision_at_flagged_share_{k}",
+        "the precision at the lowest threshold flagging at most a share k of the rows",
+    ),
+    (
+        "recall_at_flagged_share_{k}",
+        "the recall at the lowest threshold flagging at most a share k of the rows",
+    ),
+    ("equal_error_rate", "(FPR + FNR) / 2 where the two are nearest each other on the curve"),
 )
 
 

@@ -13,6 +13,7 @@ from evalserve.core._metric_info import (
     MetricRange,
     entry_builder,
 )
+from evalserve.core.binary._operating import OPERATING_VALUE_DEFINITIONS
 
 __all__ = ["AVERAGES", "CATALOG_ENTRIES", "CONVENTIONS", "METRIC_NAMES"]
 
@@ -181,25 +182,8 @@ def _score_entry(name: str, average: str, definition: str, where: str) -> Metric
 
 
 # Operating points (options recall_at_precision, precision_at_recall, tpr_at_fpr,
-# specificity_at_sensitivity, flagged_share; k = each target): the macro average of each value.
-_OPERATING = (
-    ("recall_at_precision_{k}", "the highest recall of a threshold whose precision is >= k"),
-    ("precision_at_recall_{k}", "the highest precision of a threshold whose recall is >= k"),
-    ("tpr_at_fpr_{k}", "the highest true positive rate of a threshold whose FPR is <= k"),
-    (
-        "specificity_at_sensitivity_{k}",
-        "the highest specificity of a threshold whose sensitivity is >= k",
-    ),
-    (
-        "precision_at_flagged_share_{k}",
-        "the precision at the lowest threshold flagging at most a share k of the rows",
-    ),
-    (
-        "recall_at_flagged_share_{k}",
-        "the recall at the lowest threshold flagging at most a share k of the rows",
-    ),
-    ("equal_error_rate", "(FPR + FNR) / 2 where the two are nearest each other on the curve"),
-)
+# specificity_at_sensitivity, flagged_share; k = each target): the macro average of each value
+# (binary's OPERATING_VALUE_DEFINITIONS: one table for both tasks).
 _OPERATING_TEST = "tests/core/test_multilabel_operating.py::test_macro_averages_of_the_values"
 
 
@@ -214,7 +198,7 @@ def _operating_entries() -> tuple[MetricInfo, ...]:
             "label's column; torchmetrics' documented multilabel cases per label",
             test=_OPERATING_TEST,
         )
-        for name, what in _OPERATING
+        for name, what in OPERATING_VALUE_DEFINITIONS
     )  # fmt: skip
 
 
