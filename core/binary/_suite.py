@@ -35,7 +35,12 @@ from evalserve.core.binary._ranking import (
 )
 from evalserve.core.binary._stats import BinaryStats
 from evalserve.core.binary._sweep import Sweep
-from evalserve.core.binary._threshold import NO_NEGATIVES, NO_POSITIVES, confusion_metrics
+from evalserve.core.binary._threshold import (
+    NO_NEGATIVES,
+    NO_POSITIVES,
+    ONE_CLASS,
+    confusion_metrics,
+)
 
 __all__ = [
     "RANKING_METRICS",
@@ -122,7 +127,7 @@ def threshold_metrics(
 def undefine_ranking(sink: MetricSink, positives: float, options: Options) -> None:
     """Only one class is present: every ranking metric is undefined, with the reason."""
     reason = NO_POSITIVES if positives == 0 else NO_NEGATIVES
-    reason = f"only one class is present: {reason}"
+    reason = ONE_CLASS + reason
     for name in RANKING_METRICS:
         if name != "roc_auc_partial" or options.max_fpr is not None:
             sink.undefine(name, reason)

@@ -13,12 +13,14 @@ import math
 
 from evalserve.core._result import MetricSink
 
-__all__ = ["confusion_metrics"]
+__all__ = ["NO_NEGATIVES", "NO_POSITIVES", "ONE_CLASS", "confusion_metrics"]
 
 NO_PREDICTED_POSITIVES = "no predicted positives (TP + FP = 0)"
 NO_PREDICTED_NEGATIVES = "no predicted negatives (TN + FN = 0)"
 NO_POSITIVES = "no actual positives (TP + FN = 0)"
 NO_NEGATIVES = "no actual negatives (TN + FP = 0)"
+# What ranking metrics say when one class is absent, before which class: "... no actual positives".
+ONE_CLASS = "only one class is present: "
 
 
 def confusion_metrics(

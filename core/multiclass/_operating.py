@@ -47,10 +47,9 @@ from evalserve.core.binary._operating import (
     write_flagged,
 )
 from evalserve.core.binary._sweep import Sweep
-from evalserve.core.binary._threshold import NO_NEGATIVES, NO_POSITIVES
+from evalserve.core.binary._threshold import NO_NEGATIVES, NO_POSITIVES, ONE_CLASS
 
 __all__ = [
-    "ONE_CLASS",
     "SlotClasses",
     "SlotScores",
     "class_operating",
@@ -64,8 +63,6 @@ __all__ = [
 Floats = NDArray[np.float64]
 Indices = NDArray[np.intp]
 Holds = Callable[[float, float], bool]
-
-ONE_CLASS = "only one class is present: "
 
 
 def gap_scores(values: Floats, weights: Floats | None) -> ClassScores:

@@ -30,7 +30,7 @@ from evalserve.core.binary._operating import (
 )
 from evalserve.core.binary._stats import BinaryStats
 from evalserve.core.binary._sweep import sweep_of
-from evalserve.core.binary._threshold import NO_NEGATIVES, NO_POSITIVES
+from evalserve.core.binary._threshold import NO_NEGATIVES, NO_POSITIVES, ONE_CLASS
 from evalserve.core.multilabel._columns import ColumnStats
 from evalserve.core.multilabel._ranking import ColumnRanking
 
@@ -38,8 +38,6 @@ __all__ = ["label_operating", "operating_macros"]
 
 Floats = NDArray[np.float64]
 Bools = NDArray[np.bool_]
-
-ONE_CLASS = "only one class is present: "
 
 
 def label_operating(

@@ -20,7 +20,7 @@ from evalserve.core._result_parts import ClassRow
 from evalserve.core.binary._precision_recall import pr_areas
 from evalserve.core.binary._ranking import roc_auc
 from evalserve.core.binary._sweep import sweep
-from evalserve.core.binary._threshold import NO_NEGATIVES, NO_POSITIVES
+from evalserve.core.binary._threshold import NO_NEGATIVES, NO_POSITIVES, ONE_CLASS
 from evalserve.core.multilabel._catalog import CONVENTIONS
 from evalserve.core.multilabel._inputs import multilabel_inputs
 from evalserve.core.multilabel._operating import label_operating, operating_macros
@@ -40,7 +40,6 @@ __all__ = ["compute_multilabel", "multilabel_output"]
 Floats = NDArray[np.float64]
 Bools = NDArray[np.bool_]
 
-ONE_CLASS = "only one class is present: "
 MAX_NAMES = 10  # label names listed in one warning
 # The metrics of a per_class row, in order.
 ROW_METRICS = (*LABEL_METRICS, "support", "roc_auc", "average_precision")
