@@ -14,17 +14,18 @@ instead of one per batch.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from functools import partial
 from typing import Any
 
 import numpy as np
 
 from evalserve.core._errors import InvalidInputError, StateTooLargeError
-from evalserve.core._evaluate import monitor_request, with_coverage
+from evalserve.core._evaluate import check_segment_states, monitor_request, with_coverage
 from evalserve.core._options import OPTIONS, Options, parse_options
 from evalserve.core._result import EvaluationResult
 from evalserve.core._segments import (
     DEFAULT_MAX_SEGMENTS,
-    insufficient_result,
+    segment_result,
     segment_rows,
     take_rows,
 )
@@ -287,28 +288,12 @@ class Accumulator:
             raise InvalidInputError(
                 "segment_monitor_states", "only an accumulator with segments takes them"
             )
-        states = dict(segment_monitor_states or {})
-        for name, state in states.items():
-            if name not in (self._segments or {}):
-                raise InvalidInputError(
-                    "segment_monitor_states", f"names a segment the rows lack: {name!r}"
-                )
-            try:
-                monitor_request(baseline, state, window)
-            except InvalidInputError as error:
-                raise InvalidInputError(f"segment_monitor_states.{name}", error.message) from None
+        states = check_segment_states(segment_monitor_states, self.segment_names, baseline, window)
         result = self._result(baseline, coverage, monitor_state, window)
         for name in self.segment_names:
             child = (self._segments or {})[name]
-            try:
-                result.segments[name] = child._result(baseline, None, states.get(name), window)
-            except InvalidInputError as error:
-                if error.field == "monitor_state":  # the segment's state, refused by its monitor
-                    field = f"segment_monitor_states.{name}"
-                    raise InvalidInputError(field, error.message) from None
-                if "nothing to evaluate" not in error.message:
-                    raise
-                result.segments[name] = insufficient_result(self.task, child.n_rows, error)
+            compute = partial(child._result, baseline, None, states.get(name), window)
+            result.segments[name] = segment_result(self.task, name, child.n_rows, compute)
         return result
 
     def _result(

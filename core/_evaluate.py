@@ -13,8 +13,7 @@ from evalserve.core._options import Options, parse_options
 from evalserve.core._result import EvaluationResult
 from evalserve.core._segments import (
     DEFAULT_MAX_SEGMENTS,
-    Segmentation,
-    insufficient_result,
+    segment_result,
     segment_rows,
     take_rows,
 )
@@ -28,6 +27,7 @@ __all__ = [
     "check_baseline",
     "check_comparison",
     "check_monitor",
+    "check_segment_states",
     "evaluate",
     "evaluate_binary_stats",
     "monitor_request",
@@ -89,7 +89,7 @@ def evaluate(
             segments, _count(y_true), unit=spec.unit, max_segments=max_segments,
             fold=fold_segments, names=segment_names,
         )  # fmt: skip
-        states = _segment_states(segment_monitor_states, segmentation, baseline, window)
+        states = check_segment_states(segment_monitor_states, segmentation.names, baseline, window)
     else:
         for name, value in (("segment_names", segment_names),
                             ("segment_monitor_states", segment_monitor_states)):  # fmt: skip
@@ -117,21 +117,21 @@ def _count(y_true: Any) -> int:
         return int(np.asarray(y_true).shape[0]) if np.ndim(y_true) else 0
 
 
-def _segment_states(
+def check_segment_states(
     states: Mapping[str, bytes] | None,
-    segmentation: Segmentation,
+    names: Sequence[str],
     baseline: Mapping[str, Any] | None,
     window: str | None,
 ) -> Mapping[str, bytes]:
-    """Each segment's monitor state, checked before any work (a state of a segment the request
-    lacks is refused: its name is likely mistyped)."""
+    """Each segment's monitor state, checked before any work (a state of a segment the rows
+    lack is refused: its name is likely mistyped); raises naming ``segment_monitor_states``."""
     if states is None:
         return {}
     field_name = "segment_monitor_states"
     if not isinstance(states, Mapping):
         raise InvalidInputError(field_name, "expected a mapping of segment names to states")
     for name, state in states.items():
-        if name not in segmentation.names:
+        if name not in names:
             raise InvalidInputError(field_name, f"names a segment the rows lack: {name!r}")
         try:
             monitor_request(baseline, state, window)
@@ -149,22 +149,17 @@ def _segment_result(
     columns: tuple[Any, ...],
     window: str | None,
 ) -> EvaluationResult:
-    """One segment's result: the evaluator on its rows; a segment whose rows weigh nothing
-    gives an empty result with the reason, not an error of the request."""
+    """One segment's result: the evaluator on its rows."""
     y_true, y_score, y_pred, weights, options, classes, baseline, challenger = columns
     monitor = None if baseline is None else MonitorRequest(state, window)
-    try:
-        return evaluator(  # type: ignore[no-any-return]
+    return segment_result(
+        task, name, int(rows.size),
+        lambda: evaluator(
             take_rows(y_true, rows), take_rows(y_score, rows), take_rows(y_pred, rows),
             take_rows(weights, rows), options, classes, baseline, take_rows(challenger, rows),
             monitor,
-        )  # fmt: skip
-    except InvalidInputError as error:
-        if "nothing to evaluate" in error.message:
-            return insufficient_result(task, int(rows.size), error)
-        if error.field == "monitor_state":  # the segment's state, refused by its monitor
-            raise InvalidInputError(f"segment_monitor_states.{name}", error.message) from None
-        raise
+        ),
+    )  # fmt: skip
 
 
 def check_comparison(

@@ -15,7 +15,7 @@ folded into one segment named ``__other__`` (a warning says how many and which).
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -240,3 +240,19 @@ def insufficient_result(task: str, n_samples: int, error: InvalidInputError) -> 
         undefined={},
         warnings=[f"insufficient_data: {error.message}"],
     )
+
+
+def segment_result(
+    task: str, name: str, n_samples: int, compute: Callable[[], EvaluationResult]
+) -> EvaluationResult:
+    """A segment's result, from ``evaluate``'s rows or an accumulator's state: rows that weigh
+    nothing give ``insufficient_result``; a monitor state its monitor refuses is named as that
+    segment's (``segment_monitor_states.<name>``)."""
+    try:
+        return compute()
+    except InvalidInputError as error:
+        if "nothing to evaluate" in error.message:
+            return insufficient_result(task, n_samples, error)
+        if error.field == "monitor_state":
+            raise InvalidInputError(f"segment_monitor_states.{name}", error.message) from None
+        raise
