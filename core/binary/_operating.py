@@ -86,8 +86,10 @@ __all__ = [
 Floats = NDArray[np.float64]
 
 TOLERANCE = 1e-12
-# Up to this many distinct scores the equal error rate's search is one vectorised pass.
-SCAN_POINTS = 100_000
+# Up to this many distinct scores the equal error rate's search is one vectorised pass: it is
+# the faster below about 8,000 (0.05 ms against the binary search's 0.17 ms at 2,000; 0.75 ms
+# against 0.23 ms at 20,000, measured on AMD Zen 5).
+SCAN_POINTS = 5_000
 
 # The list options of the operating points, in the order their metrics are written.
 KINDS = (
