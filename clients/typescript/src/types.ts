@@ -157,8 +157,8 @@ export interface EvaluateOptions {
   /**
    * The segment of each row (of each image for detection), a country or a customer tier say:
    * the result then holds each segment's own result in `segments`. Or `segmentCodes` (an
-   * integer a row) with `segmentNames` (the names they index). A segmented request is sent in
-   * one message, never streamed (streams take no segments yet).
+   * integer a row) with `segmentNames` (the names they index). This client sends a segmented
+   * request in one message, never streamed.
    */
   readonly segments?: readonly string[] | null;
   readonly segmentCodes?: readonly number[] | null;
