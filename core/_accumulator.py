@@ -25,6 +25,7 @@ from evalserve.core._options import OPTIONS, Options, parse_options
 from evalserve.core._result import EvaluationResult
 from evalserve.core._segments import (
     DEFAULT_MAX_SEGMENTS,
+    segment_options,
     segment_result,
     segment_rows,
     take_rows,
@@ -160,7 +161,7 @@ class Accumulator:
                 take_rows(y_pred, rows),
                 take_rows(weights, rows),
             )
-            for name, rows in zip(found.names, found.rows, strict=True)
+            for name, rows in zip(found.names, found.rows(), strict=True)
         }
 
     def _child(self) -> Accumulator:
@@ -292,7 +293,14 @@ class Accumulator:
         result = self._result(baseline, coverage, monitor_state, window)
         for name in self.segment_names:
             child = (self._segments or {})[name]
-            compute = partial(child._result, baseline, None, states.get(name), window)
+            compute = partial(
+                child._result,
+                baseline,
+                None,
+                states.get(name),
+                window,
+                segment_options(self.options),
+            )
             result.segments[name] = segment_result(self.task, name, child.n_rows, compute)
         return result
 
@@ -302,7 +310,10 @@ class Accumulator:
         coverage: Mapping[str, Any] | None,
         monitor_state: bytes | None,
         window: str | None,
+        options: Options | None = None,
     ) -> EvaluationResult:
+        """The result of the rows added; ``options``: other options to read it with (a
+        segment's), the accumulator's by default."""
         state = self._state()
         if state is None:
             raise InvalidInputError("labels", "is empty; no rows were added")
@@ -313,7 +324,9 @@ class Accumulator:
                 "baseline", f"drift tests take task {comparing_tasks()}, not {self.task!r}"
             )
         monitor = monitor_request(baseline, monitor_state, window)
-        result = self.spec.state_result(state, self.options, self.classes, baseline, monitor)
+        result = self.spec.state_result(
+            state, options or self.options, self.classes, baseline, monitor
+        )
         return with_coverage(result, coverage)  # checks it
 
     def score_classes(self) -> tuple[ClassScores, ClassScores, int, bool]:

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+from numpy.typing import NDArray
 
 from evalserve.core._coverage import check_coverage, coverage_report
 from evalserve.core._errors import InvalidInputError
@@ -13,11 +16,13 @@ from evalserve.core._options import Options, parse_options
 from evalserve.core._result import EvaluationResult
 from evalserve.core._segments import (
     DEFAULT_MAX_SEGMENTS,
+    Segmentation,
+    segment_options,
     segment_result,
     segment_rows,
     take_rows,
 )
-from evalserve.core._task_spec import MonitorRequest
+from evalserve.core._task_spec import MonitorRequest, RowsEvaluator, TaskSpec
 from evalserve.core._tasks import TASKS, comparing_tasks, task_spec
 from evalserve.core.binary._monitor_format import decode as decode_monitor_state
 from evalserve.core.binary._result import check_baseline, evaluate_binary_stats
@@ -95,18 +100,12 @@ def evaluate(
                             ("segment_monitor_states", segment_monitor_states)):  # fmt: skip
             if value is not None:
                 raise InvalidInputError(name, "only a request with segments takes it")
-    result = spec.evaluate(
-        y_true, y_score, y_pred, sample_weight, parsed, classes, baseline, challenger, monitor
-    )
-    if segmentation is not None:
-        for name, rows in zip(segmentation.names, segmentation.rows, strict=True):
-            result.segments[name] = _segment_result(
-                spec.name, name, spec.evaluate, rows, states.get(name),
-                (y_true, y_score, y_pred, sample_weight, parsed, classes, baseline, challenger),
-                window,
-            )  # fmt: skip
-        if (warning := segmentation.warning()) is not None:
-            result.warnings.append(warning)
+    rows = Rows(y_true, y_score, y_pred, sample_weight, parsed, classes, baseline, challenger)
+    if segmentation is None:
+        return with_coverage(rows.evaluate(spec.evaluate, monitor), coverage)
+    result = _segmented(spec, rows, monitor, segmentation, states, window)
+    if (warning := segmentation.warning()) is not None:
+        result.warnings.append(warning)
     return with_coverage(result, coverage)
 
 
@@ -140,26 +139,68 @@ def check_segment_states(
     return states
 
 
-def _segment_result(
-    task: str,
-    name: str,
-    evaluator: Any,
-    rows: Any,
-    state: bytes | None,
-    columns: tuple[Any, ...],
+@dataclass(frozen=True, slots=True)
+class Rows:
+    """The arguments of ``evaluate`` a task's evaluator takes (options parsed)."""
+
+    y_true: Any
+    y_score: Any
+    y_pred: Any
+    sample_weight: Any
+    options: Options
+    classes: Sequence[str] | None
+    baseline: Mapping[str, Any] | None
+    challenger: Mapping[str, Any] | None
+
+    def evaluate(
+        self, evaluator: RowsEvaluator, monitor: MonitorRequest | None
+    ) -> EvaluationResult:
+        return evaluator(
+            self.y_true, self.y_score, self.y_pred, self.sample_weight, self.options,
+            self.classes, self.baseline, self.challenger, monitor,
+        )  # fmt: skip
+
+    def segment(self, rows: NDArray[np.intp]) -> Rows:
+        """The rows ``rows`` of every column, with a segment's options."""
+        return Rows(
+            take_rows(self.y_true, rows), take_rows(self.y_score, rows),
+            take_rows(self.y_pred, rows), take_rows(self.sample_weight, rows),
+            segment_options(self.options),
+            self.classes, self.baseline, take_rows(self.challenger, rows),
+        )  # fmt: skip
+
+
+def _segmented(
+    spec: TaskSpec,
+    rows: Rows,
+    monitor: MonitorRequest | None,
+    segmentation: Segmentation,
+    states: Mapping[str, bytes],
     window: str | None,
 ) -> EvaluationResult:
-    """One segment's result: the evaluator on its rows."""
-    y_true, y_score, y_pred, weights, options, classes, baseline, challenger = columns
-    monitor = None if baseline is None else MonitorRequest(state, window)
-    return segment_result(
-        task, name, int(rows.size),
-        lambda: evaluator(
-            take_rows(y_true, rows), take_rows(y_score, rows), take_rows(y_pred, rows),
-            take_rows(weights, rows), options, classes, baseline, take_rows(challenger, rows),
-            monitor,
-        ),
-    )  # fmt: skip
+    """The overall result with each segment's: the task's own evaluator of segments when it
+    has one and takes the request, else the overall rows and then each segment's rows."""
+    monitors = {
+        name: None if rows.baseline is None else MonitorRequest(states.get(name), window)
+        for name in segmentation.names
+    }
+    if spec.segments is not None:
+        found = spec.segments(
+            rows.y_true, rows.y_score, rows.y_pred, rows.sample_weight, rows.options,
+            rows.classes, rows.baseline, rows.challenger, monitor, segmentation, monitors,
+        )  # fmt: skip
+        if found is not None:
+            result, parts = found
+            result.segments = parts
+            return result
+    result = rows.evaluate(spec.evaluate, monitor)
+    for name, taken in zip(segmentation.names, segmentation.rows(), strict=True):
+        part = rows.segment(taken)
+        result.segments[name] = segment_result(
+            spec.name, name, int(taken.size),
+            functools.partial(part.evaluate, spec.evaluate, monitors[name]),
+        )  # fmt: skip
+    return result
 
 
 def check_comparison(

@@ -300,6 +300,16 @@ class Options:
         noun="a quantile level",
         max_items=MAX_TARGETS,
     )
+    segment_curve_points: int = _option(
+        0,
+        "With segments, each segment's curves are thinned to at most this many points (the "
+        "overall result's: max_curve_points); 0 gives the segments' results no curves, which "
+        "keeps the answer of many segments small.",
+        tasks=("binary", "multiclass", "regression"),
+        low=0,
+        high=MAX_CURVE_POINTS,
+        zero_means="no curves for the segments",
+    )
 
 
 def _bound(value: float) -> str:

@@ -3,7 +3,9 @@
 A request may name a segment per row (per image for detection). The result then holds, beside
 the overall result of every row (computed as without segments), one full result per segment:
 the same task, options, baseline and challenger applied to that segment's rows alone, so a
-segment's result equals a separate request of its rows. A segment that cannot be evaluated at
+segment's result equals a separate request of its rows (whose ``max_curve_points`` is the
+request's ``segment_curve_points``: by default a segment's result has no curves, so that an
+answer of many segments stays small). A segment that cannot be evaluated at
 all (every row of it weighs nothing) is there too, with no metrics and the reason; one with
 few rows gives what few rows give (undefined metrics with their reasons, drift tests with
 ``insufficient_data``), never an error of the request.
@@ -15,6 +17,7 @@ folded into one segment named ``__other__`` (a warning says how many and which).
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -23,6 +26,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from evalserve.core._errors import InvalidInputError
+from evalserve.core._options import Options
 from evalserve.core._result import EvaluationResult
 
 __all__ = [
@@ -30,7 +34,9 @@ __all__ = [
     "MAX_SEGMENT_CHARS",
     "OTHER",
     "Segmentation",
+    "folded_warning",
     "insufficient_result",
+    "segment_options",
     "segment_rows",
     "take_rows",
 ]
@@ -46,23 +52,34 @@ FIELD = "segments"
 
 @dataclass(frozen=True, slots=True)
 class Segmentation:
-    """The segments of a request: names (sorted), the rows of each (ascending positions) and
-    the names folded into ``OTHER``."""
+    """The segments of a request: their names (sorted; each holds a row), each row's segment
+    (``codes``: its position in ``names``) and the names folded into ``OTHER``."""
 
     names: tuple[str, ...]
-    rows: tuple[Indices, ...]
+    codes: NDArray[np.integer[Any]]
     folded: tuple[str, ...] = ()
 
+    def rows(self) -> tuple[Indices, ...]:
+        """Each segment's rows (ascending positions)."""
+        order = np.argsort(self.codes, kind="stable")  # radix: linear in 16-bit codes
+        counts = np.bincount(self.codes, minlength=len(self.names))
+        bounds = np.concatenate(([0], np.cumsum(counts)))
+        return tuple(order[bounds[i] : bounds[i + 1]] for i in range(len(self.names)))
+
     def warning(self) -> str | None:
-        if not self.folded:
-            return None
-        shown = ", ".join(repr(name) for name in self.folded[:_NAMED_IN_WARNING])
-        more = len(self.folded) - _NAMED_IN_WARNING
-        tail = f" and {more} more" if more > 0 else ""
-        return (
-            f"{len(self.folded)} smallest segments folded into {OTHER!r} "
-            f"(over max_segments): {shown}{tail}"
-        )
+        return folded_warning(self.folded)
+
+
+def folded_warning(folded: Sequence[str]) -> str | None:
+    """The warning of a request whose smallest segments ``folded`` went into ``OTHER``."""
+    if not folded:
+        return None
+    shown = ", ".join(repr(name) for name in folded[:_NAMED_IN_WARNING])
+    more = len(folded) - _NAMED_IN_WARNING
+    tail = f" and {more} more" if more > 0 else ""
+    return (
+        f"{len(folded)} smallest segments folded into {OTHER!r} (over max_segments): {shown}{tail}"
+    )
 
 
 def segment_rows(
@@ -91,15 +108,16 @@ def segment_rows(
         )
     values = segments.tolist() if isinstance(segments, np.ndarray) else segments
     try:
-        distinct = dict.fromkeys(values)  # in C: the names in order of first appearance
+        distinct = set(values)  # in C, each name hashed once (a str keeps its hash)
     except TypeError:  # an unhashable value (a list) among the names
-        distinct = {}
-    names = list(distinct)
-    if not distinct or any(not isinstance(name, str) for name in names):
+        distinct = set()
+    if not distinct or any(not isinstance(name, str) for name in distinct):
         _first_bad(values, unit)
-    for name in names:
-        if _problem(name) is not None:  # the row only for the message: a scan of the rows
-            _check_name(name, _first_row(values, name), unit)
+    names = sorted(distinct)  # the codes in the names' order: no remapping
+    bad = [name for name in names if _problem(name) is not None]
+    if bad:  # the earliest row of a bad name, for the message: a scan of the rows
+        row = min(_first_row(values, name) for name in bad)
+        _check_name(values[row], row, unit)
     index = {name: code for code, name in enumerate(names)}
     codes = np.fromiter(map(index.__getitem__, values), dtype=_code_type(len(names)), count=n)
     # numpy's strings (a list made from an array) name the segments as plain strings.
@@ -146,15 +164,37 @@ def _coded(
 def _cap(
     names: list[str], codes: NDArray[np.integer[Any]], max_segments: int | None, fold: bool
 ) -> Segmentation:
-    if max_segments is not None and len(names) > max_segments:
+    """The segments of ``codes`` into ``names`` (a name no row holds is no segment), capped."""
+    counts = np.bincount(codes, minlength=len(names))
+    present = np.flatnonzero(counts).tolist()
+    if max_segments is not None and len(present) > max_segments:
         if not fold:
             raise InvalidInputError(
                 FIELD,
-                f"expected at most {max_segments} distinct segments, but got {len(names)}: "
+                f"expected at most {max_segments} distinct segments, but got {len(present)}: "
                 f"send fewer, or fold the smallest into {OTHER!r} (fold_segments)",
             )
-        return _folded(names, codes, max_segments)
-    return _grouped(names, codes)
+        ranked = sorted(present, key=lambda code: (-int(counts[code]), names[code]))
+        folded = tuple(sorted(names[code] for code in ranked[max_segments - 1 :]))
+        kept = [*ranked[: max_segments - 1], len(names)]
+        return _sorted([*names, OTHER], codes, kept, folded)
+    return _sorted(names, codes, present, ())
+
+
+def _sorted(
+    names: list[str],
+    codes: NDArray[np.integer[Any]],
+    kept: list[int],
+    folded: tuple[str, ...],
+) -> Segmentation:
+    """The segments ``kept`` (codes into ``names``), named in sorted order; a row of any other
+    code goes to the last kept (``OTHER`` when folding)."""
+    ordered = sorted(kept, key=names.__getitem__)
+    if not kept or ordered == list(range(len(names))):  # already canonical: the codes stand
+        return Segmentation(tuple(names), codes, folded)
+    remap = np.full(len(names), ordered.index(kept[-1]), dtype=codes.dtype)
+    remap[ordered] = np.arange(len(ordered))
+    return Segmentation(tuple(names[i] for i in ordered), remap[codes], folded)
 
 
 def _first_row(values: Sequence[Any], name: str) -> int:
@@ -192,30 +232,11 @@ def _check_name(name: Any, row: int, unit: str) -> None:
     raise InvalidInputError(FIELD, f"the segment name at {where} {problem}")
 
 
-def _grouped(names: list[str], codes: NDArray[np.integer[Any]]) -> Segmentation:
-    order = np.argsort(codes, kind="stable")  # each segment's rows in their input order
-    counts = np.bincount(codes, minlength=len(names))
-    bounds = np.concatenate(([0], np.cumsum(counts)))
-    rows = {name: order[bounds[i] : bounds[i + 1]] for i, name in enumerate(names)}
-    ordered = sorted(rows)
-    return Segmentation(tuple(ordered), tuple(rows[name] for name in ordered))
-
-
-def _folded(names: list[str], codes: NDArray[np.integer[Any]], max_segments: int) -> Segmentation:
-    """The ``max_segments - 1`` largest segments (ties: by name) and ``OTHER``."""
-    counts = np.bincount(codes, minlength=len(names))
-    ranked = sorted(range(len(names)), key=lambda code: (-int(counts[code]), names[code]))
-    kept = set(ranked[: max_segments - 1])
-    folded = tuple(sorted(names[code] for code in ranked[max_segments - 1 :]))
-    other = len(names)
-    remap = np.array([code if code in kept else other for code in range(len(names))])
-    grouped = _grouped([*names, OTHER], remap[codes])
-    present = [i for i, rows in enumerate(grouped.rows) if rows.size]
-    return Segmentation(
-        tuple(grouped.names[i] for i in present),
-        tuple(grouped.rows[i] for i in present),
-        folded,
-    )
+def segment_options(options: Options) -> Options:
+    """The options of each segment's result: ``segment_curve_points`` for its curves."""
+    if options.max_curve_points == options.segment_curve_points:
+        return options
+    return dataclasses.replace(options, max_curve_points=options.segment_curve_points)
 
 
 def take_rows(value: Any, rows: Indices) -> Any:

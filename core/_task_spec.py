@@ -10,18 +10,22 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from evalserve.core._metric_info import MetricInfo
 from evalserve.core._options import Options
 from evalserve.core._result import EvaluationResult, TaskOutput
 from evalserve.core._state import StateKind
 
+if TYPE_CHECKING:
+    from evalserve.core._segments import Segmentation
+
 __all__ = [
     "MemoryCost",
     "MonitorRequest",
     "OutputComputer",
     "RowsEvaluator",
+    "SegmentsEvaluator",
     "StateEvaluator",
     "TaskInputs",
     "TaskSpec",
@@ -55,6 +59,28 @@ class RowsEvaluator(Protocol):
         challenger: Mapping[str, Any] | None,
         monitor: MonitorRequest | None,
     ) -> EvaluationResult: ...
+
+
+class SegmentsEvaluator(Protocol):
+    """The overall result and each segment's (by name) from the rows at once, sharing the work
+    the separate evaluations would repeat; None when the request takes the general path (each
+    segment's rows evaluated as a request of their own). ``monitors``: each segment's monitor
+    request (with a baseline)."""
+
+    def __call__(
+        self,
+        y_true: Any,
+        y_score: Any,
+        y_pred: Any,
+        sample_weight: Any,
+        options: Options,
+        classes: Sequence[str] | None,
+        baseline: Mapping[str, Any] | None,
+        challenger: Mapping[str, Any] | None,
+        monitor: MonitorRequest | None,
+        segmentation: Segmentation,
+        monitors: Mapping[str, MonitorRequest | None],
+    ) -> tuple[EvaluationResult, dict[str, EvaluationResult]] | None: ...
 
 
 class StateEvaluator(Protocol):
@@ -113,7 +139,9 @@ class TaskSpec:
     ``takes_classes``: takes class names. ``bootstraps``: its intervals may bootstrap rows
     (``bootstrap_replicates`` x rows is a server's compute budget). ``ranges``: an
     ``Accumulator`` of it can give its score classes to the Dask engine's ranges path.
-    ``headline``: the few metrics a model owner reads first (the report's top table)."""
+    ``headline``: the few metrics a model owner reads first (the report's top table).
+    ``segments``: evaluates a request with segments at once (None: each segment's rows as a
+    request of their own)."""
 
     name: str
     unit: str
@@ -129,6 +157,7 @@ class TaskSpec:
     takes_classes: bool = True
     bootstraps: bool = False
     ranges: bool = False
+    segments: SegmentsEvaluator | None = None
 
 
 class OutputComputer(Protocol):

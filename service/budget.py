@@ -268,7 +268,9 @@ class CostModel:
     receive_factor: float = 2.0
     fixed: int = 8 * MIB
     # Segments: the core's grouping per row (a sort order and each segment's positions, 8
-    # bytes each); per segment its result with its encoded response (metrics, warnings,
+    # bytes each; task binary's sort key and order, with its scores gathered by segment within
+    # the one copy of the input ``segments`` counts); per segment its result with its encoded
+    # response (metrics, warnings,
     # dictionaries: a response's fixed size, measured 4.5 KB of JSON and 3.8 KB of protobuf
     # for binary without curves) and per curve point its curves (the ROC's and PR's six
     # arrays: float64, protobuf's 9-12 bytes and JSON's 29 measured a value).

@@ -77,8 +77,8 @@ class Settings(BaseSettings):
     max_curve_points: int = Field(
         100_000,
         ge=2,
-        description="highest max_curve_points option a request may ask for (the option's own "
-        "range ends at 100000)",
+        description="highest max_curve_points (and segment_curve_points) option a request may "
+        "ask for (the options' own range ends at 100000)",
     )
     max_response_bytes: int = Field(
         256 * MIB,

@@ -41,7 +41,8 @@ def check_response_size(size: int, settings: Settings) -> None:
             "response",
             f"the response would take {size} bytes, over the limit of"
             f" {settings.max_response_bytes} (max_response_bytes): ask for fewer curve points"
-            " (options.max_curve_points), fewer classes or fewer segments",
+            " (options.max_curve_points, options.segment_curve_points), fewer classes or fewer"
+            " segments",
         )
 
 

@@ -118,14 +118,17 @@ def whole_option(options: Mapping[str, Any], name: str) -> int | None:
 
 
 def check_curve_points(options: Mapping[str, Any], settings: Settings) -> None:
-    points = whole_option(options, "max_curve_points")
-    # Past the option's own range the core refuses it as any option out of range (422).
-    if points is not None and settings.max_curve_points < points <= CURVE_POINTS_RANGE:
-        raise PayloadTooLargeError(
-            "options.max_curve_points",
-            f"{points} is over the limit of {settings.max_curve_points} curve points"
-            " (max_curve_points)",
-        )
+    """The curves asked for (the overall result's and each segment's) within the server's
+    limit of curve points."""
+    for name in ("max_curve_points", "segment_curve_points"):
+        points = whole_option(options, name)
+        # Past the option's own range the core refuses it as any option out of range (422).
+        if points is not None and settings.max_curve_points < points <= CURVE_POINTS_RANGE:
+            raise PayloadTooLargeError(
+                f"options.{name}",
+                f"{points} is over the limit of {settings.max_curve_points} curve points"
+                " (max_curve_points)",
+            )
 
 
 def check_bootstrap_work(

@@ -14,6 +14,7 @@ the body, and counts every answer; the use case records the model series.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 from collections.abc import Callable
 from dataclasses import dataclass
 from importlib import metadata
@@ -29,6 +30,7 @@ from starlette.requests import ClientDisconnect, Request
 from starlette.responses import Response
 
 from evalserve.core import TASKS, EvaluationResult
+from evalserve.report import report_options
 from evalserve.service import encode, proto_parse, rest_models
 from evalserve.service.body import read_body
 from evalserve.service.budget import Reservation, reserve_read
@@ -171,9 +173,29 @@ def _decode_protobuf(body: bytes | bytearray, settings: Settings) -> EvaluationR
 
 
 def payload_codec(encoding: Encoding, answer: Answer, settings: Settings) -> PayloadCodec:
-    """The codec of a one-shot request sent as ``encoding`` and answered as ``answer``."""
-    decode = _decode_protobuf if encoding == "protobuf" else _decode_json
+    """The codec of a one-shot request sent as ``encoding`` and answered as ``answer`` (a
+    report's request evaluated with the report's options)."""
+    decode: Decode = _decode_protobuf if encoding == "protobuf" else _decode_json
+    if answer == "html":
+        decode = _for_report(decode)
     return PayloadCodec(encoding, decode, _encoded(answer, settings))
+
+
+Decode = Callable[[bytes | bytearray, Settings], EvaluationRequest]
+
+
+def _for_report(decode: Decode) -> Decode:
+    """``decode``, then the report's options under the request's own (each segment's curves,
+    drawn on demand)."""
+
+    def decoded(body: bytes | bytearray, settings: Settings) -> EvaluationRequest:
+        request = decode(body, settings)
+        options = report_options(request.header.options, settings.max_curve_points)
+        return dataclasses.replace(
+            request, header=dataclasses.replace(request.header, options=options)
+        )
+
+    return decoded
 
 
 async def _read_body(request: Request, timeout: float, reservation: Reservation) -> bytearray:
@@ -262,7 +284,7 @@ class _Routes:
         # admitted before the first line is read (AdmissionMiddleware)
         stream = NdjsonStream(
             self.settings, self.stream_observer, current_reservation(),
-            _encoded(answer, self.settings),
+            _encoded(answer, self.settings), report=answer == "html",
         )  # fmt: skip
         body_read = asyncio.Event()
         # A client that leaves stops the stream at its next batch, also when its whole body

@@ -15,6 +15,7 @@ from collections.abc import AsyncIterator, Callable
 from starlette.requests import Request
 
 from evalserve.core import EvaluationResult, InvalidInputError
+from evalserve.report import report_options
 from evalserve.service.budget import Reservation
 from evalserve.service.config import Settings
 from evalserve.service.errors import (
@@ -119,7 +120,12 @@ class _LinePlaces:
         return type(error)(field, error.message)
 
 
-def _line_reader(settings: Settings, number: int) -> Callable[[bytes | bytearray], StreamMessage]:
+def _line_reader(
+    settings: Settings, number: int, report: bool
+) -> Callable[[bytes | bytearray], StreamMessage]:
+    """Each line's reader; ``report``: the answer is the report, whose options go under the
+    header's own."""
+
     def read(line: bytes | bytearray) -> StreamMessage:
         try:
             document = parse_json(line)  # a long line's columns are read in slices
@@ -129,7 +135,11 @@ def _line_reader(settings: Settings, number: int) -> Callable[[bytes | bytearray
             raise MalformedRequestError(
                 f"line {number}", f"expected a JSON object, but got {json_kind(document)}"
             )
-        return StreamMessage("task" in document, lambda: stream_line_from_json(document, settings))
+        header = "task" in document
+        options = document.get("options")
+        if report and header and (options is None or isinstance(options, dict)):
+            document["options"] = report_options(options, settings.max_curve_points)
+        return StreamMessage(header, lambda: stream_line_from_json(document, settings))
 
     return read
 
@@ -143,8 +153,11 @@ class NdjsonStream:
         observer: EvaluationObserver,
         reservation: Reservation,
         encode: Callable[[EvaluationResult, Header], bytes],
+        *,
+        report: bool = False,
     ) -> None:
         self.settings = settings
+        self.report = report
         self.session = StreamSession(settings, observer, reservation, _LinePlaces())
         self.encode = encode
         self.line_reserved = 0
@@ -159,7 +172,7 @@ class NdjsonStream:
     def feed(self, number: int, line: bytearray) -> None:
         """Merge one non-blank line (CPU-bound: through ``Evaluator.run``)."""
         self.line_reserved = 0  # the next line reserves anew
-        self.session.feed(number, line, "json", _line_reader(self.settings, number))
+        self.session.feed(number, line, "json", _line_reader(self.settings, number, self.report))
 
     async def merged(
         self, request: Request, evaluator: Evaluator, body_read: asyncio.Event

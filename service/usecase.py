@@ -126,12 +126,13 @@ def check_segment_model(request: Request) -> None:
         )
 
 
-def curve_points(options: Mapping[str, Any]) -> int:
-    """The curve points a result may hold: the option as sent, else its default."""
-    points = whole_option(options, "max_curve_points")
+def curve_points(options: Mapping[str, Any], name: str = "segment_curve_points") -> int:
+    """The curve points a result may hold (by default a segment's): the option as sent, else
+    its default."""
+    points = whole_option(options, name)
     if points is not None and points >= 0:
         return points
-    default: int = OPTIONS["max_curve_points"].default
+    default: int = OPTIONS[name].default
     return default
 
 

@@ -23,6 +23,8 @@ __all__ = [
     "classes_of_rows",
     "merge_classes",
     "raw_classes_of_rows",
+    "unweighted_class",
+    "weighted_class",
 ]
 
 Floats = NDArray[np.float64]
@@ -92,11 +94,11 @@ def classes_of_rows(
     sorts cost about one sort of all rows, and no label travels through the sort."""
     negative = ~labels
     if weights is None:
-        return _unweighted(scores[labels]), _unweighted(scores[negative])
+        return unweighted_class(scores[labels]), unweighted_class(scores[negative])
     return _weighted(scores, weights, labels), _weighted(scores, weights, negative)
 
 
-def _unweighted(scores: Floats) -> ClassScores:
+def unweighted_class(scores: Floats) -> ClassScores:
     """From one class's scores, a fresh copy (sorted in place)."""
     if scores.size == 0:
         return class_scores(EMPTY, None)
@@ -152,7 +154,7 @@ def merge_classes(parts: Sequence[ClassScores | RawScores]) -> ClassScores:
     unit = [part.mass is None if isinstance(part, ClassScores) else part.weights is None
             for part in held]  # fmt: skip
     if all(unit):
-        return _unweighted(scores)
+        return unweighted_class(scores)
     masses = np.concatenate([part.masses() for part in held])
     order = np.argsort(scores)
     return _ordered(np.take(scores, order, mode="clip"), np.take(masses, order, mode="clip"))
@@ -168,10 +170,20 @@ def _weighted(scores: Floats, weights: Floats, rows: Bools) -> ClassScores:
     order = np.argsort(column)
     # take without bounds checks (the order is a permutation): a quarter faster than indexing.
     ordered = np.take(column, order, mode="clip")
+    del column  # before the weights' copy: the peak holds one of the two columns
     column = weights[rows]
     mass = np.take(column, order, mode="clip")
     del column, order
     return _ordered(ordered, mass)
+
+
+def weighted_class(scores: Floats, weights: Floats) -> ClassScores:
+    """From one class's scores and their weights in the rows' order (views: a segment's piece
+    of the rows grouped by segment)."""
+    if scores.size == 0:
+        return class_scores(EMPTY, None)
+    order = np.argsort(scores)
+    return _ordered(np.take(scores, order, mode="clip"), np.take(weights, order, mode="clip"))
 
 
 def _ordered(ordered: Floats, mass: Floats) -> ClassScores:

@@ -11,6 +11,8 @@ found by a binary search among the hits, then among the negatives between two hi
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 import numpy as np
 from numpy.typing import NDArray
 
@@ -20,6 +22,7 @@ __all__ = ["curve_points", "every_point"]
 
 Floats = NDArray[np.float64]
 Indices = NDArray[np.intp]
+Bools = NDArray[np.bool_]
 Points = tuple[Floats, Floats, Floats]  # thresholds (descending), TP, FP
 
 
@@ -98,20 +101,7 @@ def _sampled(sweep: Sweep, max_points: int) -> Points:
     if open_.any():
         # Within a gap the arc falls as the position rises: find the first position whose
         # arc is below the mark.
-        lo, hi = low[open_], high[open_]
-        wanted, gap_tp = marks[open_], tp[gap[open_]]
-        while True:
-            searching = lo < hi
-            if not searching.any():
-                break
-            middle = (lo + hi) // 2
-            arc = (
-                gap_tp * negatives + _negative_fp(sweep, np.where(searching, middle, 0)) * positives
-            )
-            below = searching & (arc < wanted)
-            hi = np.where(below, middle, hi)
-            lo = np.where(searching & ~below, middle + 1, lo)
-        high[open_] = lo
+        high[open_] = _first_below(sweep, low[open_], high[open_], marks[open_], tp[gap[open_]])
     # ``high - 1`` is the highest qualifying negative of the gap; none when it is below start.
     on_negative = high > low
     position = high - 1
@@ -132,3 +122,47 @@ def _sampled(sweep: Sweep, max_points: int) -> Points:
         sweep.fps[np.minimum(gap, sweep.size - 1)],
     )
     return thresholds, tps, fps
+
+
+def _first_below(sweep: Sweep, lo: Indices, hi: Indices, wanted: Floats, gap_tp: Floats) -> Indices:
+    """Per sample, the first negative position in [lo, hi) whose point's arc is below
+    ``wanted`` (``hi`` when none is): within a gap the arc falls as the position rises. Read
+    off the class's masses from the top (the arc's FP part solved for), then checked with the
+    arc's own arithmetic; a guess a rounding put a position off is searched for."""
+    positives, negatives = sweep.n_positive, sweep.n_negative
+    size = sweep.negatives.size
+
+    def below(position: Indices) -> Bools:
+        fp = _negative_fp(sweep, np.clip(position, 0, max(size - 1, 0)))
+        return np.asarray(gap_tp * negatives + fp * positives < wanted)
+
+    guess = lo.copy()
+    if positives > 0:
+        # FP at position p is the mass of the size - p highest scores: F[size - p] < target.
+        target = (wanted - gap_tp * negatives) / positives
+        top = sweep.negatives.from_top
+        if top is None:
+            count = np.clip(np.ceil(target), 0, size + 1).astype(np.intp)
+        else:
+            count = np.searchsorted(top, target, side="left")
+        guess = np.clip(size - count + 1, lo, hi)
+    settled = ((guess == lo) | ~below(guess - 1)) & ((guess == hi) | below(guess))
+    if not settled.all():
+        unsettled = ~settled
+        guess[unsettled] = _bisected(below, lo, hi, unsettled)
+    return guess
+
+
+def _bisected(
+    below: Callable[[Indices], Bools], lo: Indices, hi: Indices, chosen: Bools
+) -> Indices:
+    """``_first_below`` of the ``chosen`` samples by bisection."""
+    low, high = lo.copy(), hi.copy()
+    while True:
+        searching = chosen & (low < high)
+        if not searching.any():
+            return low[chosen]
+        middle = (low + high) // 2
+        falls = searching & below(middle)
+        high = np.where(falls, middle, high)
+        low = np.where(searching & ~falls, middle + 1, low)

@@ -5,6 +5,7 @@ from __future__ import annotations
 from evalserve.core._task_spec import MemoryCost, TaskInputs, TaskSpec
 from evalserve.core.binary._catalog import CATALOG_ENTRIES, CONVENTIONS
 from evalserve.core.binary._result import evaluate_binary_rows, evaluate_binary_state
+from evalserve.core.binary._segmented import evaluate_binary_segments
 from evalserve.core.binary._state import BINARY_STATE
 
 __all__ = ["SPEC"]
@@ -34,4 +35,5 @@ SPEC = TaskSpec(
     takes_classes=False,
     bootstraps=True,
     ranges=True,
+    segments=evaluate_binary_segments,
 )

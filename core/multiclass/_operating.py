@@ -40,6 +40,7 @@ from evalserve.core.binary._operating import (
     TOLERANCE,
     Classes,
     Hits,
+    Holds,
     Point,
     add_operating_points,
     undefine_operating,
@@ -62,7 +63,6 @@ __all__ = [
 
 Floats = NDArray[np.float64]
 Indices = NDArray[np.intp]
-Holds = Callable[[float, float], bool]
 
 
 def gap_scores(values: Floats, weights: Floats | None) -> ClassScores:
@@ -195,8 +195,8 @@ class SlotClasses(Classes):
     def lowest_where(self, holds: Holds) -> Point | None:
         return self._window(holds).lowest_where(holds)
 
-    def highest_not(self, holds: Holds) -> Point | None:
-        return self._window(holds).highest_not(holds)
+    def around(self, holds: Holds) -> tuple[Point | None, Point | None]:
+        return self._window(holds).around(holds)
 
     def counts(self, threshold: float) -> tuple[float, float]:
         """(TP, FP) when ``score >= threshold`` is flagged, ``threshold`` a score."""

@@ -315,13 +315,18 @@ def main(argv: Sequence[str] | None = None) -> int:
             "--monitor-state keeps the overall AUC monitor only, not each segment's: "
             "leave out --segment-column or --monitor-state"
         )
+    options = option_values(args)
+    if args.output_format == "html":
+        from evalserve.report import report_options
+
+        options = report_options(options)
     if args.engine == "dask":
         from evalserve.dask import run_files
 
         return run_files(
             args.paths,
             column_spec(args),
-            option_values(args),
+            options,
             scheduler=args.scheduler,
             output_format=args.output_format,
             output=output,
@@ -335,7 +340,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     return offline.run(
         args.paths,
         column_spec(args),
-        option_values(args),
+        options,
         output_format=args.output_format,
         output=output,
         baseline=args.baseline,

@@ -206,6 +206,8 @@ CASES: dict[str, Bad] = {
                                      "options.max_curve_points", "[0, 100000]"),
     "max-curve-points-huge": Bad(options(max_curve_points=10**7), *OPTION,
                                  "options.max_curve_points", "[0, 100000]"),
+    "segment-curve-points-1": Bad(options(segment_curve_points=1), *OPTION,
+                                  "options.segment_curve_points", "at least 2"),
     "calibration-bins-0": Bad(options(calibration_bins=0), *OPTION, "options.calibration_bins",
                               "[1, 10000]"),
     "n-params-negative": Bad(options(n_params=-3), *OPTION, "options.n_params", "integer"),
@@ -615,6 +617,10 @@ CASES: dict[str, Bad] = {
     ),
     "max-curve-points-over-the-service-limit": Bad(
         options(max_curve_points=51), 413, EXHAUSTED, "options.max_curve_points",
+        "51 is over the limit of 50 curve points", server="limited",
+    ),
+    "segment-curve-points-over-the-service-limit": Bad(
+        options(segment_curve_points=51), 413, EXHAUSTED, "options.segment_curve_points",
         "51 is over the limit of 50 curve points", server="limited",
     ),
     "response-over-max-response-bytes": Bad(

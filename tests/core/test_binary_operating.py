@@ -12,6 +12,7 @@ higher threshold of the same specificity, ours takes the one with the higher sen
 from __future__ import annotations
 
 from typing import Any
+from unittest.mock import patch
 
 import numpy as np
 import pytest
@@ -23,11 +24,14 @@ from sklearn.metrics import precision_recall_curve, roc_curve
 
 from evalserve import core
 from evalserve.core import parse_options
+from evalserve.core.binary import _operating as operating
 from evalserve.core.binary._bootstrap import _curve_metrics
 from evalserve.core.binary._operating import (
+    TOLERANCE,
     Classes,
-    _scanned_sides,
+    Point,
     eer_sides,
+    flagged_point,
     operating_names,
     target_label,
     value_names,
@@ -450,19 +454,36 @@ def test_separated_classes_give_degenerate_intervals() -> None:
 
 
 @properties
-@given(both_classes(max_size=40))
-def test_the_scanned_equal_error_rate_finds_the_binary_searchs_points(
-    data: tuple[Bools, Floats, Floats | None],
+@given(both_classes(max_size=40), st.sampled_from([1, 2, 3, 64]))
+def test_the_probing_search_finds_the_points_of_a_scan_of_every_score(
+    data: tuple[Bools, Floats, Floats | None], probes: int
 ) -> None:
-    """Small curves take one vectorised pass instead of the binary search: the same points."""
+    """The searches over both classes' scores (``PROBES`` positions a step; small values here
+    so that the small curves take several steps) find the points a scan of every distinct
+    score finds: the equal error rate's two sides and the alert budget's cut."""
     y, s, w = data
     sweep = sweep_of_rows(y, s, w)
     classes = Classes(sweep.positives, sweep.negatives)
     p, n = sweep.n_positive, sweep.n_negative
+    thresholds = np.concatenate((classes.positives.scores, classes.negatives.scores))
+    tps, fps = classes.counts_of(thresholds)
 
-    def below(tp: float, fp: float) -> bool:
-        return fp * p < (p - tp) * n
+    def scanned(holds: NDArray[np.bool_], lowest: bool) -> tuple[float, float, float] | None:
+        if not holds.any():
+            return None
+        pick = np.argmin if lowest else np.argmax
+        at = int(np.flatnonzero(holds)[pick(thresholds[holds])])
+        return float(tps[at]), float(fps[at]), float(thresholds[at])
 
-    searched = (classes.lowest_where(below), classes.highest_not(below))
-    assert _scanned_sides(classes, p, n) == searched
-    assert eer_sides(classes, p, n) == searched
+    below = fps * p < (p - tps) * n
+    budget = 0.3 * (p + n) * (1.0 + TOLERANCE)
+    with patch.object(operating, "PROBES", probes):
+        before, after = eer_sides(classes, p, n)
+        flagged = flagged_point(classes, 0.3 * (p + n))
+    assert as_tuple(before) == scanned(below, lowest=True)
+    assert as_tuple(after) == scanned(~below, lowest=False)
+    assert as_tuple(flagged) == scanned(tps + fps <= budget, lowest=True)
+
+
+def as_tuple(point: Point | None) -> tuple[float, float, float] | None:
+    return None if point is None else (point.tp, point.fp, point.threshold)

@@ -426,11 +426,17 @@ CHANGED: dict[str, tuple[Any, Mapping[str, Any]]] = {
     "specificity_at_sensitivity": ([0.5], {}),
     "flagged_share": ([0.25], {}),
     "quantiles": ([0.9], {}),
+    "segment_curve_points": (5, {}),
 }
+# Options that matter only for a request with segments (every row in one segment here).
+SEGMENTED = frozenset({"segment_curve_points"})
 
 
 def run(task: str, options: Mapping[str, Any]) -> dict[str, Any]:
-    result = evaluate(task, options=options, **REQUESTS[task]).to_dict()
+    request = dict(REQUESTS[task])
+    if SEGMENTED & set(options):
+        request["segments"] = ["only"] * len(request["y_true"])
+    result = evaluate(task, options=options, **request).to_dict()
     json.dumps(result, allow_nan=False)  # a JSON answer: no NaN or infinity anywhere
     return result
 
@@ -457,12 +463,16 @@ IGNORES = [
 @pytest.mark.parametrize(("name", "task"), USES)
 def test_a_task_uses_the_options_the_table_gives_it(name: str, task: str) -> None:
     value, needs = CHANGED[name]
+    if name in SEGMENTED:  # the segments in both requests
+        needs = {**needs, name: OPTIONS[name].default}
     assert run(task, {**needs, name: value}) != run(task, needs)
 
 
 @pytest.mark.parametrize(("name", "task"), IGNORES)
 def test_a_task_ignores_the_other_options_without_a_warning(name: str, task: str) -> None:
     value, needs = CHANGED[name]
+    if name in SEGMENTED:  # the segments in both requests
+        needs = {**needs, name: OPTIONS[name].default}
     assert run(task, {**needs, name: value}) == run(task, needs)
 
 

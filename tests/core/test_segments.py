@@ -20,7 +20,10 @@ from tests.offline.images import random_images
 
 properties = settings(max_examples=150, deadline=None)
 NAMES = st.sampled_from(["de", "fr", "us", "tier:1", "a/b"])
-OPTIONS: dict[str, Any] = {"recall_at_precision": [0.5], "head_k": [3], "max_curve_points": 50}
+OPTIONS: dict[str, Any] = {
+    "recall_at_precision": [0.5], "head_k": [3], "max_curve_points": 50,
+    "segment_curve_points": 20,
+}  # fmt: skip
 
 
 def _json(result: core.EvaluationResult) -> str:
@@ -49,6 +52,9 @@ def _check(task: str, y_true: Any, y_score: Any, segments: list[str], **kwargs: 
             key: _rows(value, rows) if key in ("y_pred", "sample_weight") else value
             for key, value in kwargs.items()
         }
+        # A segment's curves are thinned to segment_curve_points (0 by default: none).
+        options = dict(kwargs.get("options") or {})
+        alone["options"] = {**options, "max_curve_points": options.get("segment_curve_points", 0)}
         expected = core.evaluate(task, _rows(y_true, rows), _rows(y_score, rows), **alone)
         _same(result, expected)
 
@@ -61,15 +67,16 @@ def _without_segments(result: core.EvaluationResult) -> core.EvaluationResult:
 @given(st.integers(2, 40).flatmap(lambda n: st.tuples(
     arrays(np.bool_, n), arrays(np.float64, n, elements=st.integers(0, 8).map(lambda i: i / 8)),
     arrays(np.float64, n, elements=st.integers(0, 3).map(float)),
-    st.lists(NAMES, min_size=n, max_size=n),
+    st.lists(NAMES, min_size=n, max_size=n), st.booleans(), st.booleans(),
 )))  # fmt: skip
 def test_binary_segments_equal_separate_requests(data: Any) -> None:
-    y, s, w, segments = data
+    y, s, w, segments, weighted, curves = data
     w[0] = 1.0
     # A segment whose rows all weigh nothing cannot be evaluated alone: give each some weight.
     for name in set(segments):
         w[segments.index(name)] = max(w[segments.index(name)], 1.0)
-    _check("binary", y, s, segments, sample_weight=w, options=OPTIONS)
+    options = OPTIONS if curves else {**OPTIONS, "segment_curve_points": 0}
+    _check("binary", y, s, segments, sample_weight=w if weighted else None, options=options)
 
 
 def test_every_task_segments_equal_separate_requests() -> None:
@@ -179,6 +186,38 @@ def test_coded_segments_equal_named_ones() -> None:
     coded = core.evaluate("binary", y, s, segments=codes, segment_names=names)
     named = core.evaluate("binary", y, s, segments=[names[c] for c in codes])
     _same(coded, named)
+
+
+def test_names_of_a_dictionary_that_no_row_holds_are_no_segments() -> None:
+    """A dictionary-encoded column may list categories no row holds (a pandas categorical
+    after a filter): they are no segments of the answer, nor counted against the cap."""
+    y, s = [0, 1, 0, 1], [0.1, 0.9, 0.2, 0.8]
+    names = ["unused", "b", "a", "gone"]
+    coded = core.evaluate(
+        "binary", y, s, segments=[2, 2, 1, 1], segment_names=names, max_segments=2
+    )
+    _same(coded, core.evaluate("binary", y, s, segments=["a", "a", "b", "b"]))
+    assert list(coded.segments) == ["a", "b"]
+
+
+def test_binary_with_predictions_and_a_challenger_segments_equal_separate_requests() -> None:
+    """Hard predictions and a challenger take the general path: each segment's rows as a
+    request of their own, with their own comparison."""
+    rng = np.random.default_rng(7)
+    n = 200
+    y = rng.random(n) < 0.4
+    s = rng.normal(y * 1.0, 1.0)
+    segments = [str(x) for x in rng.choice(["de", "fr"], n)]
+    _check("binary", y, s, segments, y_pred=(s > 0.3).astype(int))
+    challenger = rng.normal(y * 0.5, 1.0)
+    segmented = core.evaluate("binary", y, s, segments=segments, challenger={"scores": challenger})
+    for name, result in segmented.segments.items():
+        rows = [i for i, each in enumerate(segments) if each == name]
+        alone = core.evaluate(
+            "binary", y[rows], s[rows], challenger={"scores": challenger[rows]},
+            options={"max_curve_points": 0},
+        )  # fmt: skip
+        _same(result, alone)
 
 
 @pytest.mark.parametrize(

@@ -16,7 +16,7 @@ import pytest
 
 from evalserve import evaluate
 from evalserve.core import EvaluationResult, catalog_entry, task_spec
-from evalserve.report import render_report
+from evalserve.report import render_report, report_options
 from evalserve.report._segments import LEFT_OUT, SEGMENT_POINTS, segment_rows
 from tests.report.browser import Browser, Page
 from tests.report.cases import binary_rows
@@ -43,7 +43,7 @@ def segmented(n: int = 6000) -> EvaluationResult:
     weights[600:700] = 0
     return evaluate(
         "binary", labels, scores, sample_weight=weights, segments=names.tolist(),
-        baseline=BASELINE,
+        baseline=BASELINE, options=report_options(None),
     )  # fmt: skip
 
 
@@ -204,6 +204,22 @@ def test_each_segment_has_its_charts_on_demand(result: EvaluationResult, page: s
     assert "no rows to evaluate" not in page
 
 
+def test_segments_without_curves_say_how_to_draw_them() -> None:
+    """A result evaluated without ``segment_curve_points`` (the default of evaluate and of the
+    service's JSON answers) has no segment curves: each segment keeps its confusion matrix,
+    and the page says which option draws the curves."""
+    labels, scores = binary_rows(800)
+    names = ["a", "b"] * 400
+    page = render_report(evaluate("binary", labels, scores, segments=names))
+    keys = [spec["key"] for spec in _specs(page) if "segment" in spec]
+    assert keys == ["s0-confusion", "s1-confusion"]
+    assert "<code>segment_curve_points</code>" in page
+    drawn = render_report(
+        evaluate("binary", labels, scores, segments=names, options=report_options(None))
+    )
+    assert "<code>segment_curve_points</code>" not in drawn
+
+
 def test_no_segments_no_section() -> None:
     labels, scores = binary_rows(500)
     page = render_report(evaluate("binary", labels, scores))
@@ -299,7 +315,7 @@ def _task_rows(task: str) -> tuple[Any, Any, dict[str, Any]]:
 def test_every_task_has_its_segments(task: str) -> None:
     truth, scores, extra = _task_rows(task)
     names = ["north", "south", "east"] * (len(truth) // 3)
-    result = evaluate(task, truth, scores, segments=names, **extra)
+    result = evaluate(task, truth, scores, segments=names, options=report_options(None), **extra)
     page = render_report(result)
     rows = _rows(page)
     assert sorted(name for _, name, _ in rows) == ["east", "north", "south"]

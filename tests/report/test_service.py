@@ -93,3 +93,26 @@ def test_the_openapi_document_lists_the_html_answer(client: httpx.Client) -> Non
     document = client.get("/openapi.json").json()
     content = document["paths"]["/v1/evaluate"]["post"]["responses"]["200"]["content"]
     assert "text/html" in content
+
+
+def test_the_report_draws_each_segments_curves(client: httpx.Client) -> None:
+    """A report's request is evaluated with the report's options: each segment's curves at
+    ``SEGMENT_POINTS`` points (the JSON answer of the same request has none), one-shot and
+    streamed."""
+    segmented = {**BODY, "segments": ["a", "b"] * (len(FAWCETT_LABELS) // 2)}
+    as_json = client.post("/v1/evaluate", content=orjson.dumps(segmented)).json()
+    assert all(not each["curves"] for each in as_json["segments"].values())
+    page = client.post(
+        "/v1/evaluate", content=orjson.dumps(segmented), headers={"accept": "text/html"}
+    ).text
+    assert "chart-s0-roc" in page and "chart-s1-roc" in page
+    assert "segment_curve_points</code>" not in page
+    header = {"task": "binary", "options": {"threshold": 0.54}}
+    batch = {k: segmented[k] for k in ("labels", "scores", "segments")}
+    streamed = client.post(
+        "/v1/evaluate/stream",
+        content=ndjson(header, batch),
+        headers={"content-type": NDJSON, "accept": "text/html"},
+    )
+    assert streamed.status_code == 200, streamed.text
+    assert "chart-s0-roc" in streamed.text

@@ -123,7 +123,7 @@ def _request(**fields: Any) -> Any:
 
 
 DECODED = 20 * 8 * 2  # the labels and scores as float64
-PER_RESULT = COST_MODEL.segment_result_bytes + 1000 * COST_MODEL.segment_curve_point_bytes
+PER_RESULT = COST_MODEL.segment_result_bytes  # no segment curves by default
 
 
 def _extra(max_segments: int, **fields: Any) -> int:
@@ -144,8 +144,9 @@ def test_the_reservation_counts_the_segments() -> None:
     assert _extra(2, segments=HALVES) == names + grouping + DECODED + 2 * PER_RESULT
     codes = {"segment_codes": [i % 2 for i in range(20)], "segment_names": ["de", "fr"]}
     assert _extra(100, **codes) == 20 * 8 + grouping + DECODED + 2 * PER_RESULT
-    assert _extra(100, segments=HALVES, options={"max_curve_points": 0}) == (
-        names + grouping + DECODED + 20 * COST_MODEL.segment_result_bytes
+    curves = COST_MODEL.segment_result_bytes + 300 * COST_MODEL.segment_curve_point_bytes
+    assert _extra(100, segments=HALVES, options={"segment_curve_points": 300}) == (
+        names + grouping + DECODED + 20 * curves
     )
 
 

@@ -77,6 +77,8 @@ export interface Options {
   readonly flagged_share?: readonly number[] | null;
   /** Regression: quantile levels in (0, 1), at most 8, of the pinball loss (`pinball_loss_{q}`). */
   readonly quantiles?: readonly number[] | null;
+  /** With segments: each segment's curves thinned to at most this many points (default 0: none). */
+  readonly segment_curve_points?: number | null;
 }
 
 /** The evaluated model; a request that names one updates its Prometheus gauges. */

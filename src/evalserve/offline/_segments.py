@@ -27,7 +27,7 @@ import pyarrow.compute as pc
 from numpy.typing import NDArray
 
 from evalserve.core import EvaluationResult
-from evalserve.core._segments import OTHER, Segmentation
+from evalserve.core._segments import OTHER, folded_warning
 
 __all__ = ["DICTIONARY", "Folding", "add_counts", "segment_codes"]
 
@@ -92,7 +92,7 @@ class Folding:
             OTHER if name == _FOLDED else name: each for name, each in result.segments.items()
         }
         result.segments = {name: renamed[name] for name in sorted(renamed)}
-        result.warnings.append(Segmentation((), (), self.folded).warning() or "")
+        result.warnings.append(folded_warning(self.folded) or "")
         return result
 
 

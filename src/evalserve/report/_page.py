@@ -259,7 +259,15 @@ def _segments_section(
                 if result.task == "binary"
                 else ""
             )
-            + ".</p>"
+            + "."
+            + (
+                ""
+                if any(row.result.curves for row in rows)
+                else " The segments' results hold no curves: evaluate with the option "
+                "<code>segment_curve_points</code> (the report's own evaluations ask for "
+                f"{SEGMENT_POINTS}) to draw them."
+            )
+            + "</p>"
             + "".join(details)
         )
     return _section("segments", "Segments", "".join(parts)), specs

@@ -27,6 +27,7 @@ from evalserve.core import EvaluationResult, Interval, Options, catalog_entry, t
 from evalserve.report._binary_charts import binary_charts
 from evalserve.report._charts import Chart, charts_of
 from evalserve.report._parts import VALIDATE
+from evalserve.report._request import SEGMENT_POINTS
 
 __all__ = [
     "LEFT_OUT",
@@ -41,8 +42,6 @@ __all__ = [
     "thinned",
 ]
 
-# Points per curve in a segment's charts (the overall charts keep every point of the result).
-SEGMENT_POINTS = 100
 # Curves thinned for a segment's charts: one-dimensional, every array of one length.
 _THINNED = ("roc", "pr", "det", "rec", "roc_macro", "sample")
 # Their arrays of rates in [0, 1], rounded for a segment's charts.

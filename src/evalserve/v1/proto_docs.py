@@ -27,6 +27,7 @@ DOCS: dict[str, str] = {
     'Options.specificity_at_sensitivity': 'Operating points: sensitivity targets of specificity_at_sensitivity_{s}.',
     'Options.flagged_share': 'Alert budgets: shares of the rows to flag (flagged_share_{q}_threshold and its metrics).',
     'Options.quantiles': 'Regression: quantile levels of the pinball loss (pinball_loss_{q}).',
+    'Options.segment_curve_points': "With segments: each segment's curves are thinned to at most this many points; 0 gives the segments no curves.",
     'Model': 'Model names the evaluated model; a request that carries one updates its Prometheus gauges.',
     'Model.name': "The model's name (Prometheus label `model`); required.",
     'Model.version': 'Its version (label `version`).',
