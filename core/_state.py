@@ -151,6 +151,10 @@ MIN_FOLD = 1 << 12
 DISTINCT_SHARE = 0.5
 # Before its first fold, a state learns whether its values repeat from this many of them.
 SAMPLE = 1 << 12
+# Batches of distinct values wait, unfolded, until there are more than this many of them: a
+# fold of such batches saves no memory, and one fold when the result is asked sorts each value
+# once (a file of 100 batches of a million rows: one sort, not three of growing size).
+MAX_WAITING_PARTS = 256
 
 
 @dataclass(frozen=True, slots=True)
@@ -164,8 +168,10 @@ class Waiting(Generic[P]):
     decide the next fold (``due``): while folds compact (repeated values), waiting batches are
     folded as soon as they outweigh the folded statistic, so memory follows the distinct
     values, not the rows; while folds keep nearly everything (distinct values), batches wait
-    until they pass three times the statistic and the task's lazy threshold, so a stream of
-    distinct values costs about one sort, as the one-shot evaluation does. A state that has
+    until there are more than ``MAX_WAITING_PARTS`` of them and they pass three times the
+    statistic and the task's lazy threshold, so a stream of distinct values costs about one
+    sort, as the one-shot evaluation does (a few large batches: exactly one, when the result
+    is asked). A state that has
     not folded yet counts the distinct values of a sample of what waits (``SAMPLE`` values,
     once, when its batches first pass ``MIN_FOLD`` entries) instead: every new level of an
     ``Accumulator`` starts without a history, and folding each of them early to learn it
@@ -212,7 +218,8 @@ class Waiting(Generic[P]):
             return False
         if self.folded_kept <= DISTINCT_SHARE * self.folded_in:  # folds compact
             return self.entries > held
-        return self.entries > max(3 * held, lazy_min)
+        many = len(self.parts) > MAX_WAITING_PARTS
+        return many and self.entries > max(3 * held, lazy_min)
 
     def emptied(self, held_before: int, held_after: int) -> Waiting[P]:
         """No batch waiting, after a fold of these into ``held_before`` entries that kept

@@ -30,6 +30,8 @@ SCRIPTS = {
     "refusal_cost.py": "## what a refusal costs (bench/refusal_cost.py)",
     "offline_scale.py": "## offline evaluation at scale (bench/offline_scale.py)",
     "segments_cost.py": "## segments (bench/segments_cost.py)",
+    "offline_cost.py": "## offline evaluator (bench/offline_cost.py)",
+    "dask_scaling.py": "## Dask scaling (bench/dask_scaling.py)",
 }
 
 

@@ -12,13 +12,14 @@ found by a binary search among the hits, then among the negatives between two hi
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
 
 import numpy as np
 from numpy.typing import NDArray
 
 from evalserve.core.binary._sweep import Sweep
 
-__all__ = ["curve_points", "every_point"]
+__all__ = ["Arc", "curve_points", "every_point", "points_at"]
 
 Floats = NDArray[np.float64]
 Indices = NDArray[np.intp]
@@ -82,17 +83,45 @@ def every_point(sweep: Sweep) -> Points:
     return thresholds, tps, fps
 
 
+@dataclass(frozen=True, slots=True)
+class Arc:
+    """How a point's arc is measured: (TP + ``pos_above``) ``negatives`` + (FP +
+    ``neg_above``) ``positives``, the masses above and the class totals those of the whole
+    curve (a range of the ranges path is a stretch of it)."""
+
+    positives: float
+    negatives: float
+    pos_above: float = 0.0
+    neg_above: float = 0.0
+
+    def of(self, tps: Floats, fps: Floats) -> Floats:
+        return (tps + self.pos_above) * self.negatives + (fps + self.neg_above) * self.positives
+
+
 def _sampled(sweep: Sweep, max_points: int) -> Points:
     positives, negatives = sweep.n_positive, sweep.n_negative
-    start, stop, tp = _segments(sweep)
-    hit_arc = sweep.tps * negatives + sweep.fps * positives
+    start, stop, _ = _segments(sweep)
     # The first point: the top hit, or the top negative when a negative scores higher.
     first_arc = (
-        float(hit_arc[0])
+        float(sweep.tps[0] * negatives + sweep.fps[0] * positives)
         if sweep.size and stop[0] == start[0]
         else float(_negative_fp(sweep, np.array([stop[0] - 1]))[0] * positives)
     )
     marks = np.linspace(first_arc, positives * negatives + negatives * positives, max_points)
+    return points_at(sweep, marks, Arc(positives, negatives))
+
+
+def points_at(sweep: Sweep, marks: Floats, arc: Arc) -> Points:
+    """The first point (from the top) whose arc is at or past each of ``marks`` (ascending),
+    each once; a mark past the last point's arc takes the last point. The points' TP and FP
+    are the sweep's own (without the masses above)."""
+    start, stop, tp = _segments(sweep)
+    hit_arc = arc.of(sweep.tps, sweep.fps)
+    if stop[-1] > start[-1]:  # negatives below the last hit: the lowest is the last point
+        last = arc.of(tp[-1:], _negative_fp(sweep, np.zeros(1, dtype=np.intp)))
+    else:
+        last = hit_arc[-1:]
+    marks = np.minimum(marks, last[0])
     # The first hit at or past each mark, then the highest negative of the gap before it that
     # is at or past the mark (arcs grow downwards through a gap), if any.
     gap = np.searchsorted(hit_arc, marks, side="left")
@@ -101,7 +130,9 @@ def _sampled(sweep: Sweep, max_points: int) -> Points:
     if open_.any():
         # Within a gap the arc falls as the position rises: find the first position whose
         # arc is below the mark.
-        high[open_] = _first_below(sweep, low[open_], high[open_], marks[open_], tp[gap[open_]])
+        high[open_] = _first_below(
+            sweep, arc, low[open_], high[open_], marks[open_], tp[gap[open_]]
+        )
     # ``high - 1`` is the highest qualifying negative of the gap; none when it is below start.
     on_negative = high > low
     position = high - 1
@@ -112,34 +143,37 @@ def _sampled(sweep: Sweep, max_points: int) -> Points:
     gap, position, on_negative = gap[keep], position[keep], on_negative[keep]
     thresholds = np.where(
         on_negative,
-        sweep.negatives.scores[np.where(on_negative, position, 0)],
+        sweep.negatives.scores[np.where(on_negative, position, 0)] if sweep.negatives.size else 0.0,
         sweep.thresholds[np.minimum(gap, sweep.size - 1)] if sweep.size else 0.0,
     )
-    tps = np.where(on_negative, tp[gap], sweep.tps[np.minimum(gap, sweep.size - 1)])
+    hit = np.minimum(gap, max(sweep.size - 1, 0))
+    tps = np.where(on_negative, tp[gap], sweep.tps[hit] if sweep.size else 0.0)
     fps = np.where(
         on_negative,
         _negative_fp(sweep, np.where(on_negative, position, 0)),
-        sweep.fps[np.minimum(gap, sweep.size - 1)],
+        sweep.fps[hit] if sweep.size else 0.0,
     )
     return thresholds, tps, fps
 
 
-def _first_below(sweep: Sweep, lo: Indices, hi: Indices, wanted: Floats, gap_tp: Floats) -> Indices:
+def _first_below(
+    sweep: Sweep, arc: Arc, lo: Indices, hi: Indices, wanted: Floats, gap_tp: Floats
+) -> Indices:
     """Per sample, the first negative position in [lo, hi) whose point's arc is below
     ``wanted`` (``hi`` when none is): within a gap the arc falls as the position rises. Read
     off the class's masses from the top (the arc's FP part solved for), then checked with the
     arc's own arithmetic; a guess a rounding put a position off is searched for."""
-    positives, negatives = sweep.n_positive, sweep.n_negative
     size = sweep.negatives.size
 
     def below(position: Indices) -> Bools:
         fp = _negative_fp(sweep, np.clip(position, 0, max(size - 1, 0)))
-        return np.asarray(gap_tp * negatives + fp * positives < wanted)
+        return np.asarray(arc.of(gap_tp, fp) < wanted)
 
     guess = lo.copy()
-    if positives > 0:
+    if arc.positives > 0:
         # FP at position p is the mass of the size - p highest scores: F[size - p] < target.
-        target = (wanted - gap_tp * negatives) / positives
+        target = (wanted - (gap_tp + arc.pos_above) * arc.negatives) / arc.positives
+        target -= arc.neg_above
         top = sweep.negatives.from_top
         if top is None:
             count = np.clip(np.ceil(target), 0, size + 1).astype(np.intp)

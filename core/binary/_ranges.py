@@ -67,7 +67,7 @@ from evalserve.core.binary._operating import (
     write_specificity,
     write_tpr,
 )
-from evalserve.core.binary._points import every_point
+from evalserve.core.binary._points import Arc, every_point, points_at
 from evalserve.core.binary._ranking import TIE_TOLERANCE
 from evalserve.core.binary._suite import (
     curves_of_points,
@@ -135,11 +135,10 @@ class RangeTotals:
         return self.n_distinct == 0
 
 
-def range_totals(
-    positives: ClassScores, negatives: ClassScores, n_rows: int, weighted: bool, options: Options
-) -> RangeTotals:
-    """Pass 1 over one range's classes (canonical: distinct ascending scores)."""
-    s = sweep(positives, negatives)
+def range_totals(s: Sweep, n_rows: int, weighted: bool, options: Options) -> RangeTotals:
+    """Pass 1 over one range's sweep (of its classes: canonical, distinct ascending scores;
+    built once, read by the three passes)."""
+    positives, negatives = s.positives, s.negatives
     tp_at, fp_at = s.counts_at(options.threshold) if s.n_distinct else (0.0, 0.0)
     bins = options.calibration_bins
     sums = BinSums(np.zeros(bins), np.zeros(bins), np.zeros(bins), np.zeros(bins, dtype=np.bool_))
@@ -316,11 +315,8 @@ class _Global:
         return bool(context.pos_above > 0 or self.fps_above[0] > 0)
 
 
-def range_pass(
-    positives: ClassScores, negatives: ClassScores, context: RangeContext, options: Options
-) -> RangePass:
+def range_pass(s: Sweep, context: RangeContext, options: Options) -> RangePass:
     """Pass 2 over one range."""
-    s = sweep(positives, negatives)
     p, n = context.positives, context.negatives
     g = _Global.of(s, context)
     head = tuple(_head_here(g, k) for k in context.head)
@@ -424,15 +420,12 @@ def _points(s: Sweep, g: _Global, context: RangeContext) -> tuple[Floats, Floats
     """The range's curve points: all of them, or the first at or past each of its marks."""
     if context.marks is not None and not context.marks.size:
         return (np.empty(0), np.empty(0), np.empty(0))
-    thresholds, tps, fps = every_point(s)
-    tps = tps + context.pos_above
-    fps = fps + context.neg_above
     if context.marks is None:
-        return thresholds, tps, fps
-    arcs = tps * context.negatives + fps * context.positives
-    chosen = np.minimum(np.searchsorted(arcs, context.marks, side="left"), arcs.size - 1)
-    chosen = np.unique(chosen)
-    return thresholds[chosen], tps[chosen], fps[chosen]
+        thresholds, tps, fps = every_point(s)
+    else:  # found by searches, as the one-shot thinning finds them: no point built for all
+        arc = Arc(context.positives, context.negatives, context.pos_above, context.neg_above)
+        thresholds, tps, fps = points_at(s, context.marks, arc)
+    return thresholds, tps + context.pos_above, fps + context.neg_above
 
 
 # --- 3: the finish --------------------------------------------------------------------------
@@ -484,15 +477,8 @@ def bests_of(passes: Sequence[RangePass], positives: float) -> Bests:
     )
 
 
-def range_finish(
-    positives: ClassScores,
-    negatives: ClassScores,
-    context: RangeContext,
-    bests: Bests,
-    position: int,
-) -> RangeFinish:
+def range_finish(s: Sweep, context: RangeContext, bests: Bests, position: int) -> RangeFinish:
     """Pass 3 over one range."""
-    s = sweep(positives, negatives)
     p, n, auc = context.positives, context.negatives, bests.auc
     if not s.size:
         at = context.pos_above / p - auc
@@ -783,21 +769,20 @@ def ranges_result(
     """The three passes and the sum, in this process: each range's (positives, negatives,
     rows, weighted), from the highest scores down. A distributed engine runs the same passes
     where the ranges live."""
+    sweeps = [sweep(pos, neg) for pos, neg, _, _ in ranges]
     totals = [
-        range_totals(pos, neg, rows, weighted, options) for pos, neg, rows, weighted in ranges
+        range_totals(s, rows, weighted, options)
+        for s, (_, _, rows, weighted) in zip(sweeps, ranges, strict=True)
     ]
     contexts = [range_context(totals, i, options) for i in range(len(ranges))]
-    passes = [
-        range_pass(pos, neg, context, options)
-        for (pos, neg, _, _), context in zip(ranges, contexts, strict=True)
-    ]
+    passes = [range_pass(s, context, options) for s, context in zip(sweeps, contexts, strict=True)]
     positives = sum(t.positives for t in totals)
     negatives = sum(t.negatives for t in totals)
     bests = bests_of(passes, positives) if positives > 0 and negatives > 0 else None
     finishes = (
         [
-            range_finish(pos, neg, context, bests, i)
-            for i, ((pos, neg, _, _), context) in enumerate(zip(ranges, contexts, strict=True))
+            range_finish(s, context, bests, i)
+            for i, (s, context) in enumerate(zip(sweeps, contexts, strict=True))
         ]
         if bests is not None
         else []

@@ -2,9 +2,9 @@
 
 Evaluating each segment as a request of its own would gather each segment's rows column by
 column (a random-access pass over every column per segment) and split each segment by label
-again. Here the rows are grouped once, by (label, segment), with one stable radix sort of a
-16-bit key: the scores are gathered once, each segment's negatives and positives are then
-contiguous pieces in their input order, and the negatives (positives) of all segments one
+again. Here the rows are grouped once, by (label, segment), with one sort of small keys
+(``core/_grouping.py``): the scores are gathered once, each segment's negatives and positives
+are then contiguous pieces in their input order, and the negatives (positives) of all segments one
 block. Each piece is sorted in place: the segment's class, exactly as its own request sorts it
 (the same values in the same order). The overall classes are the two blocks, their segments'
 sorted runs side by side, sorted once more (numpy has no k-way merge; its sort of sorted runs
@@ -26,6 +26,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from evalserve.core._errors import InvalidInputError
+from evalserve.core._grouping import grouped
 from evalserve.core._options import Options
 from evalserve.core._result import EvaluationResult
 from evalserve.core._segments import Segmentation, segment_options, segment_result
@@ -66,7 +67,8 @@ def evaluate_binary_segments(
         return None
     rows = binary_inputs(y_true, y_score, None, sample_weight)
     k = len(segmentation.names)
-    order, bounds = _grouped(rows.labels, segmentation.codes, k)
+    key = rows.labels.astype(np.intp) * k + segmentation.codes
+    order, bounds = grouped(key, 2 * k)  # group label * k + code
     # take without bounds checks (the order is a permutation): faster than indexing.
     scores = np.take(rows.scores, order, mode="clip")
     weights = None if rows.weights is None else np.take(rows.weights, order, mode="clip")
@@ -101,30 +103,6 @@ def evaluate_binary_segments(
             ),
         )  # fmt: skip
     return overall, results
-
-
-def _grouped(
-    labels: NDArray[np.bool_], codes: NDArray[np.integer[Any]], k: int
-) -> tuple[NDArray[np.intp], list[int]]:
-    """The rows by (label, segment), each group in the rows' order, and where each group
-    starts: group ``label * k + code`` is ``order[bounds[g] : bounds[g + 1]]``. One sort of
-    ``group << b | row`` in 32-bit (or 64-bit) integers: distinct keys, so the order is
-    stable, and numpy sorts such keys faster than its stable radix sort of the groups alone
-    (2.5 ms against 6.6 ms for 1M rows in 100 groups, on AMD Zen 5)."""
-    n = labels.size
-    shift = max(n - 1, 1).bit_length()
-    wide = (2 * k - 1) << shift >= 2**32
-    dtype: type[np.unsignedinteger[Any]] = np.uint64 if wide else np.uint32
-    group = labels.astype(dtype)
-    group *= dtype(k)
-    group += codes.astype(dtype, copy=False)
-    bounds = np.concatenate(([0], np.cumsum(np.bincount(group, minlength=2 * k)))).tolist()
-    group <<= dtype(shift)
-    group |= np.arange(n, dtype=dtype)
-    group.sort()
-    group &= dtype((1 << shift) - 1)
-    # As numpy's index type (a take converts other integers row by row, four times slower).
-    return group.view(np.intp) if wide else group.astype(np.intp), bounds
 
 
 def _piece(scores: Floats, weights: Floats | None, start: int, stop: int) -> ClassScores:

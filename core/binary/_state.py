@@ -5,9 +5,10 @@ canonical *parts*, and the latest batches as they came (``Waiting``, core/_state
 joins the lists, and everything is folded into one part per class (one sort of their scores,
 ``merge_classes``) when the waiting batches are due (``Waiting.due``: as soon as they outweigh
 the folded state while folds compact repeated scores, so memory follows the distinct scores;
-past three times the state and a million entries while the scores are distinct, so such a
-stream costs about one sort, as the one-shot evaluation's own), or when a result or the bytes
-are asked for. The same is kept for the hard predictions when the batches carry them.
+while the scores are distinct, only once many batches wait and they pass three times the state
+and a million entries, so such a stream costs about one sort, as the one-shot evaluation's
+own), or when a result or the bytes are asked for. The same is kept for the hard predictions
+when the batches carry them.
 """
 
 from __future__ import annotations

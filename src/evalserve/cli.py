@@ -276,6 +276,11 @@ def _settings(settings: type[Settings], args: argparse.Namespace) -> Settings:
         raise SystemExit(f"evalserve: bad setting: {problems}") from None
 
 
+def _command(argv: Sequence[str]) -> str | None:
+    """The command named by ``argv`` (its first argument not an option), if any."""
+    return next((argument for argument in argv if not argument.startswith("-")), None)
+
+
 def _serve(settings: type[Settings], args: argparse.Namespace) -> int:
     try:
         from evalserve.service.server import serve
@@ -286,7 +291,10 @@ def _serve(settings: type[Settings], args: argparse.Namespace) -> int:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    settings = _settings_class()
+    # The server's settings (pydantic, a tenth of a second to import) only where serve's
+    # flags may be read: not for evaluate and report.
+    command = _command(sys.argv[1:] if argv is None else argv)
+    settings = None if command in ("evaluate", "report") else _settings_class()
     parser = build_parser(settings)
     # Known arguments first: without the service extra, serve's flags are unknown here, and the
     # answer is the extra to install, not a usage error.

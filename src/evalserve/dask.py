@@ -25,7 +25,7 @@ Needs the ``dask`` extra: ``pip install 'evalserve[dask]'``.
 
 from __future__ import annotations
 
-import math
+import os
 import sys
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -35,6 +35,7 @@ import numpy as np
 import pyarrow as pa
 from dask.base import compute
 from dask.delayed import Delayed, delayed
+from numpy.typing import NDArray
 
 from evalserve.core import (
     REGISTRY,
@@ -48,15 +49,19 @@ from evalserve.core import (
 from evalserve.core._segments import DEFAULT_MAX_SEGMENTS
 from evalserve.core.ranges import (
     Bests,
+    RangeClasses,
     RangeContext,
     RangeFinish,
     RangePass,
+    RangeRows,
     RangeTotals,
     bests_of,
     combine_ranges,
+    range_classes,
     range_context,
     range_finish,
     range_pass,
+    range_rows,
     range_totals,
 )
 from evalserve.offline import (
@@ -214,16 +219,13 @@ def _partition_state(
     table_plan: Plan,
     options: Mapping[str, Any] | None,
     cap: int | None,
-    score_range: tuple[float, float] | None = None,
     *,
     max_segments: int | None = DEFAULT_MAX_SEGMENTS,
 ) -> bytes:
-    """The state of one partition's rows (those in ``score_range``, when given) as bytes;
-    bad rows raise ``InvalidInputError`` naming the partition and the row in it."""
+    """The state of one partition's rows as bytes; bad rows raise ``InvalidInputError``
+    naming the partition and the row in it."""
     try:
         accumulator = _accumulator(table_plan, options, cap, max_segments)
-        if score_range is not None:
-            part = _in_range(part, table_plan.score[0], score_range)
         arguments = table_plan.arguments(lambda name: _column(part, name))
         if table_plan.segment is None:
             accumulator.update(**arguments)
@@ -241,18 +243,24 @@ def _partition_state(
     return accumulator.to_bytes()
 
 
-def _in_range(part: Any, score: str, score_range: tuple[float, float]) -> Any:
-    """The rows whose score lies in (low, high]. Every row is checked in the range it falls
-    in, but its score is checked here: a NaN or an infinite score would fall in none."""
-    scores = np.asarray(_column(part, score), dtype=np.float64)
-    bad = np.flatnonzero(~np.isfinite(scores))
-    if bad.size:
-        row = int(bad[0])
-        raise InvalidInputError(
-            score, f"expected finite numbers, but row {row} is {float(scores[row])}"
+def _range_rows(
+    part: Any, index: int, table_plan: Plan, cuts: Sequence[float]
+) -> tuple[RangeRows, ...]:
+    """One partition's rows in each score range (``range_rows``: read once, whatever the
+    number of ranges); bad rows raise ``InvalidInputError`` naming the partition and the row
+    in it."""
+    try:
+        if table_plan.prediction is not None:
+            raise InvalidInputError("predictions", "the ranges path takes scores only")
+        arguments = table_plan.arguments(lambda name: _column(part, name))
+        return range_rows(
+            arguments["y_true"], arguments["y_score"], arguments.get("sample_weight"), cuts
         )
-    low, high = score_range
-    return part[(scores > low) & (scores <= high)] if len(part) else part
+    except InvalidInputError as error:
+        raise InvalidInputError(
+            error.field,
+            f"partition {index}: {error.message} (rows count from the partition's first row)",
+        ) from None
 
 
 def _segments(part: Any, name: str) -> tuple[Any, list[str]]:
@@ -281,6 +289,12 @@ def _merged(cap: int | None, max_segments: int | None, *states: bytes) -> bytes:
     return accumulator.to_bytes()
 
 
+# The scores the client samples to cut the ranges: spread over the partitions, at least
+# MIN_PART_SAMPLE from each.
+CUT_SAMPLE = 200_000
+MIN_PART_SAMPLE = 64
+
+
 # --- the ranges: each worker one stretch of the score axis --------------------------------------
 
 
@@ -294,32 +308,30 @@ def _ranges(
     retries: int,
 ) -> EvaluationResult:
     parts = frame.to_delayed()
-    count = ranges or min(64, max(2, 2 * len(parts)))
+    count = ranges or _default_ranges(len(parts))
     cuts = _cuts(frame[table_plan.score[0]], count, retries)
-    # Ranges (low, high], from the highest scores down: the order the passes take them in.
-    bounds = list(zip([-math.inf, *cuts], [*cuts, math.inf], strict=True))[::-1]
-    states = [
-        _reduced(
-            [
-                delayed(_partition_state, pure=True)(part, i, table_plan, options, cap, bound)
-                for i, part in enumerate(parts)
-            ],
-            split_every,
-            cap,
-        )
-        for bound in bounds
+    # Ranges (low, high], from the highest scores down: the order the passes take them in. Each
+    # partition is split into all of them by one task; each range's pieces are joined by one
+    # task, whose classes stay on its worker for the range's passes.
+    split = [
+        delayed(_range_rows, pure=True, nout=len(cuts) + 1)(part, i, table_plan, cuts)
+        for i, part in enumerate(parts)
+    ]
+    classes = [
+        delayed(_range_classes, pure=True)(cap, *(pieces[j] for pieces in split))
+        for j in range(len(cuts) + 1)
     ]
     parsed = parse_options(options)
-    totals = [delayed(_totals, pure=True)(state, parsed) for state in states]
-    contexts = [delayed(range_context, pure=True)(totals, i, parsed) for i in range(len(states))]
+    totals = [delayed(_totals, pure=True)(each, parsed) for each in classes]
+    contexts = [delayed(range_context, pure=True)(totals, i, parsed) for i in range(len(classes))]
     passes = [
-        delayed(_pass, pure=True)(state, context, parsed)
-        for state, context in zip(states, contexts, strict=True)
+        delayed(_pass, pure=True)(each, context, parsed)
+        for each, context in zip(classes, contexts, strict=True)
     ]
     bests = delayed(_bests, pure=True)(totals, passes)
     finishes = [
-        delayed(_finish, pure=True)(state, context, bests, i)
-        for i, (state, context) in enumerate(zip(states, contexts, strict=True))
+        delayed(_finish, pure=True)(each, context, bests, i)
+        for i, (each, context) in enumerate(zip(classes, contexts, strict=True))
     ]
     got_totals, got_contexts, got_passes, got_finishes, got_bests = compute(
         totals, contexts, passes, finishes, bests, retries=retries
@@ -328,22 +340,57 @@ def _ranges(
 
 
 def _cuts(scores: dd.Series, count: int, retries: int) -> list[float]:
-    """Cut points at the scores' quantiles (from Dask's approximate quantiles: the ranges need
-    not be even to be exact), distinct and in ascending order."""
+    """Cut points at the quantiles of a sample of the scores (every partition's, evenly spaced:
+    the ranges need not be even to be exact, only to share the work), distinct and in
+    ascending order. The client holds at most about ``CUT_SAMPLE`` scores, however many rows."""
     quantiles = np.linspace(0, 1, count + 1)[1:-1]
-    if not quantiles.size:
+    parts = scores.to_delayed()
+    if not quantiles.size or not parts:
         return []
-    (values,) = compute(scores.quantile(list(quantiles)), retries=retries)
-    return sorted({float(value) for value in np.asarray(values) if np.isfinite(value)})
+    each = max(MIN_PART_SAMPLE, CUT_SAMPLE // len(parts))
+    (samples,) = compute(
+        [delayed(_sample, pure=True)(part, each) for part in parts], retries=retries
+    )
+    sample = np.concatenate(samples)
+    if not sample.size:
+        return []
+    return sorted({float(value) for value in np.quantile(sample, quantiles)})
 
 
-def _totals(state: bytes, options: Options) -> RangeTotals:
-    return range_totals(*Accumulator.from_bytes(state).score_classes(), options)
+def _sample(part: Any, size: int) -> NDArray[np.float64]:
+    """At most ``size`` of a partition's finite scores, evenly spaced in its order."""
+    values = np.asarray(part, dtype=np.float64)
+    values = values[np.isfinite(values)]
+    return values[:: max(1, values.size // size)][:size].copy()
 
 
-def _pass(state: bytes, context: RangeContext, options: Options) -> RangePass:
-    positives, negatives, _, _ = Accumulator.from_bytes(state).score_classes()
-    return range_pass(positives, negatives, context, options)
+def _default_ranges(partitions: int) -> int:
+    """Two ranges per thread of the cluster computing (each range's join and passes are one
+    task a step: enough for every thread, twice over to even out uneven ranges), at most two
+    per partition and 64."""
+    return max(2, min(64, 2 * _threads(), 2 * partitions))
+
+
+def _threads() -> int:
+    """The threads of the current ``distributed`` cluster, else this machine's CPUs."""
+    try:
+        from distributed import get_client
+
+        return sum(get_client().nthreads().values())
+    except (ImportError, ValueError):
+        return os.cpu_count() or 1
+
+
+def _range_classes(cap: int | None, *pieces: RangeRows) -> RangeClasses:
+    return range_classes(pieces, cap)
+
+
+def _totals(classes: RangeClasses, options: Options) -> RangeTotals:
+    return range_totals(classes.sweep, classes.n_rows, classes.weighted, options)
+
+
+def _pass(classes: RangeClasses, context: RangeContext, options: Options) -> RangePass:
+    return range_pass(classes.sweep, context, options)
 
 
 def _bests(totals: list[RangeTotals], passes: list[RangePass]) -> Bests | None:
@@ -352,11 +399,12 @@ def _bests(totals: list[RangeTotals], passes: list[RangePass]) -> Bests | None:
     return bests_of(passes, positives) if positives > 0 and negatives > 0 else None
 
 
-def _finish(state: bytes, context: RangeContext, bests: Bests | None, position: int) -> RangeFinish:
+def _finish(
+    classes: RangeClasses, context: RangeContext, bests: Bests | None, position: int
+) -> RangeFinish:
     if bests is None:
         return RangeFinish()
-    positives, negatives, _, _ = Accumulator.from_bytes(state).score_classes()
-    return range_finish(positives, negatives, context, bests, position)
+    return range_finish(classes.sweep, context, bests, position)
 
 
 # --- the command line: files through Dask -------------------------------------------------------

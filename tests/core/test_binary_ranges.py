@@ -14,8 +14,16 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from evalserve.core import Accumulator, EvaluationResult, evaluate, parse_options
+from evalserve.core import (
+    Accumulator,
+    EvaluationResult,
+    InvalidInputError,
+    StateTooLargeError,
+    evaluate,
+    parse_options,
+)
 from evalserve.core.binary._ranges import ranges_result
+from evalserve.core.ranges import range_classes, range_rows
 
 OPTION_CASES: list[dict[str, Any]] = [
     {},
@@ -156,3 +164,59 @@ def test_ndcg_sums_each_range_given_the_mass_above_it() -> None:
     for name in names:
         assert ranged.metrics[name] == pytest.approx(whole.metrics[name], rel=1e-12), name
     _same(ranged, whole)
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    seed=st.integers(0, 2**32 - 1),
+    cuts=st.lists(st.sampled_from([-1.0, -0.25, 0.0, 0.25, 0.5, 1.5]), max_size=4),
+    weighted=st.booleans(),
+)
+def test_range_rows_place_every_row_in_its_range(
+    seed: int, cuts: list[float], weighted: bool
+) -> None:
+    """``range_rows`` (a batch split into every range at once) gives each range the rows whose
+    score lies in (low, high], in their order, and the ranges joined by ``range_classes`` give
+    the classes one state of the rows holds (counts and integer weights: to the bit)."""
+    rng = np.random.default_rng(seed)
+    n = int(rng.integers(0, 60))
+    labels = rng.random(n) < 0.4
+    scores = np.round(rng.normal(size=n), 1)  # ties, and scores on the cuts
+    weights = rng.integers(0, 3, n).astype(np.float64) if weighted else None
+    edges = sorted(set(cuts))
+    pieces = range_rows(labels, scores, weights, edges)
+    bounds = [-np.inf, *edges, np.inf]
+    assert len(pieces) == len(edges) + 1
+    for piece, (low, high) in zip(pieces, reversed(list(itertools.pairwise(bounds))), strict=True):
+        inside = (scores > low) & (scores <= high)
+        assert piece.n_rows == int(inside.sum())
+        for part, chosen in (
+            (piece.positives, inside & labels),
+            (piece.negatives, inside & ~labels),
+        ):
+            np.testing.assert_array_equal(part.scores, scores[chosen])
+            if weights is not None:
+                assert part.weights is not None
+                np.testing.assert_array_equal(part.weights, weights[chosen])
+    if n == 0:
+        return
+    joined = range_classes(pieces)
+    accumulator = Accumulator("binary").update(labels, scores, sample_weight=weights)
+    positives, negatives, rows, was_weighted = accumulator.score_classes()
+    for got, want in ((joined.sweep.positives, positives), (joined.sweep.negatives, negatives)):
+        np.testing.assert_array_equal(got.scores, want.scores)
+        np.testing.assert_array_equal(got.masses(), want.masses())
+    assert (joined.n_rows, joined.weighted) == (rows, was_weighted)
+
+
+def test_range_rows_name_a_bad_row_as_evaluate_does() -> None:
+    with pytest.raises(InvalidInputError) as refused:
+        range_rows([0, 1, 2], [0.1, 0.2, 0.3], None, [0.15])
+    assert refused.value.field == "labels"
+    assert "row 2" in refused.value.message
+
+
+def test_a_range_over_its_cap_is_refused() -> None:
+    pieces = range_rows([0, 1] * 50, np.linspace(0, 1, 100), None, [0.5])
+    with pytest.raises(StateTooLargeError):
+        range_classes(pieces[:1], max_bytes=100)

@@ -16,7 +16,7 @@ import pytest
 from numpy.typing import NDArray
 
 from evalserve.core import Accumulator, evaluate
-from evalserve.core._state import DISTINCT_SHARE, MIN_FOLD, SAMPLE, Waiting
+from evalserve.core._state import DISTINCT_SHARE, MAX_WAITING_PARTS, MIN_FOLD, SAMPLE, Waiting
 from evalserve.core.binary._state import BinaryState
 
 
@@ -76,12 +76,24 @@ def test_before_any_fold_and_while_folds_compact_batches_fold_once_they_outweigh
 
 
 def test_while_folds_keep_distinct_values_batches_wait_for_the_lazy_threshold() -> None:
+    """Distinct values fold only once more than MAX_WAITING_PARTS batches wait, past 3x the
+    state and the lazy threshold: a few large batches wait for the result (one sort)."""
     kept = int(DISTINCT_SHARE * 10_000) + 1
-    distinct = Waiting((Part(50_000, 0),), 50_000, 0, folded_in=10_000, folded_kept=kept)
-    assert not distinct.due(held=10_000, lazy_min=1 << 20)  # over the state, under 3x and 1M
-    many = Waiting((Part(2_000_000, 0),), 2_000_000, 0, folded_in=10_000, folded_kept=kept)
+    parts = MAX_WAITING_PARTS + 1
+
+    def waiting(entries: int, count: int) -> Waiting[Part]:
+        each = entries // count
+        return Waiting(
+            tuple(Part(each, 0) for _ in range(count)), each * count, 0,
+            folded_in=10_000, folded_kept=kept,
+        )  # fmt: skip
+
+    assert not waiting(50_000, parts).due(held=10_000, lazy_min=1 << 20)  # under 3x and 1M
+    many = waiting(2_000_000 + parts, parts)
     assert many.due(held=10_000, lazy_min=1 << 20)
     assert not many.due(held=700_000, lazy_min=1 << 20)  # under 3x the state
+    few = waiting(2_000_000, 10)
+    assert not few.due(held=10_000, lazy_min=1 << 20)  # large batches wait for the result
 
 
 def _repeated(task: str, rows: int, rng: np.random.Generator) -> dict[str, Any]:

@@ -197,6 +197,16 @@ def test_a_bad_row_names_its_partition(client: Client, method: str) -> None:
         evalserve_dask.evaluate(data, task="binary", method=method)
 
 
+def test_a_bad_label_in_a_range_names_its_row_in_the_partition(client: Client) -> None:
+    """The ranges path splits each partition into its ranges in one task: a bad row found in
+    one range's rows is named by its row in the partition."""
+    frame = pd.DataFrame({"label": [0, 1] * 10, "score": np.linspace(1, 0, 20)})
+    frame.loc[17, "label"] = 5
+    data = dd.from_pandas(frame, npartitions=2)
+    with pytest.raises(InvalidInputError, match=r"^labels: partition 1: .*row 7\b"):
+        evalserve_dask.evaluate(data, task="binary", method="ranges", ranges=4)
+
+
 def _slow_part(seed: int) -> pd.DataFrame:
     time.sleep(1.0)
     rng = np.random.default_rng(seed)

@@ -1,0 +1,187 @@
+"""Benchmark: does the Dask engine scale? One binary evaluation of 20 million rows of Parquet
+(20 files of a million rows: 30% positives, continuous scores, every score distinct) by the
+exact ranges path on a ``distributed.LocalCluster`` of 1 and of 2 single-threaded worker
+processes, beside the in-process evaluator (``accumulate_files``) on the same files.
+
+Targets (gated): 2 workers evaluate at least 1.6x the rows per second of 1 worker, and 1
+worker takes at most 1.3x the in-process evaluator. The tree path is timed too (reported).
+Each cluster is started before its timing and kept for its rounds; every way runs once to warm
+up, then in interleaved rounds, keeping its best time. The answers must agree (the tree to
+the bit, the ranges to 1e-12).
+
+    python bench/dask_scaling.py [--rows 20000000] [--files 20] [--repeats 3] [--quick]
+        [--no-fail] [--results PATH]
+
+It prints its table and rewrites its own section of ``bench/RESULTS.md``; it exits with status
+1 when a gated target fails, unless ``--no-fail``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import datetime as dt
+import logging
+import shlex
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "src"))
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
+from machine import machine_description
+from results_md import RESULTS_PATH, write_section
+from timing import Row, progress, render_table, verdict
+
+SECTION_TITLE = "Dask scaling (bench/dask_scaling.py)"
+SPEED_UP = 1.6
+ONE_WORKER = 1.3
+
+
+def write_files(folder: Path, rows: int, files: int, seed: int) -> None:
+    rng = np.random.default_rng(seed)
+    each = rows // files
+    for index in range(files):
+        labels = (rng.random(each) < 0.3).astype(np.int64)
+        scores = rng.normal(size=each) + labels
+        pq.write_table(
+            pa.table({"label": labels, "score": scores}), folder / f"{index:03d}.parquet"
+        )
+
+
+@contextlib.contextmanager
+def cluster(workers: int) -> Iterator[Any]:
+    from distributed import Client, LocalCluster
+
+    logging.getLogger("distributed").setLevel(logging.ERROR)
+    with (
+        LocalCluster(
+            n_workers=workers, threads_per_worker=1, processes=True, dashboard_address=":0"
+        ) as local,
+        Client(local) as client,
+    ):
+        yield client
+
+
+def dask_way(folder: Path, method: str) -> Callable[[], Any]:
+    def run() -> Any:
+        import dask.dataframe as dd
+
+        from evalserve import dask as evalserve_dask
+
+        return evalserve_dask.evaluate(dd.read_parquet(folder), task="binary", method=method)
+
+    return run
+
+
+def in_process(folder: Path) -> Callable[[], Any]:
+    def run() -> Any:
+        from evalserve.offline import ColumnSpec, accumulate_files
+
+        return accumulate_files([str(folder)], ColumnSpec()).result()
+
+    return run
+
+
+def best(run: Callable[[], Any], repeats: int) -> tuple[float, Any]:
+    """The answer of a warm-up run and the best wall time of ``repeats`` more."""
+    answer = run()
+    times = []
+    for _ in range(repeats):
+        started = time.perf_counter()
+        run()
+        times.append(time.perf_counter() - started)
+    return min(times), answer
+
+
+def agree(reference: Any, other: Any, *, exact: bool) -> None:
+    for name, value in reference.metrics.items():
+        got = other.metrics[name]
+        if value is None or got is None:
+            assert value == got, name
+        elif exact:
+            assert got == value, (name, got, value)
+        else:
+            assert abs(got - value) <= 1e-12 * max(1.0, abs(value)), (name, got, value)
+
+
+def render(rows: Sequence[Row], times: Mapping[str, float], command: str) -> str:
+    lines = [
+        f"* Command: `{command}`",
+        f"* Date: {dt.datetime.now(dt.UTC):%Y-%m-%d %H:%M} UTC",
+        f"* Machine: {machine_description()}",
+        "",
+        render_table(rows),
+        "",
+        verdict(rows),
+        "",
+        "| way | seconds |",
+        "|---|---:|",
+        *(f"| {way} | {seconds:.2f} |" for way, seconds in times.items()),
+        "",
+        "* Workers: `distributed.LocalCluster` processes of one thread each; the cluster is",
+        "  started before the timing. The ranges path reads each partition once and splits its",
+        "  rows into every range there.",
+    ]
+    return "\n".join(lines)
+
+
+def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--rows", type=int, default=20_000_000)
+    parser.add_argument("--files", type=int, default=20)
+    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--quick", action="store_true", help="2,000,000 rows, one round")
+    parser.add_argument("--no-fail", action="store_true", help="exit 0 when a target fails")
+    parser.add_argument("--results", type=Path, default=RESULTS_PATH)
+    return parser.parse_args(argv)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = parse_args(argv)
+    rows, repeats = (2_000_000, 1) if args.quick else (args.rows, args.repeats)
+    times: dict[str, float] = {}
+    with tempfile.TemporaryDirectory() as directory:
+        folder = Path(directory)
+        progress(f"writing {rows:,} rows in {args.files} Parquet files ...")
+        write_files(folder, rows, args.files, args.seed)
+        progress("in process ...")
+        times["in process"], reference = best(in_process(folder), repeats)
+        for workers in (1, 2):
+            with cluster(workers):
+                for method in ("ranges", "tree"):
+                    progress(f"{workers} worker(s), {method} ...")
+                    name = f"{workers} worker{'s' if workers > 1 else ''}, {method}"
+                    times[name], answer = best(dask_way(folder, method), repeats)
+                    agree(reference, answer, exact=method == "tree")
+    one, two = times["1 worker, ranges"], times["2 workers, ranges"]
+    table = [
+        Row("2 workers / 1 worker, ranges (rows/s)", rows, two, "1 worker", one, one / two,
+            SPEED_UP, at_least=True, gate=True),
+        Row("1 worker, ranges / in process", rows, one, "in process", times["in process"],
+            one / times["in process"], ONE_WORKER, gate=True),
+        Row("2 workers / 1 worker, tree (rows/s)", rows, times["2 workers, tree"], "1 worker",
+            times["1 worker, tree"], times["1 worker, tree"] / times["2 workers, tree"],
+            SPEED_UP, at_least=True),
+    ]  # fmt: skip
+    given = argv if argv is not None else sys.argv[1:]
+    command = "python bench/dask_scaling.py" + (" " + shlex.join(given) if given else "")
+    body = render(table, times, command)
+    print(body)
+    write_section(SECTION_TITLE, body, args.results)
+    failed = [row.scenario for row in table if row.failed]
+    if failed and not args.no_fail:
+        print(f"FAIL: {'; '.join(failed)}", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
