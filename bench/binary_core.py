@@ -24,7 +24,10 @@ floor hides the cost of everything after the sort. So ``np.sort`` and ``np.argso
 scores are timed in this process and in a worker process started with
 ``NPY_DISABLE_CPU_FEATURES`` naming numpy's AVX-512 dispatch targets (the worker checks that they
 are off, from what ``np.show_runtime()`` reports); each floor is the faster of the two. On a CPU
-without AVX-512 there is nothing to disable and the default path is the floor.
+without AVX-512 there is nothing to disable and the default path is the floor. The same worker
+also times the unweighted suite, reported beside the plain process's: the suite with and without
+numpy's AVX-512 targets on this CPU (on AMD Zen 4 the ``evalserve`` command runs the AVX2 path,
+``evalserve.cpu_dispatch``).
 
 The same suites also run in a second worker process with the ``evalserve`` server's allocator
 setting (``service.memory.retain_freed_memory``), reported beside the plain process.
@@ -195,6 +198,7 @@ def sort_floor_note(disabled: Sequence[str], worker_hello: Mapping[str, object] 
 REMOTE_TASKS = {
     f"np.sort, {AVX2}": "np.sort",
     f"np.argsort, {AVX2}": "np.argsort",
+    f"our suite, {AVX2}": "our suite",
     f"our suite, {SERVER}": "our suite",
     f"our weighted suite, {SERVER}": "our weighted suite",
 }
@@ -246,6 +250,7 @@ def bench_size(data: Data, repeats: int, folder: Path, disabled: Sequence[str]) 
             floor_hello = dict(floor.hello)
             timed[f"np.sort, {AVX2}"] = floor.task("np.sort")
             timed[f"np.argsort, {AVX2}"] = floor.task("np.argsort")
+            timed[f"our suite, {AVX2}"] = floor.task("our suite")
         usage = best_runs(timed, repeats, check=checker(data))
     wall = {name: used.wall for name, used in usage.items()}
     sort = Floor(wall["np.sort"], wall.get(f"np.sort, {AVX2}"))
@@ -274,7 +279,20 @@ def bench_size(data: Data, repeats: int, folder: Path, disabled: Sequence[str]) 
         Row("equal error rate and DET curve, timed alone / unweighted suite", n,
             alone, "our suite", ours, alone / ours, EER_DET_LIMITS.get(n, 0.01)),
     ]  # fmt: skip
+    if f"our suite, {AVX2}" in wall:
+        rows += avx2_suite_rows(n, wall[f"our suite, {AVX2}"], ours, sort_name, sort.best)
     return SizeResult(rows, usage, sort, argsort, n, floor_hello)
+
+
+def avx2_suite_rows(n: int, avx2: float, ours: float, sort_name: str, floor: float) -> list[Row]:
+    """The unweighted suite with numpy's AVX-512 targets off (the sort-floor worker), reported:
+    against the sort floor, and against the same suite on numpy's default path."""
+    return [
+        Row(f"unweighted suite, {AVX2} / sort floor", n, avx2, sort_name, floor, avx2 / floor,
+            limits_for(n).suite_vs_sort),
+        Row(f"unweighted suite, {AVX2} / unweighted suite, default path", n, avx2, "our suite",
+            ours, avx2 / ours),
+    ]  # fmt: skip
 
 
 def eer_and_det(data: Data) -> float:
@@ -416,7 +434,9 @@ above):
   allocator" is the same suite in a worker process that first called
   `service.memory.retain_freed_memory()`, as the `evalserve` server does at start-up (freed
   arrays stay in the heap instead of being faulted in afresh by the next call); it is reported
-  only.
+  only. "AVX2 path" is the same suite in the sort-floor worker, numpy's AVX-512 targets off (as
+  the `evalserve` command runs on AMD Zen 4), reported only; where the CPU has no AVX-512 there
+  is no such worker and no such row.
 * Extra peak memory: tracemalloc's peak (numpy reports its arrays to it) during one suite call
   in a fresh process, the inputs loaded and a {10_000:,}-row warm-up call made before tracing
   starts; bytes per row = peak / rows. The unweighted suite is gated.

@@ -6,9 +6,9 @@ own process.
   the interleaved rounds of the main process (which waits, idle, while it runs). Two settings:
   ``sort-floor``, started with ``NPY_DISABLE_CPU_FEATURES`` naming numpy's AVX-512 dispatch
   targets (it checks, from what ``np.show_runtime()`` reports, that every one of them is off,
-  so its ``np.sort``/``np.argsort`` take numpy's AVX2 path); ``server-allocator``, which first
-  keeps freed memory in the heap as the ``evalserve`` server does at start-up
-  (``service.memory.retain_freed_memory``).
+  so its ``np.sort``/``np.argsort`` and its suites take numpy's AVX2 path);
+  ``server-allocator``, which first keeps freed memory in the heap as the ``evalserve`` server
+  does at start-up (``service.memory.retain_freed_memory``).
 * ``memory``: a fresh process that measures the extra peak memory of one suite call with
   tracemalloc (numpy reports its array allocations to it): the inputs are loaded and a small
   warm-up call has run (imports, first-call caches) before tracing starts, so the peak is the

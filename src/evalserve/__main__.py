@@ -1,7 +1,5 @@
 """``python -m evalserve ...`` is the ``evalserve`` command."""
 
-import sys
+from evalserve.cli import run
 
-from evalserve.cli import main
-
-sys.exit(main())
+run()

@@ -8,17 +8,18 @@ import argparse
 import json
 import sys
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NoReturn
 
 from evalserve.core import OPTIONS, TASKS
 from evalserve.core._segments import DEFAULT_MAX_SEGMENTS
+from evalserve.cpu_dispatch import restart_with_avx2_sort
 from evalserve.service.memory import retain_freed_memory
 
 if TYPE_CHECKING:
     from evalserve.offline import ColumnSpec, MonitorFile
     from evalserve.service.config import Settings
 
-__all__ = ["main"]
+__all__ = ["main", "run"]
 
 SERVICE_EXTRA_MISSING = (
     "evalserve: 'evalserve serve' needs the service extra: pip install 'evalserve[service]'"
@@ -290,7 +291,17 @@ def _serve(settings: type[Settings], args: argparse.Namespace) -> int:
     return serve(_settings(settings, args))
 
 
+def run() -> NoReturn:
+    """The ``evalserve`` program (the installed command, ``python -m evalserve``): first, where
+    numpy's AVX-512 sort is the slow one, the same command again with numpy's AVX2 sort
+    (:mod:`evalserve.cpu_dispatch`), then :func:`main` on the command line and its status."""
+    restart_with_avx2_sort()
+    sys.exit(main())
+
+
 def main(argv: Sequence[str] | None = None) -> int:
+    """The command line ``argv`` (default ``sys.argv[1:]``) run in this process; the exit
+    status."""
     # The server's settings (pydantic, a tenth of a second to import) only where serve's
     # flags may be read: not for evaluate and report.
     command = _command(sys.argv[1:] if argv is None else argv)
@@ -379,4 +390,4 @@ def _report_available() -> bool:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    run()

@@ -81,6 +81,7 @@ def test_no_module_imports_the_folders_by_their_repository_names() -> None:
         "evalserve.core",
         "evalserve.service",
         "evalserve.cli",
+        "evalserve.cpu_dispatch",
         "evalserve.service.server",
     ],
 )
