@@ -77,6 +77,7 @@ from evalserve.offline import (
 from evalserve.offline._files import FileError, sources
 from evalserve.offline._run import segment_error
 from evalserve.offline._segments import segment_codes
+from evalserve.service.memory import retain_freed_memory
 
 __all__ = ["evaluate", "run_files"]
 
@@ -450,6 +451,9 @@ def run_files(
             client = Client(scheduler)
         else:
             client = Client(LocalCluster(processes=True, threads_per_worker=1))
+            # Its own workers keep freed pages for the next large array, as the command's own
+            # process and the server do (a fresh array faults in its pages otherwise).
+            client.run(retain_freed_memory)
         with client:
             result = evaluate(
                 frame,
