@@ -67,14 +67,13 @@ def _pad(size: int) -> int:
 
 
 def encode(document: StateDocument) -> bytes:
-    """The bytes of ``document`` (arrays converted to their little-endian form)."""
-    table = []
-    blobs = []
-    for name, array in document.arrays.items():
-        kind = _code(array)
-        data = np.ascontiguousarray(array, dtype=_DTYPES[kind]).tobytes()
-        table.append([name, kind, list(array.shape)])
-        blobs.append(data + bytes(_pad(len(data))))
+    """The bytes of ``document`` (arrays converted to their little-endian form), written into
+    one buffer: a state is as large as its distinct scores, so no part is copied twice."""
+    kinds = [_code(array) for array in document.arrays.values()]
+    table = [
+        [name, kind, list(array.shape)]
+        for (name, array), kind in zip(document.arrays.items(), kinds, strict=True)
+    ]
     fields: dict[str, Any] = {
         "task": document.task,
         "options": document.options,
@@ -90,10 +89,23 @@ def encode(document: StateDocument) -> bytes:
         separators=(",", ":"),
     ).encode()
     start = _PREFIX.size + len(head)
-    body = b"".join(
-        [_PREFIX.pack(MAGIC, FORMAT_VERSION, len(head)), head, bytes(_pad(start)), *blobs]
-    )
-    return body + _CHECKSUM.pack(zlib.crc32(body))
+    offset = start + _pad(start)
+    sizes = [
+        array.size * _DTYPES[kind].itemsize
+        for array, kind in zip(document.arrays.values(), kinds, strict=True)
+    ]
+    total = offset + sum(size + _pad(size) for size in sizes)
+    buffer = bytearray(total + _CHECKSUM.size)  # zeros: the padding
+    _PREFIX.pack_into(buffer, 0, MAGIC, FORMAT_VERSION, len(head))
+    buffer[_PREFIX.size : start] = head
+    for array, kind, size in zip(document.arrays.values(), kinds, sizes, strict=True):
+        target = np.frombuffer(buffer, dtype=_DTYPES[kind], count=array.size, offset=offset)
+        target[...] = np.ravel(array)
+        offset += size + _pad(size)
+    view = memoryview(buffer)
+    _CHECKSUM.pack_into(buffer, total, zlib.crc32(view[:total]))
+    view.release()
+    return bytes(buffer)
 
 
 def _code(array: NDArray[Any]) -> str:
@@ -116,7 +128,9 @@ def decode(data: bytes | bytearray | memoryview) -> StateDocument:
     not a whole, intact state of a format version this evalserve reads."""
     if not isinstance(data, bytes | bytearray | memoryview):
         raise _refuse(f"expected bytes, but got {type(data).__name__}")
-    raw = bytes(data)
+    # A view, not a copy: a state is as large as its distinct scores, and decoding it holds it
+    # once more (its arrays, writeable copies), not twice.
+    raw = memoryview(data).cast("B")
     if len(raw) < _PREFIX.size + _CHECKSUM.size:
         raise _refuse(f"is {len(raw)} bytes, too short to be an evalserve state")
     magic, version, head_size = _PREFIX.unpack_from(raw)
@@ -133,7 +147,7 @@ def decode(data: bytes | bytearray | memoryview) -> StateDocument:
     end = _PREFIX.size + head_size
     if end > len(body):
         raise _refuse("has a head longer than the data")
-    head = _head(body[_PREFIX.size : end])
+    head = _head(bytes(body[_PREFIX.size : end]))
     offset = end + _pad(end)
     arrays: dict[str, NDArray[Any]] = {}
     for name, kind, shape in head["arrays"]:
