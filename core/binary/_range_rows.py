@@ -21,7 +21,7 @@ from numpy.typing import NDArray
 from evalserve.core._errors import StateTooLargeError
 from evalserve.core._grouping import grouped
 from evalserve.core._validation import WEIGHTLESS_BATCHES, binary_inputs
-from evalserve.core.binary._classes import RawScores, merge_classes
+from evalserve.core.binary._classes import ClassScores, RawScores, merge_classes
 from evalserve.core.binary._state import BYTES_PER_ENTRY
 from evalserve.core.binary._sweep import Sweep, sweep
 
@@ -42,11 +42,17 @@ class RangeRows:
 
 @dataclass(frozen=True, slots=True, eq=False)
 class RangeClasses:
-    """One range's classes (every batch's rows in it) swept, as the three passes read them."""
+    """One range's classes (every batch's rows in it), as its worker keeps them for the three
+    passes: each pass sweeps them anew (``sweep``), so that between passes a worker holds
+    its ranges' states (16 bytes a distinct score), not their sweeps (several times that)."""
 
-    sweep: Sweep
+    positives: ClassScores
+    negatives: ClassScores
     n_rows: int
     weighted: bool
+
+    def sweep(self) -> Sweep:
+        return sweep(self.positives, self.negatives)
 
 
 def range_rows(
@@ -99,5 +105,4 @@ def range_classes(pieces: Sequence[RangeRows], max_bytes: int | None = None) -> 
             "bytes: cut the scores into more ranges, raise the cap, or round the scores",
         )
     n_rows = sum(piece.n_rows for piece in pieces)
-    weighted = any(piece.weighted for piece in pieces)
-    return RangeClasses(sweep(positives, negatives), n_rows, weighted)
+    return RangeClasses(positives, negatives, n_rows, any(piece.weighted for piece in pieces))

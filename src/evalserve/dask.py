@@ -387,11 +387,11 @@ def _range_classes(cap: int | None, *pieces: RangeRows) -> RangeClasses:
 
 
 def _totals(classes: RangeClasses, options: Options) -> RangeTotals:
-    return range_totals(classes.sweep, classes.n_rows, classes.weighted, options)
+    return range_totals(classes.sweep(), classes.n_rows, classes.weighted, options)
 
 
 def _pass(classes: RangeClasses, context: RangeContext, options: Options) -> RangePass:
-    return range_pass(classes.sweep, context, options)
+    return range_pass(classes.sweep(), context, options)
 
 
 def _bests(totals: list[RangeTotals], passes: list[RangePass]) -> Bests | None:
@@ -405,7 +405,7 @@ def _finish(
 ) -> RangeFinish:
     if bests is None:
         return RangeFinish()
-    return range_finish(classes.sweep, context, bests, position)
+    return range_finish(classes.sweep(), context, bests, position)
 
 
 # --- the command line: files through Dask -------------------------------------------------------

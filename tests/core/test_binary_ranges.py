@@ -203,7 +203,7 @@ def test_range_rows_place_every_row_in_its_range(
     joined = range_classes(pieces)
     accumulator = Accumulator("binary").update(labels, scores, sample_weight=weights)
     positives, negatives, rows, was_weighted = accumulator.score_classes()
-    for got, want in ((joined.sweep.positives, positives), (joined.sweep.negatives, negatives)):
+    for got, want in ((joined.positives, positives), (joined.negatives, negatives)):
         np.testing.assert_array_equal(got.scores, want.scores)
         np.testing.assert_array_equal(got.masses(), want.masses())
     assert (joined.n_rows, joined.weighted) == (rows, was_weighted)
