@@ -112,9 +112,10 @@ def evaluate(
     Columns as in ``evalserve evaluate`` (``label``, ``score``, ``weight`` when present; a
     list of names or a prefix for the score columns of multiclass and multilabel).
     ``method``: ``"tree"`` (every task) or ``"ranges"`` (task binary: ``ranges`` score
-    ranges, default two per partition up to 64). ``max_state_bytes`` caps each state a worker
-    builds (``StateTooLargeError`` past it). ``baseline``, ``monitor_state`` and ``window``
-    (method tree, task binary): the drift test and the AUC monitor, as in ``evaluate``.
+    ranges, default two per partition, at least two per cluster thread, up to 64).
+    ``max_state_bytes`` caps each state a worker builds (``StateTooLargeError`` past it).
+    ``baseline``, ``monitor_state`` and ``window`` (method tree, task binary): the drift test
+    and the AUC monitor, as in ``evaluate``.
     ``segment`` (method tree): the column naming each row's segment; ``max_segments`` and
     ``segment_monitor_states`` as in ``evaluate``. Computes on the current Dask scheduler (a
     ``distributed.Client`` when one is open)."""
@@ -366,10 +367,10 @@ def _sample(part: Any, size: int) -> NDArray[np.float64]:
 
 
 def _default_ranges(partitions: int) -> int:
-    """Two ranges per thread of the cluster computing (each range's join and passes are one
-    task a step: enough for every thread, twice over to even out uneven ranges), at most two
-    per partition and 64."""
-    return max(2, min(64, 2 * _threads(), 2 * partitions))
+    """Two ranges per partition, at least two per thread of the cluster (each range's join and
+    passes are one task a step), at most 64: smaller ranges keep each pass's arrays small (a
+    range's sweep is several times its state), and the ranges cost no task per partition."""
+    return max(2, min(64, max(2 * partitions, 2 * _threads())))
 
 
 def _threads() -> int:
