@@ -112,7 +112,7 @@ def evaluate(
     Columns as in ``evalserve evaluate`` (``label``, ``score``, ``weight`` when present; a
     list of names or a prefix for the score columns of multiclass and multilabel).
     ``method``: ``"tree"`` (every task) or ``"ranges"`` (task binary: ``ranges`` score
-    ranges, default two per partition, at least two per cluster thread, up to 64).
+    ranges, default one per 10M rows, at least two per cluster thread, up to 64).
     ``max_state_bytes`` caps each state a worker builds (``StateTooLargeError`` past it).
     ``baseline``, ``monitor_state`` and ``window`` (method tree, task binary): the drift test
     and the AUC monitor, as in ``evaluate``.
@@ -295,6 +295,9 @@ def _merged(cap: int | None, max_segments: int | None, *states: bytes) -> bytes:
 # MIN_PART_SAMPLE from each.
 CUT_SAMPLE = 200_000
 MIN_PART_SAMPLE = 64
+# The rows a range holds by default: 160 MB of state with distinct scores, a pass's arrays a
+# few times that.
+RANGE_ROWS = 10_000_000
 
 
 # --- the ranges: each worker one stretch of the score axis --------------------------------------
@@ -310,8 +313,7 @@ def _ranges(
     retries: int,
 ) -> EvaluationResult:
     parts = frame.to_delayed()
-    count = ranges or _default_ranges(len(parts))
-    cuts = _cuts(frame[table_plan.score[0]], count, retries)
+    cuts = _cuts(frame[table_plan.score[0]], ranges, retries)
     # Ranges (low, high], from the highest scores down: the order the passes take them in. Each
     # partition is split into all of them by one task; each range's pieces are joined by one
     # task, whose classes stay on its worker for the range's passes.
@@ -341,36 +343,43 @@ def _ranges(
     return combine_ranges(got_totals, got_contexts, got_passes, got_finishes, got_bests, parsed)
 
 
-def _cuts(scores: dd.Series, count: int, retries: int) -> list[float]:
+def _cuts(scores: dd.Series, count: int | None, retries: int) -> list[float]:
     """Cut points at the quantiles of a sample of the scores (every partition's, evenly spaced:
     the ranges need not be even to be exact, only to share the work), distinct and in
-    ascending order. The client holds at most about ``CUT_SAMPLE`` scores, however many rows."""
-    quantiles = np.linspace(0, 1, count + 1)[1:-1]
+    ascending order; ``count`` ranges, or by default as many as the rows need
+    (``_default_ranges``). The client holds at most about ``CUT_SAMPLE`` scores, however many
+    rows."""
     parts = scores.to_delayed()
-    if not quantiles.size or not parts:
+    if not parts:
         return []
     each = max(MIN_PART_SAMPLE, CUT_SAMPLE // len(parts))
     (samples,) = compute(
         [delayed(_sample, pure=True)(part, each) for part in parts], retries=retries
     )
-    sample = np.concatenate(samples)
-    if not sample.size:
+    sample = np.concatenate([values for values, _ in samples])
+    rows = sum(size for _, size in samples)
+    quantiles = np.linspace(0, 1, (count or _default_ranges(rows)) + 1)[1:-1]
+    if not sample.size or not quantiles.size:
         return []
     return sorted({float(value) for value in np.quantile(sample, quantiles)})
 
 
-def _sample(part: Any, size: int) -> NDArray[np.float64]:
-    """At most ``size`` of a partition's finite scores, evenly spaced in its order."""
+def _sample(part: Any, size: int) -> tuple[NDArray[np.float64], int]:
+    """At most ``size`` of a partition's finite scores, evenly spaced in its order, and its
+    rows."""
     values = np.asarray(part, dtype=np.float64)
+    rows = int(values.size)
     values = values[np.isfinite(values)]
-    return values[:: max(1, values.size // size)][:size].copy()
+    return values[:: max(1, values.size // size)][:size].copy(), rows
 
 
-def _default_ranges(partitions: int) -> int:
-    """Two ranges per partition, at least two per thread of the cluster (each range's join and
-    passes are one task a step), at most 64: smaller ranges keep each pass's arrays small (a
-    range's sweep is several times its state), and the ranges cost no task per partition."""
-    return max(2, min(64, max(2 * partitions, 2 * _threads())))
+def _default_ranges(rows: int) -> int:
+    """Enough ranges that each holds about ``RANGE_ROWS`` rows, at least two per thread of the
+    cluster (each range's join and passes are one task a step), at most 64. Small ranges keep
+    a pass's arrays small (a range's sweep is several times its state); each range costs a few
+    tasks and a piece from every partition, so not more of them than the rows need."""
+    wanted = -(-rows // RANGE_ROWS)
+    return max(2, min(64, max(wanted, 2 * _threads())))
 
 
 def _threads() -> int:
