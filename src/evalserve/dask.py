@@ -10,10 +10,11 @@ result from it. The answer is the in-process one (``evalserve.evaluate`` on all 
 merge exactly, and with integer weights bit for bit.
 
 ``method="ranges"`` (task binary) is the exact path for data whose distinct scores do not fit
-one machine: the score axis is cut into ranges at a sample's quantiles, each range's state is
-built and kept on a worker, and each range is summarised there with the class totals of the
-ranges above it (:mod:`evalserve.core.ranges`); the client adds up one small summary
-per range. No worker and not the client ever holds all distinct scores.
+one machine: the score axis is cut into ranges at a sample's quantiles, each partition is read
+once and split into every range by one task, each range's pieces are joined and kept on a
+worker, and each range is summarised there with the class totals of the ranges above it
+(:mod:`evalserve.core.ranges`); the client adds up one small summary per range. No worker and
+not the client ever holds all distinct scores, and no step grows with the rows on the client.
 
 ``segment="COLUMN"`` (method tree): each partition's state holds one state per segment, the
 merges keep their union, and the result has ``result.segments`` as ``evaluate(...,
@@ -157,7 +158,7 @@ def evaluate(
     if not task_spec(task).ranges:
         with_ranges = ", ".join(repr(spec.name) for spec in REGISTRY if spec.ranges)
         raise InvalidInputError("method", f"the ranges path takes task {with_ranges}, not {task!r}")
-    return _ranges(frame, table_plan, options, ranges, split_every, max_state_bytes, retries)
+    return _ranges(frame, table_plan, options, ranges, max_state_bytes, retries)
 
 
 def _names(value: str | Sequence[str] | None) -> tuple[str, ...]:
@@ -308,7 +309,6 @@ def _ranges(
     table_plan: Plan,
     options: Mapping[str, Any] | None,
     ranges: int | None,
-    split_every: int,
     cap: int | None,
     retries: int,
 ) -> EvaluationResult:
