@@ -172,10 +172,12 @@ class TrueScores:
     def size(self) -> int:
         return int(self.values.size)
 
-    def locate(self, keys: Keys) -> Located:
+    def locate(self, keys: Keys, out: NDArray[np.int64] | None = None) -> Located:
         """The slot of every key (keys made by ``order_keys`` with the same ``nonnegative``),
-        block by block so that the temporaries stay in cache."""
-        position = np.empty(keys.size, dtype=np.int64)
+        block by block so that the temporaries stay in cache; the positions go to ``out``
+        when given (as many entries as keys: a buffer reused column after column costs no
+        fresh pages)."""
+        position = np.empty(keys.size, dtype=np.int64) if out is None else out
         tied = [
             start + self._locate_block(keys[start : start + BLOCK], position[start : start + BLOCK])
             for start in range(0, keys.size, BLOCK)

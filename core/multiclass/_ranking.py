@@ -120,7 +120,7 @@ def ranking_stats(
     raw_bits = inputs.low > 0
     for j, column in columns(inputs.scores):
         keys = column.view(np.uint64) if raw_bits else order_keys(column, nonnegative=nonnegative)
-        sweep.add(j, truth.locate(keys), column)
+        sweep.add(j, truth.locate(keys, out=sweep.position), column)
     return sweep.result()
 
 
@@ -150,7 +150,12 @@ class _Sweep:
         self.micro_rows = np.zeros(0 if weighted else size, dtype=np.int64)
         self.micro_tied = np.zeros(0 if weighted else size, dtype=np.int64)
         self.has_class = np.zeros(truth.size + 1, dtype=np.bool_)
-        self.class_below = np.zeros(truth.size + 1, dtype=np.int32)
+        self.class_below = np.zeros(truth.size + 1, dtype=np.intp)
+        # Per-row buffers, reused column after column: fresh pages of that size cost as much
+        # as a pass over them.
+        self.position = np.empty(labels.size, dtype=np.int64)
+        self.slot = np.empty(labels.size, dtype=np.intp)
+        self.row_pairs = np.empty(labels.size)
         self.scores: Floats = np.empty((0, n_classes))
         self.budgets: tuple[float, ...] = ()
         self.every_value = False
@@ -177,7 +182,9 @@ class _Sweep:
         self._keep_slots(j, slot, column, reduced)
         # One-vs-one: a row at slot s is below the class weight above s plus half that at s.
         placement = positive.sum() - np.cumsum(positive) + 0.5 * positive
-        row_pairs = placement[slot] if weights is None else placement[slot] * weights
+        row_pairs = np.take(placement, slot, out=self.row_pairs)
+        if weights is not None:
+            row_pairs *= weights
         self.pairs[j] = np.bincount(self.labels, weights=row_pairs, minlength=self.n_classes)
         self.pairs[j, j] = 0.0
         self._micro(position, tied, rest)
@@ -208,7 +215,7 @@ class _Sweep:
         has[:] = False
         has[position[own]] = True
         np.cumsum(has[:-1], out=below[1:])
-        slot = below[position].astype(np.intp)
+        slot = np.take(below, position, out=self.slot)
         slot <<= 1
         slot[tied] += has[position[tied]]
         return slot
