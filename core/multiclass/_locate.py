@@ -97,7 +97,6 @@ class Cells:
     inner_mask: np.uint64  # 2**shift - 1: a key's offset inside its coarse cell
     fine_shift: NDArray[np.uint64]  # per coarse cell: offset >> this = its fine cell inside
     fine_first: NDArray[np.int64]  # per coarse cell: the fine cells before it
-    count: int  # fine cells in all
 
     @classmethod
     def fitted(cls, keys: Keys) -> Cells:
@@ -121,7 +120,6 @@ class Cells:
             inner_mask=np.uint64((1 << shift) - 1),
             fine_shift=(shift - fine_bits).astype(np.uint64),
             fine_first=fine_first,
-            count=int(fine.sum()),
         )
 
     def of(self, keys: Keys) -> NDArray[np.int64]:
@@ -160,13 +158,11 @@ class TrueScores:
         """``values``: distinct, ascending, non-empty; ``mass``: the weight at each."""
         if values.size >= 1 << 31:  # positions are packed in 32 bits, class counts in int32
             raise ValueError("at most 2**31 - 1 distinct true-class scores")
-        keys = order_keys(values, nonnegative=nonnegative)
+        # Under the shortcut, positive values (the smallest is) are their own keys: no copy.
+        raw_bits = nonnegative and bool(values[0] > 0)
+        keys = values.view(np.uint64) if raw_bits else order_keys(values, nonnegative=nonnegative)
         cells = Cells.fitted(keys)
-        inside = np.bincount(cells.of(keys), minlength=cells.count)
-        bounds = np.zeros(cells.count, dtype=np.int64)
-        np.cumsum(inside[:-1], out=bounds[1:])
-        bounds |= inside << 32
-        return cls(values, keys, mass, cells, bounds)
+        return cls(values, keys, mass, cells, _packed_bounds(cells.of(keys)))
 
     @property
     def size(self) -> int:
@@ -212,6 +208,19 @@ class TrueScores:
         position[occupied] = start
         tied: Indices = occupied[found_tie]
         return tied
+
+
+def _packed_bounds(cell: NDArray[np.int64]) -> NDArray[np.int64]:
+    """``TrueScores.bounds`` from the cell of each value of T, up to the cell of T's largest
+    value (``Cells.of`` clamps every key to it), built in place: two arrays of the table's
+    size, not three."""
+    inside = np.bincount(cell)
+    bounds = np.empty(inside.size, dtype=np.int64)
+    bounds[0] = 0
+    np.cumsum(inside[:-1], out=bounds[1:])
+    np.left_shift(inside, 32, out=inside)
+    bounds |= inside
+    return bounds
 
 
 def _search(

@@ -116,12 +116,32 @@ def ranking_stats(
     if options is not None:
         sweep.budgets = options.flagged_share
         sweep.every_value = any(getattr(options, kind) for kind in KINDS[:-1])
+    _add_columns(sweep, inputs, nonnegative=nonnegative)
+    return sweep.result()
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class _RowBuffers:
+    """Per-row arrays of one pass over the columns, reused column after column: fresh pages
+    of that size cost about as much as a pass over them."""
+
+    position: NDArray[np.int64]
+    slot: Indices
+    values: Floats
+
+    @classmethod
+    def of(cls, n_rows: int) -> _RowBuffers:
+        return cls(np.empty(n_rows, np.int64), np.empty(n_rows, np.intp), np.empty(n_rows))
+
+
+def _add_columns(sweep: _Sweep, inputs: MulticlassInputs, *, nonnegative: bool) -> None:
+    """Every score column into the sweep; the row buffers go before the result is built."""
+    buffers = _RowBuffers.of(inputs.n_rows)
     # Without zeros there is no -0.0, and a positive float's bits are already its key.
     raw_bits = inputs.low > 0
     for j, column in columns(inputs.scores):
         keys = column.view(np.uint64) if raw_bits else order_keys(column, nonnegative=nonnegative)
-        sweep.add(j, truth.locate(keys, out=sweep.position), column)
-    return sweep.result()
+        sweep.add(j, sweep.truth.locate(keys, out=buffers.position), column, buffers)
 
 
 class _Sweep:
@@ -151,20 +171,15 @@ class _Sweep:
         self.micro_tied = np.zeros(0 if weighted else size, dtype=np.int64)
         self.has_class = np.zeros(truth.size + 1, dtype=np.bool_)
         self.class_below = np.zeros(truth.size + 1, dtype=np.intp)
-        # Per-row buffers, reused column after column: fresh pages of that size cost as much
-        # as a pass over them.
-        self.position = np.empty(labels.size, dtype=np.int64)
-        self.slot = np.empty(labels.size, dtype=np.intp)
-        self.row_pairs = np.empty(labels.size)
         self.scores: Floats = np.empty((0, n_classes))
         self.budgets: tuple[float, ...] = ()
         self.every_value = False
         self.slots: list[SlotScores] = []
 
-    def add(self, j: int, located: Located, column: Floats) -> None:
+    def add(self, j: int, located: Located, column: Floats, buffers: _RowBuffers) -> None:
         position, tied = located.position, located.tied
         own = self.rows[j]
-        slot = self._class_slots(position, own, tied)
+        slot = self._class_slots(position, own, tied, buffers.slot)
         n_slots = 2 * int(self.class_below[-1]) + 1
         weights = self.weights
         if weights is None:
@@ -182,7 +197,7 @@ class _Sweep:
         self._keep_slots(j, slot, column, reduced)
         # One-vs-one: a row at slot s is below the class weight above s plus half that at s.
         placement = positive.sum() - np.cumsum(positive) + 0.5 * positive
-        row_pairs = np.take(placement, slot, out=self.row_pairs)
+        row_pairs = np.take(placement, slot, out=buffers.values)
         if weights is not None:
             row_pairs *= weights
         self.pairs[j] = np.bincount(self.labels, weights=row_pairs, minlength=self.n_classes)
@@ -209,13 +224,14 @@ class _Sweep:
             every.append(self.truth.values[np.flatnonzero(self.has_class[:-1])] + 0.0)
         self.slots.append(SlotScores(j, self.scores, self.labels, self.weights, known, gaps, every))
 
-    def _class_slots(self, position: Indices, own: Indices, tied: Indices) -> Indices:
-        """Each row's class slot: 2 (class-j values below it) + (it equals a class-j value)."""
+    def _class_slots(self, position: Indices, own: Indices, tied: Indices, out: Indices) -> Indices:
+        """Each row's class slot (into ``out``): 2 (class-j values below it) + (it equals a
+        class-j value)."""
         has, below = self.has_class, self.class_below
         has[:] = False
         has[position[own]] = True
         np.cumsum(has[:-1], out=below[1:])
-        slot = np.take(below, position, out=self.slot)
+        slot = np.take(below, position, out=out)
         slot <<= 1
         slot[tied] += has[position[tied]]
         return slot
