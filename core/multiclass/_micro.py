@@ -33,18 +33,22 @@ def micro_metrics(sink: MetricSink, mass: Floats, gap: Floats, tie: Floats) -> N
     negative weights (``gap[n_T]`` lies above T); ``tie``: n_T negative weights."""
     positives = float(mass.sum())
     negatives = float(gap.sum()) + float(tie.sum())
-    # The flattened problem has both classes: n positives, n (k - 1) negatives, k >= 2.
+    # The flattened problem has both classes: n positives, n (k - 1) negatives, k >= 2. Its
+    # arrays (one entry per distinct true-class score) are reused in place: two, not six.
     below = np.cumsum(gap[:-1])
-    below += np.cumsum(tie)
+    tied_below = np.cumsum(tie)
+    below += tied_below
     below -= tie  # negatives strictly below T[p]
     ranked_right = inner(mass, below) + 0.5 * inner(mass, tie)
     sink.set("roc_auc_ovr_micro", ranked_right / (positives * negatives))
-    true_positives = np.cumsum(mass[::-1])[::-1]  # weight of positives >= T[p]
-    false_positives = negatives - below
+    # The weight of positives >= T[p], summed from the top (into the buffer of tied_below).
+    true_positives = np.cumsum(mass[::-1], out=tied_below[::-1])[::-1]
+    false_positives = np.subtract(negatives, below, out=below)
     positive = mass
     if not mass.all():  # true-class scores of rows of weight zero only: no threshold there
         scored = np.flatnonzero(mass)
         true_positives, false_positives = true_positives[scored], false_positives[scored]
         positive = mass[scored]
-    precision = true_positives / (true_positives + false_positives)
+    precision = np.add(true_positives, false_positives, out=false_positives)
+    np.divide(true_positives, precision, out=precision)
     sink.set("average_precision_micro", inner(positive, precision) / positives)
