@@ -169,14 +169,18 @@ def sweep_of(stats: BinaryStats) -> Sweep:
     """The sweep of a mergeable statistic (streams, merged shards). Its scores are distinct
     and ascending, both classes' together: the negative scores below a positive one are the
     entries with negative mass before it, counted in one pass (no search)."""
-    has_pos, has_neg = stats.pos > 0, stats.neg > 0
-    before = np.cumsum(has_neg, dtype=np.intp)
+    has_neg = stats.neg > 0
+    # Index arrays and ``take``: several times faster than boolean masks; the cumsum of bools
+    # into an integer ``out``, not with ``dtype=`` (a casting loop, ten times slower).
+    positive, negative = np.flatnonzero(stats.pos > 0), np.flatnonzero(has_neg)
+    before = np.empty(has_neg.size, dtype=np.intp)
+    np.cumsum(has_neg, out=before)
     before -= has_neg
     return _placed(
-        class_scores(stats.scores[has_pos], stats.pos[has_pos]),
-        class_scores(stats.scores[has_neg], stats.neg[has_neg]),
-        before[has_pos],
-        has_neg[has_pos],
+        class_scores(stats.scores.take(positive), stats.pos.take(positive)),
+        class_scores(stats.scores.take(negative), stats.neg.take(negative)),
+        before.take(positive),
+        has_neg.take(positive),
     )
 
 

@@ -89,14 +89,18 @@ class Cells:
     cell into a power of two of equal fine cells, at least ``CELLS_PER_VALUE`` per value of T
     in it: a key's fine cell is the fine cells before its coarse cell plus the top bits of its
     offset inside the coarse cell. Integer arithmetic only; keys outside T's range clamp to it.
+
+    The offset shifted by its coarse cell's ``fine_shift`` is its fine cell inside that coarse
+    cell plus the coarse cell's own offset shifted alike, c << fine_bits: one addition of
+    ``fine_offset`` = (fine cells before c) - (c << fine_bits), modulo 2**64, gives the fine
+    cell without masking the offset first.
     """
 
     low: np.uint64  # the smallest key of T
     high: np.uint64  # the largest
     shift: np.uint64  # a coarse cell spans 2**shift keys
-    inner_mask: np.uint64  # 2**shift - 1: a key's offset inside its coarse cell
     fine_shift: NDArray[np.uint64]  # per coarse cell: offset >> this = its fine cell inside
-    fine_first: NDArray[np.int64]  # per coarse cell: the fine cells before it
+    fine_offset: NDArray[np.uint64]  # per coarse cell: added to that, the fine cell
 
     @classmethod
     def fitted(cls, keys: Keys) -> Cells:
@@ -111,27 +115,31 @@ class Cells:
         # ceil(log2(wanted)) bits of fine cells, no finer than one key per cell.
         fine_bits = np.minimum(np.ceil(np.log2(np.maximum(wanted, 1))).astype(np.int64), shift)
         fine = np.left_shift(1, fine_bits)
-        fine_first = np.zeros(n_coarse, dtype=np.int64)
+        fine_first = np.zeros(n_coarse, dtype=np.uint64)
         np.cumsum(fine[:-1], out=fine_first[1:])
+        coarse_start = np.left_shift(
+            np.arange(n_coarse, dtype=np.uint64), fine_bits.astype(np.uint64)
+        )
         return cls(
             low=np.uint64(low),
             high=np.uint64(high),
             shift=np.uint64(shift),
-            inner_mask=np.uint64((1 << shift) - 1),
             fine_shift=(shift - fine_bits).astype(np.uint64),
-            fine_first=fine_first,
+            fine_offset=fine_first - coarse_start,  # wraps modulo 2**64
         )
 
-    def of(self, keys: Keys) -> NDArray[np.int64]:
-        """Each key's fine cell."""
-        offset = np.clip(keys, self.low, self.high)
+    def of(
+        self, keys: Keys, out: Keys | None = None, coarse: NDArray[np.int64] | None = None
+    ) -> NDArray[np.int64]:
+        """Each key's fine cell, into ``out`` (``coarse``: scratch of the keys' size) when
+        given: buffers reused block after block cost no fresh pages."""
+        offset = np.clip(keys, self.low, self.high, out=out)
         offset -= self.low
-        coarse = (offset >> self.shift).view(np.int64)
-        offset &= self.inner_mask
-        offset >>= self.fine_shift[coarse]
-        cell = offset.view(np.int64)
-        cell += self.fine_first[coarse]
-        return cell
+        scratch = None if coarse is None else coarse.view(np.uint64)
+        index = np.right_shift(offset, self.shift, out=scratch).view(np.int64)
+        offset >>= self.fine_shift.take(index)
+        offset += self.fine_offset.take(index)
+        return offset.view(np.int64)
 
 
 @dataclass(frozen=True, slots=True, eq=False)
@@ -174,25 +182,33 @@ class TrueScores:
         when given (as many entries as keys: a buffer reused column after column costs no
         fresh pages)."""
         position = np.empty(keys.size, dtype=np.int64) if out is None else out
+        scratch = _Scratch.of(min(BLOCK, keys.size))
         tied = [
-            start + self._locate_block(keys[start : start + BLOCK], position[start : start + BLOCK])
+            start
+            + self._locate_block(
+                keys[start : start + BLOCK], position[start : start + BLOCK], scratch
+            )
             for start in range(0, keys.size, BLOCK)
         ]
         return Located(position, np.concatenate(tied) if tied else np.empty(0, np.intp))
 
-    def _locate_block(self, keys: Keys, position: NDArray[np.int64]) -> Indices:
+    def _locate_block(self, keys: Keys, position: NDArray[np.int64], scratch: _Scratch) -> Indices:
         """Write the positions of ``keys`` into ``position``; return the indices of the keys
-        equal to a value of T."""
-        packed = self.bounds[self.cells.of(keys)]
+        equal to a value of T. Gathers are ``take``s, the full-block ones into ``scratch``:
+        cheaper than fancy indexing into fresh arrays."""
+        size = keys.size
+        cell = self.cells.of(keys, scratch.offset[:size], scratch.coarse[:size])
+        packed = np.take(self.bounds, cell, out=scratch.packed[:size], mode="clip")
         np.bitwise_and(packed, _LOW_32, out=position)
         occupied = np.flatnonzero(packed > _LOW_32)  # cells holding a value of T
         if not occupied.size:
             return occupied
-        count = packed[occupied] >> 32
+        count = packed.take(occupied)
+        count >>= 32
         table = self.keys
-        start = position[occupied]
-        wanted = keys[occupied]
-        first = table[start]
+        start = position.take(occupied)
+        wanted = keys.take(occupied)
+        first = table.take(start)
         found_tie = first == wanted
         start += first < wanted
         several = np.flatnonzero(count > 1)
@@ -208,6 +224,19 @@ class TrueScores:
         position[occupied] = start
         tied: Indices = occupied[found_tie]
         return tied
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class _Scratch:
+    """Block-sized buffers of ``TrueScores.locate``, reused block after block."""
+
+    offset: Keys
+    coarse: NDArray[np.int64]
+    packed: NDArray[np.int64]
+
+    @classmethod
+    def of(cls, size: int) -> _Scratch:
+        return cls(np.empty(size, np.uint64), np.empty(size, np.int64), np.empty(size, np.int64))
 
 
 def _packed_bounds(cell: NDArray[np.int64]) -> NDArray[np.int64]:

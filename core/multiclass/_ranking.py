@@ -178,31 +178,32 @@ class _Sweep:
 
     def add(self, j: int, located: Located, column: Floats, buffers: _RowBuffers) -> None:
         position, tied = located.position, located.tied
+        tie_position = position.take(tied)
         own = self.rows[j]
-        slot = self._class_slots(position, own, tied, buffers.slot)
+        slot = self._class_slots(position, own, tied, tie_position, buffers.slot)
         n_slots = 2 * int(self.class_below[-1]) + 1
         weights = self.weights
         if weights is None:
-            counts = np.bincount(slot[own], minlength=n_slots)
+            counts = np.bincount(slot.take(own), minlength=n_slots)
             negative = np.subtract(np.bincount(slot, minlength=n_slots), counts, dtype=np.float64)
             positive = counts.astype(np.float64)
             rest = None
         else:
             rest = weights.copy()
             rest[own] = 0.0
-            positive = _summed(slot[own], weights[own], n_slots)
+            positive = _summed(slot.take(own), weights[own], n_slots)
             negative = _summed(slot, rest, n_slots)
         reduced = _reduced(positive, negative, self.labels.size, rest is not None)
         self.one_vs_rest.append(reduced)
         self._keep_slots(j, slot, column, reduced)
         # One-vs-one: a row at slot s is below the class weight above s plus half that at s.
         placement = positive.sum() - np.cumsum(positive) + 0.5 * positive
-        row_pairs = np.take(placement, slot, out=buffers.values)
+        row_pairs = np.take(placement, slot, out=buffers.values, mode="clip")
         if weights is not None:
             row_pairs *= weights
         self.pairs[j] = np.bincount(self.labels, weights=row_pairs, minlength=self.n_classes)
         self.pairs[j, j] = 0.0
-        self._micro(position, tied, rest)
+        self._micro(position, tied, tie_position, rest)
 
     def _keep_slots(self, j: int, slot: Indices, column: Floats, reduced: BinaryStats) -> None:
         """What class j's operating points will read of the scores behind its slots: the
@@ -224,22 +225,26 @@ class _Sweep:
             every.append(self.truth.values[np.flatnonzero(self.has_class[:-1])] + 0.0)
         self.slots.append(SlotScores(j, self.scores, self.labels, self.weights, known, gaps, every))
 
-    def _class_slots(self, position: Indices, own: Indices, tied: Indices, out: Indices) -> Indices:
+    def _class_slots(
+        self, position: Indices, own: Indices, tied: Indices, tie_position: Indices, out: Indices
+    ) -> Indices:
         """Each row's class slot (into ``out``): 2 (class-j values below it) + (it equals a
-        class-j value)."""
+        class-j value). Gathers are ``take``s (with ``out``, mode "clip" writes straight into
+        it; "raise" would buffer the whole result first)."""
         has, below = self.has_class, self.class_below
         has[:] = False
-        has[position[own]] = True
+        has[position.take(own)] = True
         np.cumsum(has[:-1], out=below[1:])
-        slot = np.take(below, position, out=out)
+        slot = np.take(below, position, out=out, mode="clip")
         slot <<= 1
-        slot[tied] += has[position[tied]]
+        slot[tied] += has.take(tie_position)
         return slot
 
-    def _micro(self, position: Indices, tied: Indices, rest: Floats | None) -> None:
+    def _micro(
+        self, position: Indices, tied: Indices, tie_position: Indices, rest: Floats | None
+    ) -> None:
         """Every row of the column, the class's own rows included (they are T's values, all
         tied: ``result`` takes T's weight back out of the ties)."""
-        tie_position = position[tied]
         size = self.truth.size + 1
         # Every row: one counting pass beats a scattered add; the few tied rows: the reverse.
         if rest is None:
@@ -279,5 +284,9 @@ def _reduced(positive: Floats, negative: Floats, n_rows: int, weighted: bool) ->
     """A ``BinaryStats`` over slots, empty slots dropped; slot numbers stand in for scores."""
     occupied = np.flatnonzero((positive > 0) | (negative > 0))
     return BinaryStats(
-        occupied.astype(np.float64), positive[occupied], negative[occupied], n_rows, weighted
+        occupied.astype(np.float64),
+        positive.take(occupied),
+        negative.take(occupied),
+        n_rows,
+        weighted,
     )
