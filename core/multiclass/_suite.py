@@ -88,7 +88,7 @@ def multiclass_output(stats: MulticlassStats, options: Options) -> TaskOutput:
         lambda index: describe(classes, index),
         options,
     )
-    micro_metrics(sink, ranking.micro.mass, ranking.micro.gap, ranking.micro.tie)
+    micro_metrics(sink, ranking.micro)
     ovo_metrics(sink, ranking.pairs, ranking.class_mass)
     _interval_warnings(sink, rankings, classes)
     curves = _curves(matrix, rankings, options.max_curve_points)
