@@ -210,17 +210,16 @@ class TrueScores:
         wanted = keys.take(occupied)
         first = table.take(start)
         found_tie = first == wanted
-        start += first < wanted
-        several = np.flatnonzero(count > 1)
+        above = first < wanted
+        start += above
+        # Cells with more values of T whose first lies below the key: the answer lies in
+        # [start, last value of the cell + 1].
+        several = np.flatnonzero(above & (count > 1))
         if several.size:
-            # Cells with more values of T: the answer lies in [start, last value of the cell]
-            # (start already moved past the cell's first value if it is below the key).
-            last = position[occupied[several]] + count[several]
-            found = _search(table, wanted[several], start[several], last)
-            start[several] = found
-            inside = found < table.size
-            candidate = table[np.minimum(found, table.size - 1)]
-            found_tie[several] = inside & (candidate == wanted[several])
+            last = position.take(occupied.take(several)) + count.take(several)
+            at, tie = _within(table, wanted.take(several), start.take(several), last)
+            start[several] = at
+            found_tie[several] = tie
         position[occupied] = start
         tied: Indices = occupied[found_tie]
         return tied
@@ -250,6 +249,25 @@ def _packed_bounds(cell: NDArray[np.int64]) -> NDArray[np.int64]:
     np.left_shift(inside, 32, out=inside)
     bounds |= inside
     return bounds
+
+
+def _within(
+    table: Keys, wanted: Keys, start: NDArray[np.int64], last: NDArray[np.int64]
+) -> tuple[NDArray[np.int64], Bools]:
+    """For each key, the first index in [start, last] with table[index] >= key (last when
+    none, start < last) and whether it equals the key. Most such cells hold two values of T:
+    one step settles those, a search the rest."""
+    value = table.take(start)
+    tie = value == wanted
+    below = value < wanted
+    start += below
+    more = np.flatnonzero(below & (start < last))
+    if more.size:
+        found = _search(table, wanted[more], start[more], last[more])
+        start[more] = found
+        candidate = table[np.minimum(found, table.size - 1)]
+        tie[more] = (found < table.size) & (candidate == wanted[more])
+    return start, tie
 
 
 def _search(
