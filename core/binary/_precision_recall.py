@@ -30,7 +30,7 @@ from numpy.typing import NDArray
 from evalserve.core._inner import inner
 from evalserve.core.binary._sweep import Sweep
 
-__all__ = ["PrAreas", "head_counts", "pr_areas"]
+__all__ = ["PrAreas", "average_precision", "head_counts", "pr_areas"]
 
 Floats = NDArray[np.float64]
 
@@ -45,16 +45,30 @@ class PrAreas(NamedTuple):
 def pr_areas(sweep: Sweep) -> PrAreas:
     """The four PR areas of one ranking, from its hits."""
     positives = sweep.n_positive
-    precision = sweep.tps / (sweep.tps + sweep.fps)
+    precision = _precision(sweep)
     envelope = np.maximum.accumulate(precision[::-1])[::-1]  # max precision at recall >= here
     # recall >= i/10  <=>  10 TP >= i P: compared exactly, not in rounded fractions
     first = np.searchsorted(10 * sweep.tps, np.arange(11) * positives, side="left")
     return PrAreas(
-        average_precision=inner(sweep.pos, precision) / positives,
+        average_precision=_average_precision(sweep, precision),
         pr_auc_trapezoid=_trapezoid(sweep, precision),
         ap_11_point=float(envelope[first[first < sweep.size]].sum()) / 11,
         ap_all_point=inner(sweep.pos, envelope) / positives,
     )
+
+
+def average_precision(sweep: Sweep) -> float:
+    """``pr_areas(sweep).average_precision`` alone (the other areas cost more than it)."""
+    return _average_precision(sweep, _precision(sweep))
+
+
+def _precision(sweep: Sweep) -> Floats:
+    """The precision at each hit."""
+    return sweep.tps / (sweep.tps + sweep.fps)
+
+
+def _average_precision(sweep: Sweep, precision: Floats) -> float:
+    return inner(sweep.pos, precision) / sweep.n_positive
 
 
 def _trapezoid(sweep: Sweep, precision: Floats) -> float:

@@ -22,6 +22,7 @@ __all__ = [
     "f1_optimal_threshold",
     "first_max",
     "ks_and_youden",
+    "ks_statistic",
     "partial_roc_auc",
     "roc_auc",
 ]
@@ -100,6 +101,23 @@ def ks_and_youden(sweep: Sweep) -> tuple[float, float, float]:
     descending threshold order (before hit 0, hit 0, before hit 1, ...): ties go to the
     highest threshold.
     """
+    at_hit, before, distance, distance_before, statistic = _ks_candidates(sweep)
+    return (
+        statistic / (sweep.n_positive * sweep.n_negative),
+        _first_at_max(sweep, distance_before, distance, statistic),
+        _first_at_max(sweep, before, at_hit, max(float(at_hit.max()), float(before.max()))),
+    )
+
+
+def ks_statistic(sweep: Sweep) -> float:
+    """``ks_and_youden(sweep)[0]`` alone, without the search for the thresholds."""
+    statistic = _ks_candidates(sweep)[-1]
+    return statistic / (sweep.n_positive * sweep.n_negative)
+
+
+def _ks_candidates(sweep: Sweep) -> tuple[Floats, Floats, Floats, Floats, float]:
+    """TP N - FP P at each hit and just before it, their absolute values, and the largest of
+    those (the KS statistic times P N)."""
     positives, negatives = sweep.n_positive, sweep.n_negative
     at_hit = sweep.tps * negatives - sweep.fps * positives
     before = sweep.tps_above * negatives - sweep.fps_above * positives
@@ -109,11 +127,7 @@ def ks_and_youden(sweep: Sweep) -> tuple[float, float, float]:
     if not np.isfinite(sweep.above_threshold(0)):
         before[0] = distance_before[0] = -np.inf
     statistic = max(float(distance.max()), float(distance_before.max()), 0.0)
-    return (
-        statistic / (positives * negatives),
-        _first_at_max(sweep, distance_before, distance, statistic),
-        _first_at_max(sweep, before, at_hit, max(float(at_hit.max()), float(before.max()))),
-    )
+    return at_hit, before, distance, distance_before, statistic
 
 
 def _first_at_max(sweep: Sweep, before: Floats, at_hit: Floats, best: float) -> float:

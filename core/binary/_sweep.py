@@ -132,6 +132,13 @@ def sweep(positives: ClassScores, negatives: ClassScores) -> Sweep:
         tied &= below < negatives.size
     else:
         tied = np.zeros(ascending.size, dtype=np.bool_)
+    return _placed(positives, negatives, below, tied)
+
+
+def _placed(positives: ClassScores, negatives: ClassScores, below: Indices, tied: Bools) -> Sweep:
+    """The sweep, given each positive score's place among the negative ones (``below``: the
+    negative scores under it; ``tied``: one equals it)."""
+    ascending = positives.scores
     # From here on in descending order, each array contiguous.
     neg_from = below[::-1].copy()
     neg_above = neg_from + tied[::-1]
@@ -159,11 +166,21 @@ def sweep(positives: ClassScores, negatives: ClassScores) -> Sweep:
 
 
 def sweep_of(stats: BinaryStats) -> Sweep:
-    """The sweep of a mergeable statistic (streams, merged shards)."""
-    has_pos, has_neg = stats.pos > 0, stats.neg > 0
-    return sweep(
-        class_scores(stats.scores[has_pos], stats.pos[has_pos]),
-        class_scores(stats.scores[has_neg], stats.neg[has_neg]),
+    """The sweep of a mergeable statistic (streams, merged shards). Its scores are distinct
+    and ascending, both classes' together: the negative scores below a positive one are the
+    entries with negative mass before it, counted in one pass (no search)."""
+    has_neg = stats.neg > 0
+    # Index arrays and ``take``: several times faster than boolean masks; the cumsum of bools
+    # into an integer ``out``, not with ``dtype=`` (a casting loop, ten times slower).
+    positive, negative = np.flatnonzero(stats.pos > 0), np.flatnonzero(has_neg)
+    before = np.empty(has_neg.size, dtype=np.intp)
+    np.cumsum(has_neg, out=before)
+    before -= has_neg
+    return _placed(
+        class_scores(stats.scores.take(positive), stats.pos.take(positive)),
+        class_scores(stats.scores.take(negative), stats.neg.take(negative)),
+        before.take(positive),
+        has_neg.take(positive),
     )
 
 

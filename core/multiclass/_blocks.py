@@ -144,7 +144,7 @@ class ScoreBlocks:
             # Micro: the other classes' scores of column j, placed among T.
             others = ~own
             _place(truth, column[others], weight[others], gap, tie)
-        micro = Micro(truth, truth_mass, gap, tie[:-1])
+        micro = Micro(truth, truth_mass, gap, tie[:-1], counts=not weighted)
         return RankingStats(tuple(one_vs_rest), pairs, micro, class_mass)
 
 

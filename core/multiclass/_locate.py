@@ -89,15 +89,18 @@ class Cells:
     cell into a power of two of equal fine cells, at least ``CELLS_PER_VALUE`` per value of T
     in it: a key's fine cell is the fine cells before its coarse cell plus the top bits of its
     offset inside the coarse cell. Integer arithmetic only; keys outside T's range clamp to it.
+
+    The offset shifted by its coarse cell's ``fine_shift`` is its fine cell inside that coarse
+    cell plus the coarse cell's own offset shifted alike, c << fine_bits: one addition of
+    ``fine_offset`` = (fine cells before c) - (c << fine_bits), modulo 2**64, gives the fine
+    cell without masking the offset first.
     """
 
     low: np.uint64  # the smallest key of T
     high: np.uint64  # the largest
     shift: np.uint64  # a coarse cell spans 2**shift keys
-    inner_mask: np.uint64  # 2**shift - 1: a key's offset inside its coarse cell
     fine_shift: NDArray[np.uint64]  # per coarse cell: offset >> this = its fine cell inside
-    fine_first: NDArray[np.int64]  # per coarse cell: the fine cells before it
-    count: int  # fine cells in all
+    fine_offset: NDArray[np.uint64]  # per coarse cell: added to that, the fine cell
 
     @classmethod
     def fitted(cls, keys: Keys) -> Cells:
@@ -112,28 +115,31 @@ class Cells:
         # ceil(log2(wanted)) bits of fine cells, no finer than one key per cell.
         fine_bits = np.minimum(np.ceil(np.log2(np.maximum(wanted, 1))).astype(np.int64), shift)
         fine = np.left_shift(1, fine_bits)
-        fine_first = np.zeros(n_coarse, dtype=np.int64)
+        fine_first = np.zeros(n_coarse, dtype=np.uint64)
         np.cumsum(fine[:-1], out=fine_first[1:])
+        coarse_start = np.left_shift(
+            np.arange(n_coarse, dtype=np.uint64), fine_bits.astype(np.uint64)
+        )
         return cls(
             low=np.uint64(low),
             high=np.uint64(high),
             shift=np.uint64(shift),
-            inner_mask=np.uint64((1 << shift) - 1),
             fine_shift=(shift - fine_bits).astype(np.uint64),
-            fine_first=fine_first,
-            count=int(fine.sum()),
+            fine_offset=fine_first - coarse_start,  # wraps modulo 2**64
         )
 
-    def of(self, keys: Keys) -> NDArray[np.int64]:
-        """Each key's fine cell."""
-        offset = np.clip(keys, self.low, self.high)
+    def of(
+        self, keys: Keys, out: Keys | None = None, coarse: NDArray[np.int64] | None = None
+    ) -> NDArray[np.int64]:
+        """Each key's fine cell, into ``out`` (``coarse``: scratch of the keys' size) when
+        given: buffers reused block after block cost no fresh pages."""
+        offset = np.clip(keys, self.low, self.high, out=out)
         offset -= self.low
-        coarse = (offset >> self.shift).view(np.int64)
-        offset &= self.inner_mask
-        offset >>= self.fine_shift[coarse]
-        cell = offset.view(np.int64)
-        cell += self.fine_first[coarse]
-        return cell
+        scratch = None if coarse is None else coarse.view(np.uint64)
+        index = np.right_shift(offset, self.shift, out=scratch).view(np.int64)
+        offset >>= self.fine_shift.take(index)
+        offset += self.fine_offset.take(index)
+        return offset.view(np.int64)
 
 
 @dataclass(frozen=True, slots=True, eq=False)
@@ -160,56 +166,108 @@ class TrueScores:
         """``values``: distinct, ascending, non-empty; ``mass``: the weight at each."""
         if values.size >= 1 << 31:  # positions are packed in 32 bits, class counts in int32
             raise ValueError("at most 2**31 - 1 distinct true-class scores")
-        keys = order_keys(values, nonnegative=nonnegative)
+        # Under the shortcut, positive values (the smallest is) are their own keys: no copy.
+        raw_bits = nonnegative and bool(values[0] > 0)
+        keys = values.view(np.uint64) if raw_bits else order_keys(values, nonnegative=nonnegative)
         cells = Cells.fitted(keys)
-        inside = np.bincount(cells.of(keys), minlength=cells.count)
-        bounds = np.zeros(cells.count, dtype=np.int64)
-        np.cumsum(inside[:-1], out=bounds[1:])
-        bounds |= inside << 32
-        return cls(values, keys, mass, cells, bounds)
+        return cls(values, keys, mass, cells, _packed_bounds(cells.of(keys)))
 
     @property
     def size(self) -> int:
         return int(self.values.size)
 
-    def locate(self, keys: Keys) -> Located:
+    def locate(self, keys: Keys, out: NDArray[np.int64] | None = None) -> Located:
         """The slot of every key (keys made by ``order_keys`` with the same ``nonnegative``),
-        block by block so that the temporaries stay in cache."""
-        position = np.empty(keys.size, dtype=np.int64)
+        block by block so that the temporaries stay in cache; the positions go to ``out``
+        when given (as many entries as keys: a buffer reused column after column costs no
+        fresh pages)."""
+        position = np.empty(keys.size, dtype=np.int64) if out is None else out
+        scratch = _Scratch.of(min(BLOCK, keys.size))
         tied = [
-            start + self._locate_block(keys[start : start + BLOCK], position[start : start + BLOCK])
+            start
+            + self._locate_block(
+                keys[start : start + BLOCK], position[start : start + BLOCK], scratch
+            )
             for start in range(0, keys.size, BLOCK)
         ]
         return Located(position, np.concatenate(tied) if tied else np.empty(0, np.intp))
 
-    def _locate_block(self, keys: Keys, position: NDArray[np.int64]) -> Indices:
+    def _locate_block(self, keys: Keys, position: NDArray[np.int64], scratch: _Scratch) -> Indices:
         """Write the positions of ``keys`` into ``position``; return the indices of the keys
-        equal to a value of T."""
-        packed = self.bounds[self.cells.of(keys)]
+        equal to a value of T. Gathers are ``take``s, the full-block ones into ``scratch``:
+        cheaper than fancy indexing into fresh arrays."""
+        size = keys.size
+        cell = self.cells.of(keys, scratch.offset[:size], scratch.coarse[:size])
+        packed = np.take(self.bounds, cell, out=scratch.packed[:size], mode="clip")
         np.bitwise_and(packed, _LOW_32, out=position)
         occupied = np.flatnonzero(packed > _LOW_32)  # cells holding a value of T
         if not occupied.size:
             return occupied
-        count = packed[occupied] >> 32
+        count = packed.take(occupied)
+        count >>= 32
         table = self.keys
-        start = position[occupied]
-        wanted = keys[occupied]
-        first = table[start]
+        start = position.take(occupied)
+        wanted = keys.take(occupied)
+        first = table.take(start)
         found_tie = first == wanted
-        start += first < wanted
-        several = np.flatnonzero(count > 1)
+        above = first < wanted
+        start += above
+        # Cells with more values of T whose first lies below the key: the answer lies in
+        # [start, last value of the cell + 1].
+        several = np.flatnonzero(above & (count > 1))
         if several.size:
-            # Cells with more values of T: the answer lies in [start, last value of the cell]
-            # (start already moved past the cell's first value if it is below the key).
-            last = position[occupied[several]] + count[several]
-            found = _search(table, wanted[several], start[several], last)
-            start[several] = found
-            inside = found < table.size
-            candidate = table[np.minimum(found, table.size - 1)]
-            found_tie[several] = inside & (candidate == wanted[several])
+            last = position.take(occupied.take(several)) + count.take(several)
+            at, tie = _within(table, wanted.take(several), start.take(several), last)
+            start[several] = at
+            found_tie[several] = tie
         position[occupied] = start
         tied: Indices = occupied[found_tie]
         return tied
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class _Scratch:
+    """Block-sized buffers of ``TrueScores.locate``, reused block after block."""
+
+    offset: Keys
+    coarse: NDArray[np.int64]
+    packed: NDArray[np.int64]
+
+    @classmethod
+    def of(cls, size: int) -> _Scratch:
+        return cls(np.empty(size, np.uint64), np.empty(size, np.int64), np.empty(size, np.int64))
+
+
+def _packed_bounds(cell: NDArray[np.int64]) -> NDArray[np.int64]:
+    """``TrueScores.bounds`` from the cell of each value of T, up to the cell of T's largest
+    value (``Cells.of`` clamps every key to it), built in place: two arrays of the table's
+    size, not three."""
+    inside = np.bincount(cell)
+    bounds = np.empty(inside.size, dtype=np.int64)
+    bounds[0] = 0
+    np.cumsum(inside[:-1], out=bounds[1:])
+    np.left_shift(inside, 32, out=inside)
+    bounds |= inside
+    return bounds
+
+
+def _within(
+    table: Keys, wanted: Keys, start: NDArray[np.int64], last: NDArray[np.int64]
+) -> tuple[NDArray[np.int64], Bools]:
+    """For each key, the first index in [start, last] with table[index] >= key (last when
+    none, start < last) and whether it equals the key. Most such cells hold two values of T:
+    one step settles those, a search the rest."""
+    value = table.take(start)
+    tie = value == wanted
+    below = value < wanted
+    start += below
+    more = np.flatnonzero(below & (start < last))
+    if more.size:
+        found = _search(table, wanted[more], start[more], last[more])
+        start[more] = found
+        candidate = table[np.minimum(found, table.size - 1)]
+        tie[more] = (found < table.size) & (candidate == wanted[more])
+    return start, tie
 
 
 def _search(

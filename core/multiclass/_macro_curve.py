@@ -15,12 +15,14 @@ classes do not share and its area is not the mean AUC (scikit-learn issue #13546
 
 Large curves are not averaged at every point of the union: each class contributes its points
 sampled along its own curve, and the average is evaluated exactly (both ends) at the union of
-those FPR values, so every point sent lies on the exact averaged curve.
+those FPR values, so every point sent lies on the exact averaged curve. A class's curve is built
+from its sweep when it is read, once to sample it and once to average it: one class's arrays at
+a time, which reuse the same memory (every class's at once would be fresh pages, each touched).
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 
 import numpy as np
 from numpy.typing import NDArray
@@ -38,7 +40,9 @@ def class_curve(sweep: Sweep) -> ClassCurve:
     """The ROC curve of one class from (0, 0) to (1, 1), as the corners of its polyline (the
     points between corners lie on straight segments and add nothing)."""
     fps, tps = sweep.roc_corners()
-    return fps / sweep.n_negative, tps / sweep.n_positive
+    fps /= sweep.n_negative  # in place: fresh arrays of this size cost a pass over them
+    tps /= sweep.n_positive
+    return fps, tps
 
 
 def _ends(curve: ClassCurve, at: Floats) -> tuple[Floats, Floats]:
@@ -63,23 +67,24 @@ def _ends(curve: ClassCurve, at: Floats) -> tuple[Floats, Floats]:
     return arrive, leave
 
 
-def vertical_average(curves: Sequence[ClassCurve], at: Floats) -> ClassCurve:
-    """The exact vertical average of ``curves`` at the FPR values ``at`` (ascending, distinct,
-    within [0, 1]): one point per value, two where the average is vertical."""
+def vertical_average(curves: Iterable[ClassCurve], count: int, at: Floats) -> ClassCurve:
+    """The exact vertical average of the ``count`` ``curves`` at the FPR values ``at``
+    (ascending, distinct, within [0, 1]): one point per value, two where the average is
+    vertical."""
     arrive = np.zeros(at.size)
     leave = np.zeros(at.size)
     for curve in curves:
         up_to, from_ = _ends(curve, at)
         arrive += up_to
         leave += from_
-    arrive /= len(curves)
-    leave /= len(curves)
+    arrive /= count
+    leave /= count
     vertical = leave > arrive
-    count = at.size + int(vertical.sum())
+    points = at.size + int(vertical.sum())
     # Point t of ``at`` lands after the extra (leave) points of the values before it.
     land = np.arange(at.size) + np.concatenate(([0], np.cumsum(vertical)[:-1]))
-    fpr = np.empty(count)
-    tpr = np.empty(count)
+    fpr = np.empty(points)
+    tpr = np.empty(points)
     fpr[land] = at
     tpr[land] = arrive
     fpr[land[vertical] + 1] = at[vertical]
@@ -94,18 +99,19 @@ def _sampled_fprs(curve: ClassCurve, points: int) -> Floats:
     return fpr[kept]
 
 
-def macro_roc_curve(curves: Sequence[ClassCurve], max_points: int) -> dict[str, Floats]:
-    """The averaged curve at the union of the classes' FPR values (sampled per class when the
-    curves hold more than ``max_points`` points in all), thinned to ``max_points``."""
-    total = sum(curve[0].size for curve in curves)
+def macro_roc_curve(sweeps: Sequence[Sweep], max_points: int) -> dict[str, Floats]:
+    """The averaged curve of the classes' sweeps at the union of their FPR values (sampled per
+    class when the curves hold more than ``max_points`` points in all), thinned to
+    ``max_points``."""
+    # A curve's points: the corners before and at each hit, and both ends (``roc_corners``).
+    total = sum(2 * sweep.size + 2 for sweep in sweeps)
     if total <= max_points:
-        union = np.unique(np.concatenate([curve[0] for curve in curves]))
+        union = np.unique(np.concatenate([class_curve(sweep)[0] for sweep in sweeps]))
     else:
-        per_class = max(2, max_points // len(curves))
-        union = np.unique(
-            np.concatenate([[0.0, 1.0], *(_sampled_fprs(c, per_class) for c in curves)])
-        )
-    fpr, tpr = vertical_average(curves, union)
+        per_class = max(2, max_points // len(sweeps))
+        sampled = [_sampled_fprs(class_curve(sweep), per_class) for sweep in sweeps]
+        union = np.unique(np.concatenate([[0.0, 1.0], *sampled]))
+    fpr, tpr = vertical_average((class_curve(sweep) for sweep in sweeps), len(sweeps), union)
     if fpr.size > max_points:
         # fpr + tpr grows at every point: each point moves right or up.
         kept = sample_along(lambda i: fpr[i] + tpr[i], fpr.size, max_points)

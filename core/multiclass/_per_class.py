@@ -1,7 +1,7 @@
 """Per-class one-vs-rest metrics and their averages.
 
 Each class's statistic (on class slots, ``_ranking``) goes through task binary's own
-functions: ``roc_auc``, ``pr_areas`` (step-wise average precision), ``ks_and_youden`` and
+functions: ``roc_auc``, ``average_precision`` (step-wise), ``ks_statistic`` and
 DeLong's interval from ``placements``. A class absent from labels, or the only class present,
 has no ranking metrics: they are None with the reason, and the class is left out of the macro
 averages and named in ``warnings``. Each class's operating points (``_operating``) go in its row
@@ -20,8 +20,8 @@ from evalserve.core._result import MetricSink
 from evalserve.core._result_parts import ClassRow, Interval
 from evalserve.core.binary._delong import placements
 from evalserve.core.binary._intervals import auc_interval
-from evalserve.core.binary._precision_recall import pr_areas
-from evalserve.core.binary._ranking import ks_and_youden, roc_auc
+from evalserve.core.binary._precision_recall import average_precision
+from evalserve.core.binary._ranking import ks_statistic, roc_auc
 from evalserve.core.binary._stats import BinaryStats
 from evalserve.core.binary._sweep import Sweep, sweep_of
 from evalserve.core.multiclass._confusion import (
@@ -74,8 +74,8 @@ def class_ranking(
     operating = class_operating(sweep, slots, options)
     values: dict[str, float | None] = {
         "roc_auc": roc_auc(sweep),
-        "average_precision": pr_areas(sweep).average_precision,
-        "ks_statistic": ks_and_youden(sweep)[0],
+        "average_precision": average_precision(sweep),
+        "ks_statistic": ks_statistic(sweep),
     }
     interval = auc_interval(placements(sweep), options.confidence_level, options.auc_interval)
     if isinstance(interval, str):

@@ -49,12 +49,13 @@ class Micro:
     """The flattened problem: the distinct true-class scores T (``values``, ascending) with
     ``mass[p]`` positive weight at T[p] (0 for the scores of rows of weight zero only);
     negative weight strictly between T[p-1] and T[p] (``gap[p]``, n_T + 1 entries) and equal
-    to T[p] (``tie[p]``)."""
+    to T[p] (``tie[p]``); ``counts``: every weight is a count (the rows were unweighted)."""
 
     values: Floats
     mass: Floats
     gap: Floats
     tie: Floats
+    counts: bool = False  # every weight is a count (unweighted rows)
 
 
 @dataclass(frozen=True, slots=True, eq=False)
@@ -116,12 +117,32 @@ def ranking_stats(
     if options is not None:
         sweep.budgets = options.flagged_share
         sweep.every_value = any(getattr(options, kind) for kind in KINDS[:-1])
+    _add_columns(sweep, inputs, nonnegative=nonnegative)
+    return sweep.result()
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class _RowBuffers:
+    """Per-row arrays of one pass over the columns, reused column after column: fresh pages
+    of that size cost about as much as a pass over them."""
+
+    position: NDArray[np.int64]
+    slot: Indices
+    values: Floats
+
+    @classmethod
+    def of(cls, n_rows: int) -> _RowBuffers:
+        return cls(np.empty(n_rows, np.int64), np.empty(n_rows, np.intp), np.empty(n_rows))
+
+
+def _add_columns(sweep: _Sweep, inputs: MulticlassInputs, *, nonnegative: bool) -> None:
+    """Every score column into the sweep; the row buffers go before the result is built."""
+    buffers = _RowBuffers.of(inputs.n_rows)
     # Without zeros there is no -0.0, and a positive float's bits are already its key.
     raw_bits = inputs.low > 0
     for j, column in columns(inputs.scores):
         keys = column.view(np.uint64) if raw_bits else order_keys(column, nonnegative=nonnegative)
-        sweep.add(j, truth.locate(keys), column)
-    return sweep.result()
+        sweep.add(j, sweep.truth.locate(keys, out=buffers.position), column, buffers)
 
 
 class _Sweep:
@@ -150,37 +171,44 @@ class _Sweep:
         self.micro_rows = np.zeros(0 if weighted else size, dtype=np.int64)
         self.micro_tied = np.zeros(0 if weighted else size, dtype=np.int64)
         self.has_class = np.zeros(truth.size + 1, dtype=np.bool_)
-        self.class_below = np.zeros(truth.size + 1, dtype=np.int32)
+        self.class_below = np.zeros(truth.size + 1, dtype=np.intp)
         self.scores: Floats = np.empty((0, n_classes))
         self.budgets: tuple[float, ...] = ()
         self.every_value = False
         self.slots: list[SlotScores] = []
 
-    def add(self, j: int, located: Located, column: Floats) -> None:
+    def add(self, j: int, located: Located, column: Floats, buffers: _RowBuffers) -> None:
         position, tied = located.position, located.tied
+        tie_position = position.take(tied)
         own = self.rows[j]
-        slot = self._class_slots(position, own, tied)
+        slot = self._class_slots(position, own, tied, tie_position, buffers.slot)
         n_slots = 2 * int(self.class_below[-1]) + 1
         weights = self.weights
         if weights is None:
-            counts = np.bincount(slot[own], minlength=n_slots)
+            counts = np.bincount(slot.take(own), minlength=n_slots)
             negative = np.subtract(np.bincount(slot, minlength=n_slots), counts, dtype=np.float64)
             positive = counts.astype(np.float64)
             rest = None
         else:
             rest = weights.copy()
             rest[own] = 0.0
-            positive = _summed(slot[own], weights[own], n_slots)
+            positive = _summed(slot.take(own), weights[own], n_slots)
             negative = _summed(slot, rest, n_slots)
         reduced = _reduced(positive, negative, self.labels.size, rest is not None)
         self.one_vs_rest.append(reduced)
         self._keep_slots(j, slot, column, reduced)
         # One-vs-one: a row at slot s is below the class weight above s plus half that at s.
-        placement = positive.sum() - np.cumsum(positive) + 0.5 * positive
-        row_pairs = placement[slot] if weights is None else placement[slot] * weights
+        if weights is None:  # counts: their running sum in integers is exact, and faster
+            placement = np.subtract(counts.sum(), np.cumsum(counts), dtype=np.float64)
+            placement += 0.5 * positive
+        else:
+            placement = positive.sum() - np.cumsum(positive) + 0.5 * positive
+        row_pairs = np.take(placement, slot, out=buffers.values, mode="clip")
+        if weights is not None:
+            row_pairs *= weights
         self.pairs[j] = np.bincount(self.labels, weights=row_pairs, minlength=self.n_classes)
         self.pairs[j, j] = 0.0
-        self._micro(position, tied, rest)
+        self._micro(position, tied, tie_position, rest)
 
     def _keep_slots(self, j: int, slot: Indices, column: Floats, reduced: BinaryStats) -> None:
         """What class j's operating points will read of the scores behind its slots: the
@@ -202,21 +230,26 @@ class _Sweep:
             every.append(self.truth.values[np.flatnonzero(self.has_class[:-1])] + 0.0)
         self.slots.append(SlotScores(j, self.scores, self.labels, self.weights, known, gaps, every))
 
-    def _class_slots(self, position: Indices, own: Indices, tied: Indices) -> Indices:
-        """Each row's class slot: 2 (class-j values below it) + (it equals a class-j value)."""
+    def _class_slots(
+        self, position: Indices, own: Indices, tied: Indices, tie_position: Indices, out: Indices
+    ) -> Indices:
+        """Each row's class slot (into ``out``): 2 (class-j values below it) + (it equals a
+        class-j value). Gathers are ``take``s (with ``out``, mode "clip" writes straight into
+        it; "raise" would buffer the whole result first)."""
         has, below = self.has_class, self.class_below
         has[:] = False
-        has[position[own]] = True
+        has[position.take(own)] = True
         np.cumsum(has[:-1], out=below[1:])
-        slot = below[position].astype(np.intp)
+        slot = np.take(below, position, out=out, mode="clip")
         slot <<= 1
-        slot[tied] += has[position[tied]]
+        slot[tied] += has.take(tie_position)
         return slot
 
-    def _micro(self, position: Indices, tied: Indices, rest: Floats | None) -> None:
+    def _micro(
+        self, position: Indices, tied: Indices, tie_position: Indices, rest: Floats | None
+    ) -> None:
         """Every row of the column, the class's own rows included (they are T's values, all
         tied: ``result`` takes T's weight back out of the ties)."""
-        tie_position = position[tied]
         size = self.truth.size + 1
         # Every row: one counting pass beats a scattered add; the few tied rows: the reverse.
         if rest is None:
@@ -241,7 +274,7 @@ class _Sweep:
         return RankingStats(
             tuple(self.one_vs_rest),
             self.pairs,
-            Micro(truth.values, truth.mass, gap, tie),
+            Micro(truth.values, truth.mass, gap, tie, counts=self.weights is None),
             class_mass.astype(np.float64),
             tuple(self.slots),
         )
@@ -256,5 +289,9 @@ def _reduced(positive: Floats, negative: Floats, n_rows: int, weighted: bool) ->
     """A ``BinaryStats`` over slots, empty slots dropped; slot numbers stand in for scores."""
     occupied = np.flatnonzero((positive > 0) | (negative > 0))
     return BinaryStats(
-        occupied.astype(np.float64), positive[occupied], negative[occupied], n_rows, weighted
+        occupied.astype(np.float64),
+        positive.take(occupied),
+        negative.take(occupied),
+        n_rows,
+        weighted,
     )

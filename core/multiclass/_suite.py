@@ -26,7 +26,7 @@ from evalserve.core._result import Curve, MetricSink, TaskOutput
 from evalserve.core.multiclass._catalog import CONVENTIONS, METRIC_NAMES
 from evalserve.core.multiclass._confusion import class_counts, describe, hard_metrics
 from evalserve.core.multiclass._inputs import multiclass_inputs
-from evalserve.core.multiclass._macro_curve import class_curve, macro_roc_curve
+from evalserve.core.multiclass._macro_curve import macro_roc_curve
 from evalserve.core.multiclass._micro import micro_metrics
 from evalserve.core.multiclass._operating import operating_macros, operating_order
 from evalserve.core.multiclass._ovo import ovo_metrics
@@ -88,7 +88,7 @@ def multiclass_output(stats: MulticlassStats, options: Options) -> TaskOutput:
         lambda index: describe(classes, index),
         options,
     )
-    micro_metrics(sink, ranking.micro.mass, ranking.micro.gap, ranking.micro.tie)
+    micro_metrics(sink, ranking.micro)
     ovo_metrics(sink, ranking.pairs, ranking.class_mass)
     _interval_warnings(sink, rankings, classes)
     curves = _curves(matrix, rankings, options.max_curve_points)
@@ -120,7 +120,7 @@ def _curves(
             "shape": np.array([n_classes, n_classes], dtype=np.float64),
         }
     }
-    averaged = [class_curve(r.sweep) for r in rankings if r.sweep is not None]
+    averaged = [r.sweep for r in rankings if r.sweep is not None]
     if averaged:
         curves["roc_macro"] = macro_roc_curve(averaged, max_points)
     return curves
