@@ -171,11 +171,10 @@ class Waiting(Generic[P]):
     until there are more than ``MAX_WAITING_PARTS`` of them and they pass three times the
     statistic and the task's lazy threshold, so a stream of distinct values costs about one
     sort, as the one-shot evaluation does (a few large batches: exactly one, when the result
-    is asked). A state that has
-    not folded yet counts the distinct values of a sample of what waits (``SAMPLE`` values,
-    once, when its batches first pass ``MIN_FOLD`` entries) instead: every new level of an
-    ``Accumulator`` starts without a history, and folding each of them early to learn it
-    would sort every row of a stream of distinct values twice."""
+    is asked). A state that has not folded yet counts the distinct values of a sample of what
+    waits (``SAMPLE`` values, once, when its batches first pass ``MIN_FOLD`` entries)
+    instead: every new level of an ``Accumulator`` starts without a history, and folding each
+    of them early to learn it would sort every row of a stream of distinct values twice."""
 
     parts: tuple[P, ...] = ()
     entries: int = 0
