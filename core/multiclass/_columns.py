@@ -16,7 +16,7 @@ from numpy.typing import NDArray
 __all__ = ["columns"]
 
 BUFFER_BYTES = 64 << 20
-_ROW_BLOCK = 1024
+_ROW_BLOCK = 4096
 
 
 def columns(scores: NDArray[np.float64]) -> Iterator[tuple[int, NDArray[np.float64]]]:

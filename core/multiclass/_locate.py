@@ -221,7 +221,7 @@ class TrueScores:
             start[several] = at
             found_tie[several] = tie
         position[occupied] = start
-        tied: Indices = occupied[found_tie]
+        tied: Indices = occupied.compress(found_tie)
         return tied
 
 

@@ -88,11 +88,11 @@ def distinct_with_mass(values: Floats, weights: Floats | None) -> tuple[Floats, 
         ordered = np.sort(values)
         starts = _run_starts(ordered)
         counts = np.diff(starts, append=ordered.size).astype(np.float64)
-        return ordered[starts], counts
+        return ordered.take(starts), counts
     order = np.argsort(values)
-    ordered = values[order]
+    ordered = values.take(order)
     starts = _run_starts(ordered)
-    return ordered[starts], np.add.reduceat(weights[order], starts)
+    return ordered.take(starts), np.add.reduceat(weights.take(order), starts)
 
 
 def _run_starts(ordered: Floats) -> Indices:
