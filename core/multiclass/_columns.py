@@ -1,4 +1,4 @@
-"""The score matrix one column at a time, contiguous.
+"""The score matrix a group of columns at a time, each column contiguous.
 
 A column of a row-major n x k matrix is strided by k * 8 bytes: reading it touches a cache
 line per value. Copying a group of columns through row blocks that fit in cache (a blocked
@@ -13,15 +13,16 @@ from collections.abc import Iterator
 import numpy as np
 from numpy.typing import NDArray
 
-__all__ = ["columns"]
+__all__ = ["column_groups"]
 
 BUFFER_BYTES = 64 << 20
-_ROW_BLOCK = 1024
+_ROW_BLOCK = 4096
 
 
-def columns(scores: NDArray[np.float64]) -> Iterator[tuple[int, NDArray[np.float64]]]:
-    """(j, contiguous copy of scores[:, j]) for j = 0..k-1; each copy is valid until the next
-    one is yielded."""
+def column_groups(scores: NDArray[np.float64]) -> Iterator[tuple[int, NDArray[np.float64]]]:
+    """(first, block) for groups of columns covering 0..k-1: ``block[i]`` is a contiguous copy
+    of ``scores[:, first + i]``. A block is valid until the next one is yielded, and is the
+    caller's to overwrite meanwhile."""
     n_rows, width = scores.shape
     most = max(1, min(width, BUFFER_BYTES // max(1, 8 * n_rows)))
     # As few groups as the buffer allows, of equal size: 10 columns go as 5 + 5, not 8 + 2.
@@ -33,5 +34,4 @@ def columns(scores: NDArray[np.float64]) -> Iterator[tuple[int, NDArray[np.float
         for start in range(0, n_rows, _ROW_BLOCK):
             stop = min(n_rows, start + _ROW_BLOCK)
             block[:, start:stop] = scores[start:stop, first:last].T
-        for offset in range(last - first):
-            yield first + offset, block[offset]
+        yield first, block

@@ -180,7 +180,8 @@ class TrueScores:
         """The slot of every key (keys made by ``order_keys`` with the same ``nonnegative``),
         block by block so that the temporaries stay in cache; the positions go to ``out``
         when given (as many entries as keys: a buffer reused column after column costs no
-        fresh pages)."""
+        fresh pages), which may be the keys' own memory: a block's keys are read before its
+        positions are written."""
         position = np.empty(keys.size, dtype=np.int64) if out is None else out
         scratch = _Scratch.of(min(BLOCK, keys.size))
         tied = [
@@ -199,15 +200,15 @@ class TrueScores:
         size = keys.size
         cell = self.cells.of(keys, scratch.offset[:size], scratch.coarse[:size])
         packed = np.take(self.bounds, cell, out=scratch.packed[:size], mode="clip")
-        np.bitwise_and(packed, _LOW_32, out=position)
         occupied = np.flatnonzero(packed > _LOW_32)  # cells holding a value of T
+        wanted = keys.take(occupied)  # before ``position`` is written: it may hold the keys
+        np.bitwise_and(packed, _LOW_32, out=position)
         if not occupied.size:
             return occupied
         count = packed.take(occupied)
         count >>= 32
         table = self.keys
         start = position.take(occupied)
-        wanted = keys.take(occupied)
         first = table.take(start)
         found_tie = first == wanted
         above = first < wanted
@@ -221,7 +222,7 @@ class TrueScores:
             start[several] = at
             found_tie[several] = tie
         position[occupied] = start
-        tied: Indices = occupied[found_tie]
+        tied: Indices = occupied.compress(found_tie)
         return tied
 
 

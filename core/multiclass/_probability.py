@@ -167,8 +167,8 @@ def calibration_bins(confidence: Floats, bins: int) -> Indices:
     above = np.append(edges[1:bins], np.inf)  # the lower edge of the next bin; none after the last
     index = (confidence * bins).astype(np.intp)
     np.minimum(index, bins - 1, out=index)
-    index -= confidence < edges[index]
-    index += confidence >= above[index]
+    index -= confidence < edges.take(index)
+    index += confidence >= above.take(index)
     return index
 
 

@@ -32,7 +32,7 @@ from numpy.typing import NDArray
 from evalserve.core._options import Options
 from evalserve.core.binary._operating import KINDS
 from evalserve.core.binary._stats import BinaryStats
-from evalserve.core.multiclass._columns import columns
+from evalserve.core.multiclass._columns import column_groups
 from evalserve.core.multiclass._inputs import MulticlassInputs
 from evalserve.core.multiclass._locate import Located, TrueScores, order_keys
 from evalserve.core.multiclass._operating import SlotScores, gap_scores, prefill
@@ -88,11 +88,11 @@ def distinct_with_mass(values: Floats, weights: Floats | None) -> tuple[Floats, 
         ordered = np.sort(values)
         starts = _run_starts(ordered)
         counts = np.diff(starts, append=ordered.size).astype(np.float64)
-        return ordered[starts], counts
+        return ordered.take(starts), counts
     order = np.argsort(values)
-    ordered = values[order]
+    ordered = values.take(order)
     starts = _run_starts(ordered)
-    return ordered[starts], np.add.reduceat(weights[order], starts)
+    return ordered.take(starts), np.add.reduceat(weights.take(order), starts)
 
 
 def _run_starts(ordered: Floats) -> Indices:
@@ -126,23 +126,32 @@ class _RowBuffers:
     """Per-row arrays of one pass over the columns, reused column after column: fresh pages
     of that size cost about as much as a pass over them."""
 
-    position: NDArray[np.int64]
     slot: Indices
     values: Floats
 
     @classmethod
     def of(cls, n_rows: int) -> _RowBuffers:
-        return cls(np.empty(n_rows, np.int64), np.empty(n_rows, np.intp), np.empty(n_rows))
+        return cls(np.empty(n_rows, np.intp), np.empty(n_rows))
 
 
 def _add_columns(sweep: _Sweep, inputs: MulticlassInputs, *, nonnegative: bool) -> None:
-    """Every score column into the sweep; the row buffers go before the result is built."""
+    """Every score column into the sweep, a group of columns at a time (``column_groups``).
+    A column's positions among T overwrite it in its group's block once it is located (the
+    scores read later come from the matrix), so that the micro counts of a whole group are
+    taken at once: one pass over the counts per group, not per column. The row buffers go
+    before the result is built."""
     buffers = _RowBuffers.of(inputs.n_rows)
     # Without zeros there is no -0.0, and a positive float's bits are already its key.
     raw_bits = inputs.low > 0
-    for j, column in columns(inputs.scores):
-        keys = column.view(np.uint64) if raw_bits else order_keys(column, nonnegative=nonnegative)
-        sweep.add(j, sweep.truth.locate(keys, out=buffers.position), column, buffers)
+    for first, block in column_groups(inputs.scores):
+        positions = block.view(np.int64)
+        for offset, column in enumerate(block):
+            keys = (
+                column.view(np.uint64) if raw_bits else order_keys(column, nonnegative=nonnegative)
+            )
+            located = sweep.truth.locate(keys, out=positions[offset])
+            sweep.add(first + offset, located, buffers)
+        sweep.count_rows(positions)
 
 
 class _Sweep:
@@ -177,7 +186,7 @@ class _Sweep:
         self.every_value = False
         self.slots: list[SlotScores] = []
 
-    def add(self, j: int, located: Located, column: Floats, buffers: _RowBuffers) -> None:
+    def add(self, j: int, located: Located, buffers: _RowBuffers) -> None:
         position, tied = located.position, located.tied
         tie_position = position.take(tied)
         own = self.rows[j]
@@ -196,7 +205,7 @@ class _Sweep:
             negative = _summed(slot, rest, n_slots)
         reduced = _reduced(positive, negative, self.labels.size, rest is not None)
         self.one_vs_rest.append(reduced)
-        self._keep_slots(j, slot, column, reduced)
+        self._keep_slots(j, slot, reduced)
         # One-vs-one: a row at slot s is below the class weight above s plus half that at s.
         if weights is None:  # counts: their running sum in integers is exact, and faster
             placement = np.subtract(counts.sum(), np.cumsum(counts), dtype=np.float64)
@@ -210,7 +219,7 @@ class _Sweep:
         self.pairs[j, j] = 0.0
         self._micro(position, tied, tie_position, rest)
 
-    def _keep_slots(self, j: int, slot: Indices, column: Floats, reduced: BinaryStats) -> None:
+    def _keep_slots(self, j: int, slot: Indices, reduced: BinaryStats) -> None:
         """What class j's operating points will read of the scores behind its slots: the
         slots its equal error rate and alert budgets search (``prefill``), their scores (u_i,
         the values of T the class holds, marked by ``_class_slots``) or their negatives; and
@@ -224,7 +233,7 @@ class _Sweep:
                 continue
             rows = np.flatnonzero(slot == kept)
             weights = None if self.weights is None else self.weights[rows]
-            gaps[kept] = gap_scores(column[rows], weights)
+            gaps[kept] = gap_scores(self.scores[rows, j], weights)
         every = []
         if self.every_value:
             every.append(self.truth.values[np.flatnonzero(self.has_class[:-1])] + 0.0)
@@ -251,9 +260,7 @@ class _Sweep:
         """Every row of the column, the class's own rows included (they are T's values, all
         tied: ``result`` takes T's weight back out of the ties)."""
         size = self.truth.size + 1
-        # Every row: one counting pass beats a scattered add; the few tied rows: the reverse.
-        if rest is None:
-            self.micro_rows += np.bincount(position, minlength=size)
+        if rest is None:  # every row is counted with its group (``count_rows``)
             np.add.at(self.micro_tied, tie_position, 1)
             return
         # Weighted: sums of the same weights in another order could leave a residue where a
@@ -262,6 +269,13 @@ class _Sweep:
         gap[tied] = 0.0
         self.micro_gap += np.bincount(position, weights=gap, minlength=size)
         np.add.at(self.micro_tie, tie_position, rest[tied])
+
+    def count_rows(self, positions: NDArray[np.int64]) -> None:
+        """Unweighted: the micro count of every row of a group of columns at its position
+        among T (a counting pass beats a scattered add). The class's own rows are counted too:
+        they are T's values, all tied (``result`` takes T's weight back out of the ties)."""
+        if self.weights is None:
+            self.micro_rows += np.bincount(positions.ravel(), minlength=self.truth.size + 1)
 
     def result(self) -> RankingStats:
         truth = self.truth
