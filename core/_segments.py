@@ -26,6 +26,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from evalserve.core._errors import InvalidInputError
+from evalserve.core._grouping import grouped
 from evalserve.core._options import Options
 from evalserve.core._result import EvaluationResult
 
@@ -61,9 +62,7 @@ class Segmentation:
 
     def rows(self) -> tuple[Indices, ...]:
         """Each segment's rows (ascending positions)."""
-        order = np.argsort(self.codes, kind="stable")  # radix: linear in 16-bit codes
-        counts = np.bincount(self.codes, minlength=len(self.names))
-        bounds = np.concatenate(([0], np.cumsum(counts)))
+        order, bounds = grouped(self.codes, len(self.names))
         return tuple(order[bounds[i] : bounds[i + 1]] for i in range(len(self.names)))
 
     def warning(self) -> str | None:
@@ -125,7 +124,7 @@ def segment_rows(
 
 
 def _code_type(count: int) -> type[np.integer[Any]]:
-    """Few segments: 16-bit codes, which numpy's stable sort orders by radix in linear time."""
+    """Few segments: 16-bit codes (a quarter of numpy's index type per row)."""
     return np.uint16 if count < 2**16 else np.intp
 
 
