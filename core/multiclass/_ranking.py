@@ -188,7 +188,7 @@ class _Sweep:
         self.budgets: tuple[float, ...] = ()
         self.every_value = False
         self.slots: list[SlotScores] = []
-        # A column's rows tied with a value of T: its own class's (all of them), and others?
+        # Whether a column had rows tied with a value of T besides its own class's (all are).
         self.cross_ties = False
 
     def add(self, j: int, located: Located, buffers: _RowBuffers) -> None:
