@@ -37,7 +37,7 @@ def micro_metrics(sink: MetricSink, micro: Micro) -> None:
     positives = float(mass.sum())
     negatives = float(gap.sum()) + float(tie.sum())
     # The flattened problem has both classes: n positives, n (k - 1) negatives, k >= 2. Its
-    # arrays (one entry per distinct true-class score) are reused in place: two, not six.
+    # float arrays (one entry per distinct true-class score) are reused in place: two, not six.
     below = _running_sum(gap[:-1], counts, np.empty(tie.size))
     tied_below = _running_sum(tie, counts, np.empty(tie.size))
     below += tied_below

@@ -64,13 +64,16 @@ class RankingStats:
     weighted count of (class-j row, class-c row) pairs that column j ranks right, ties
     counting half (the diagonal is 0); ``micro``: the flattened problem on positions among T;
     ``class_mass``: the weight of each class; ``slots``: the scores behind each class's slots
-    (``_operating``), empty when the one-vs-rest statistics are on scores."""
+    (``_operating``), empty when the one-vs-rest statistics are on scores; ``cross_ties``
+    False: no row's score of another class equals a true-class score (so none equals its
+    own), as far as the statistics know."""
 
     one_vs_rest: tuple[BinaryStats, ...]
     pairs: Floats
     micro: Micro
     class_mass: Floats
     slots: tuple[SlotScores, ...] = ()
+    cross_ties: bool = True
 
 
 def true_class_scores(scores: NDArray[np.float64], labels: Indices) -> Floats:
@@ -185,11 +188,14 @@ class _Sweep:
         self.budgets: tuple[float, ...] = ()
         self.every_value = False
         self.slots: list[SlotScores] = []
+        # Whether a column had rows tied with a value of T besides its own class's (all are).
+        self.cross_ties = False
 
     def add(self, j: int, located: Located, buffers: _RowBuffers) -> None:
         position, tied = located.position, located.tied
         tie_position = position.take(tied)
         own = self.rows[j]
+        self.cross_ties |= tied.size > own.size
         slot = self._class_slots(position, own, tied, tie_position, buffers.slot)
         n_slots = 2 * int(self.class_below[-1]) + 1
         weights = self.weights
@@ -291,6 +297,7 @@ class _Sweep:
             Micro(truth.values, truth.mass, gap, tie, counts=self.weights is None),
             class_mass.astype(np.float64),
             tuple(self.slots),
+            self.cross_ties,
         )
 
 

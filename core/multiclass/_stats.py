@@ -61,15 +61,18 @@ class RowStats:
     sums: ProbabilitySums
 
 
-def row_stats(inputs: MulticlassInputs, true_scores: Floats, options: Options) -> RowStats:
+def row_stats(
+    inputs: MulticlassInputs, true_scores: Floats, options: Options, *, ties: bool = True
+) -> RowStats:
     """The confusion matrix, rank table and probability sums of validated rows
-    (``true_scores``: each row's score of its true class)."""
+    (``true_scores``: each row's score of its true class; ``ties`` False: no row has another
+    class scored equal to its true class)."""
     scores, labels, weights = inputs.scores, inputs.labels, inputs.weights
     n_classes = inputs.n_classes
     top = np.asarray(scores.argmax(axis=1), dtype=np.intp)  # ties go to the lowest index
     predicted = top if inputs.predicted is None else inputs.predicted
     matrix = confusion_matrix(labels, predicted, weights, n_classes)
-    above, equal = rank_counts(scores, true_scores)
+    above, equal = rank_counts(scores, true_scores, ties=ties)
     depth = table_depth(options.top_k, n_classes)
     ranks = rank_table(above, equal, weights, n_classes, depth)
     del above, equal
@@ -83,9 +86,11 @@ def row_stats(inputs: MulticlassInputs, true_scores: Floats, options: Options) -
 
 
 def stats_of_rows(inputs: MulticlassInputs, options: Options) -> MulticlassStats:
-    """The statistics of validated rows (one request)."""
+    """The statistics of validated rows (one request). The ranking sweep goes first: it
+    tells the rank table whether any row ties its true class with another."""
     true_scores = true_class_scores(inputs.scores, inputs.labels)
-    rows = row_stats(inputs, true_scores, options)
+    ranking = ranking_stats(inputs, true_scores, options)
+    rows = row_stats(inputs, true_scores, options, ties=ranking.cross_ties)
     problem = rows.check.problem()
     return MulticlassStats(
         n_rows=inputs.n_rows,
@@ -93,5 +98,5 @@ def stats_of_rows(inputs: MulticlassInputs, options: Options) -> MulticlassStats
         matrix=rows.matrix,
         ranks=rows.ranks,
         probability=rows.sums if problem is None else problem,
-        ranking=ranking_stats(inputs, true_scores, options),
+        ranking=ranking,
     )

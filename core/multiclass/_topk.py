@@ -28,8 +28,12 @@ Floats = NDArray[np.float64]
 _ROW_BLOCK = 4096
 
 
-def rank_counts(scores: NDArray[np.float64], true_scores: Floats) -> tuple[Floats, Floats]:
-    """Per row, (classes scored strictly above the true class, classes scored equal to it).
+def rank_counts(
+    scores: NDArray[np.float64], true_scores: Floats, *, ties: bool = True
+) -> tuple[Floats, Floats]:
+    """Per row, (classes scored strictly above the true class, classes scored equal to it);
+    ``ties`` False: the caller knows that no other class is scored equal to a row's true
+    class (every row counts 1 equal, itself).
 
     The row counts are einsum's row sums of the comparison mask read as int8: with few classes
     per row much faster than a reduction along the rows or a product with ones (exact: small
@@ -37,7 +41,7 @@ def rank_counts(scores: NDArray[np.float64], true_scores: Floats) -> tuple[Float
     equal to itself only), and their rows count 1 equal."""
     n_rows, width = scores.shape
     above = np.empty(n_rows)
-    equal = np.empty(n_rows)
+    equal = np.ones(n_rows)
     mask = np.empty((min(n_rows, _ROW_BLOCK), width), dtype=np.bool_)
     for start in range(0, n_rows, _ROW_BLOCK):
         stop = min(n_rows, start + _ROW_BLOCK)
@@ -46,11 +50,10 @@ def rank_counts(scores: NDArray[np.float64], true_scores: Floats) -> tuple[Float
         rows = mask[: stop - start]
         np.greater(block, true, out=rows)
         _row_counts(rows, above[start:stop])
-        np.equal(block, true, out=rows)
-        if np.count_nonzero(rows) == stop - start:
-            equal[start:stop] = 1.0
-        else:
-            _row_counts(rows, equal[start:stop])
+        if ties:
+            np.equal(block, true, out=rows)
+            if np.count_nonzero(rows) > stop - start:  # a row ties with another class
+                _row_counts(rows, equal[start:stop])
     return above, equal
 
 
