@@ -24,6 +24,7 @@ from evalserve.core._result_parts import (
 )
 from evalserve.core._task_spec import MemoryCost, TaskInputs, TaskSpec
 from evalserve.core._tasks import REGISTRY, TASKS, task_spec
+from evalserve.core._threads import available_cpus, current_threads, using_threads
 from evalserve.core.binary._operating import KINDS as OPERATING_KINDS
 from evalserve.core.binary._operating import operating_names, target_label
 from evalserve.core.binary._stats import BinaryStats
@@ -52,16 +53,19 @@ __all__ = [
     "StateTooLargeError",
     "TaskInputs",
     "TaskSpec",
+    "available_cpus",
     "catalog_entries",
     "catalog_entry",
     "check_baseline",
     "check_comparison",
     "check_coverage",
     "check_monitor",
+    "current_threads",
     "evaluate",
     "evaluate_binary_stats",
     "operating_names",
     "parse_options",
     "target_label",
     "task_spec",
+    "using_threads",
 ]

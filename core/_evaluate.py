@@ -24,6 +24,7 @@ from evalserve.core._segments import (
 )
 from evalserve.core._task_spec import MonitorRequest, RowsEvaluator, TaskSpec
 from evalserve.core._tasks import TASKS, comparing_tasks, task_spec
+from evalserve.core._threads import check_threads, using_threads
 from evalserve.core.binary._monitor_format import decode as decode_monitor_state
 from evalserve.core.binary._result import check_baseline, evaluate_binary_stats
 
@@ -59,6 +60,7 @@ def evaluate(
     max_segments: int | None = DEFAULT_MAX_SEGMENTS,
     fold_segments: bool = False,
     segment_monitor_states: Mapping[str, bytes] | None = None,
+    threads: int | None = None,
 ) -> EvaluationResult:
     """Evaluate a model's scores against ground truth; see README "Metric catalog".
 
@@ -80,8 +82,21 @@ def evaluate(
     carries from window to window). At most ``max_segments`` distinct segments (None: no cap),
     or with ``fold_segments`` the smallest folded into ``"__other__"``.
 
+    ``threads``: the most threads the evaluation's sorts use (None: the setting of the context,
+    ``using_threads``, whose own default is the CPUs this process may run on); rows under half
+    a million a thread are evaluated on one.
+
     Raises ``InvalidInputError`` (naming the field) for input that cannot be evaluated.
     """
+    if threads is not None:
+        with using_threads(check_threads(threads)):
+            return evaluate(
+                task, y_true, y_score, y_pred=y_pred, sample_weight=sample_weight,
+                options=options, baseline=baseline, challenger=challenger, classes=classes,
+                coverage=coverage, monitor_state=monitor_state, window=window,
+                segments=segments, segment_names=segment_names, max_segments=max_segments,
+                fold_segments=fold_segments, segment_monitor_states=segment_monitor_states,
+            )  # fmt: skip
     spec = task_spec(task)
     parsed = parse_options(options)
     if coverage is not None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from pydantic import Field, FilePath, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
+from evalserve.core import available_cpus
 from evalserve.service.identity import ClientIdentity, canonical, parse_client_identity
 from evalserve.service.memory import default_memory_budget
 
@@ -98,6 +99,14 @@ class Settings(BaseSettings):
     workers: int = Field(
         2, ge=1, le=64, description="evaluations computed at once, off the event loop"
     )
+    threads_per_evaluation: int | None = Field(
+        None,
+        ge=1,
+        le=64,
+        description="threads one evaluation's sorts may use (an evaluation of fewer than half a "
+        "million rows a thread uses fewer; unset: the CPUs the process may run on divided by "
+        "workers, at least 1, so that concurrent evaluations are not starved)",
+    )
     max_inflight_requests: int = Field(
         16,
         ge=1,
@@ -183,6 +192,14 @@ class Settings(BaseSettings):
         if self.max_inflight_per_client is not None:
             return self.max_inflight_per_client
         return max(1, self.max_inflight_requests // 2)
+
+    @property
+    def evaluation_threads(self) -> int:
+        """``threads_per_evaluation``, or its default: the CPUs this process may run on shared
+        among the ``workers`` (at least one each)."""
+        if self.threads_per_evaluation is not None:
+            return self.threads_per_evaluation
+        return max(1, available_cpus() // self.workers)
 
     @property
     def budget_bytes(self) -> int:

@@ -18,6 +18,7 @@ from contextlib import contextmanager, suppress
 from contextvars import ContextVar
 from typing import Any, TypeVar
 
+from evalserve.core import using_threads
 from evalserve.service.budget import MemoryBudget, Reservation
 from evalserve.service.errors import BusyError, ClientBusyError, ShuttingDownError
 
@@ -32,7 +33,8 @@ class Evaluator:
     ``max_inflight`` evaluation requests at once (both transports), at most ``max_per_client`` of
     them from one client (None: no per-client limit; each transport says who the client is,
     as ``client_identity`` asks), so a burst of large uploads is refused early (clients retry)
-    instead of piling up in memory, and one client cannot take every place.
+    instead of piling up in memory, and one client cannot take every place. An evaluation
+    sorts on at most ``threads`` threads of its own (``Settings.evaluation_threads``).
 
     On shutdown (``drain``) new requests are refused with ``ShuttingDownError``, and those still
     in flight when the grace period ends are cut off with it too (503 / UNAVAILABLE): the
@@ -45,6 +47,7 @@ class Evaluator:
         max_inflight: int = 16,
         max_per_client: int | None = None,
         budget: MemoryBudget | None = None,
+        threads: int = 1,
     ) -> None:
         # Unlimited unless given: tests and embedders that do not budget memory.
         self.budget = budget or MemoryBudget(1 << 62)
@@ -52,6 +55,7 @@ class Evaluator:
             max_workers=workers, thread_name_prefix="evaluate", initializer=_below_the_loop
         )
         self._slots = asyncio.Semaphore(workers)
+        self.threads = threads
         self.max_inflight = max_inflight
         self.max_per_client = max_per_client
         self.inflight = 0
@@ -139,7 +143,7 @@ class Evaluator:
             if reservation is not None:
                 reservation.pin()
             try:
-                future = self._pool.submit(function, *args)
+                future = self._pool.submit(_with_threads, self.threads, function, *args)
             except BaseException:
                 if reservation is not None:
                     reservation.unpin()
@@ -150,6 +154,13 @@ class Evaluator:
 
     def close(self) -> None:
         self._pool.shutdown(wait=True, cancel_futures=True)
+
+
+def _with_threads(threads: int, function: Callable[..., T], *args: object) -> T:
+    """``function(*args)`` whose evaluations sort on at most ``threads`` threads (started by
+    this worker thread, so they inherit its priority)."""
+    with using_threads(threads):
+        return function(*args)
 
 
 # How much nicer evaluation threads are than the event loop's (Linux: a thread's own nice).

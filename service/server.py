@@ -107,7 +107,11 @@ async def run(
         trim=trimmer.trim,
     )
     evaluator = Evaluator(
-        settings.workers, settings.max_inflight_requests, settings.per_client_limit, budget
+        settings.workers,
+        settings.max_inflight_requests,
+        settings.per_client_limit,
+        budget,
+        threads=settings.evaluation_threads,
     )
     readiness = Readiness()
     registry = default_registry()

@@ -16,6 +16,9 @@ from dataclasses import dataclass
 import numpy as np
 from numpy.typing import NDArray
 
+from evalserve.core._threads import threads_for
+from evalserve.core.binary._parallel_sort import sort_columns, split_classes
+
 __all__ = [
     "ClassScores",
     "RawScores",
@@ -91,25 +94,51 @@ def classes_of_rows(
 ) -> tuple[ClassScores, ClassScores]:
     """The positives' and the negatives' ``ClassScores`` of validated rows (bool labels,
     finite scores, optional non-negative weights). Each class is sorted on its own: the two
-    sorts cost about one sort of all rows, and no label travels through the sort."""
+    sorts cost about one sort of all rows, and no label travels through the sort. Large
+    batches split and sort on the threads the context allows (``evaluate``'s ``threads``)."""
+    threads = threads_for(scores.size)
+    if threads > 1:
+        return _threaded(labels, scores, weights, threads)
     negative = ~labels
     if weights is None:
         return unweighted_class(scores[labels]), unweighted_class(scores[negative])
     return _weighted(scores, weights, labels), _weighted(scores, weights, negative)
 
 
+def _threaded(
+    labels: Bools, scores: Floats, weights: Floats | None, threads: int
+) -> tuple[ClassScores, ClassScores]:
+    """``classes_of_rows`` on ``threads`` threads: the same classes, value for value."""
+    positives, negatives = split_classes(labels, scores, threads)
+    if weights is None:
+        sort_columns([(positives, None), (negatives, None)], threads)
+        return _counted(positives), _counted(negatives)
+    positive_weights, negative_weights = split_classes(labels, weights, threads)
+    sort_columns([(positives, positive_weights), (negatives, negative_weights)], threads)
+    return _ordered(positives, positive_weights), _ordered(negatives, negative_weights)
+
+
 def unweighted_class(scores: Floats) -> ClassScores:
-    """From one class's scores, a fresh copy (sorted in place)."""
-    if scores.size == 0:
+    """From one class's scores, a fresh copy (sorted in place, on threads when large)."""
+    threads = threads_for(scores.size)
+    if threads > 1:
+        sort_columns([(scores, None)], threads)
+    else:
+        scores.sort()
+    return _counted(scores)
+
+
+def _counted(ordered: Floats) -> ClassScores:
+    """From one class's sorted scores (each one unit): the distinct scores and their counts."""
+    if ordered.size == 0:
         return class_scores(EMPTY, None)
-    scores.sort()
-    starts = _run_starts(scores)
+    starts = _run_starts(ordered)
     if starts is None:  # no ties: the sorted rows are the distinct scores
-        return class_scores(scores, None)
+        return class_scores(ordered, None)
     counts = np.empty(starts.size, dtype=np.float64)
     np.subtract(starts[1:], starts[:-1], out=counts[:-1])
-    counts[-1] = scores.size - starts[-1]
-    return class_scores(scores[starts], counts)
+    counts[-1] = ordered.size - starts[-1]
+    return class_scores(ordered[starts], counts)
 
 
 @dataclass(frozen=True, slots=True, eq=False)
@@ -156,8 +185,7 @@ def merge_classes(parts: Sequence[ClassScores | RawScores]) -> ClassScores:
     if all(unit):
         return unweighted_class(scores)
     masses = np.concatenate([part.masses() for part in held])
-    order = np.argsort(scores)
-    return _ordered(np.take(scores, order, mode="clip"), np.take(masses, order, mode="clip"))
+    return _sorted_weighted(scores, masses)
 
 
 def _weighted(scores: Floats, weights: Floats, rows: Bools) -> ClassScores:
@@ -180,14 +208,25 @@ def _weighted(scores: Floats, weights: Floats, rows: Bools) -> ClassScores:
 def weighted_class(scores: Floats, weights: Floats) -> ClassScores:
     """From one class's scores and their weights in the rows' order (views: a segment's piece
     of the rows grouped by segment)."""
-    if scores.size == 0:
-        return class_scores(EMPTY, None)
+    return _sorted_weighted(scores, weights, fresh=False)
+
+
+def _sorted_weighted(scores: Floats, weights: Floats, *, fresh: bool = True) -> ClassScores:
+    """From one class's scores and weights; ``fresh`` arrays are the caller's to permute."""
+    threads = threads_for(scores.size)
+    if threads > 1:
+        if not fresh:
+            scores, weights = scores.copy(), weights.copy()
+        sort_columns([(scores, weights)], threads)
+        return _ordered(scores, weights)
     order = np.argsort(scores)
     return _ordered(np.take(scores, order, mode="clip"), np.take(weights, order, mode="clip"))
 
 
 def _ordered(ordered: Floats, mass: Floats) -> ClassScores:
     """From sorted scores and the mass of each (ties summed)."""
+    if ordered.size == 0:
+        return class_scores(EMPTY, None)
     starts = _run_starts(ordered)
     if starts is None:
         return class_scores(ordered, mass)

@@ -10,8 +10,9 @@ import sys
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any, NoReturn
 
-from evalserve.core import OPTIONS, TASKS
+from evalserve.core import OPTIONS, TASKS, InvalidInputError, using_threads
 from evalserve.core._segments import DEFAULT_MAX_SEGMENTS
+from evalserve.core._threads import MAX_THREADS, check_threads
 from evalserve.cpu_dispatch import restart_with_avx2_sort
 from evalserve.service.memory import retain_freed_memory
 
@@ -37,6 +38,15 @@ def _options(text: str) -> dict[str, Any]:
     if not isinstance(value, dict):
         raise argparse.ArgumentTypeError("--options must be a JSON object")
     return value
+
+
+def _thread_count(text: str) -> int:
+    try:
+        return check_threads(int(text), "--threads")
+    except (ValueError, InvalidInputError):
+        raise argparse.ArgumentTypeError(
+            f"--threads must be a whole number from 1 to {MAX_THREADS}, got {text!r}"
+        ) from None
 
 
 _PARSERS: dict[str, Callable[[str], Any]] = {"<class 'int'>": int, "<class 'float'>": float}
@@ -139,6 +149,13 @@ def add_input_arguments(command: argparse.ArgumentParser) -> None:
         "--scheduler",
         metavar="ADDRESS",
         help="the Dask scheduler (default: a local cluster of processes)",
+    )
+    engine.add_argument(
+        "--threads",
+        type=_thread_count,
+        metavar="N",
+        help="local engine: the threads its sorts use (default: the CPUs this process may run "
+        "on; the dask engine's tasks use one each)",
     )
 
 
@@ -340,6 +357,9 @@ def main(argv: Sequence[str] | None = None) -> int:
 
         options = report_options(options)
     if args.engine == "dask":
+        if args.threads is not None:
+            parser.error("--threads sets the local engine's threads: the Dask workers' own "
+                         "--nthreads decide on the dask engine")  # fmt: skip
         from evalserve.dask import run_files
 
         return run_files(
@@ -356,17 +376,18 @@ def main(argv: Sequence[str] | None = None) -> int:
         )
     from evalserve import offline
 
-    return offline.run(
-        args.paths,
-        column_spec(args),
-        options,
-        output_format=args.output_format,
-        output=output,
-        baseline=args.baseline,
-        monitor=monitor,
-        max_segments=max_segments,
-        fold_segments=fold_segments,
-    )
+    with using_threads(args.threads):
+        return offline.run(
+            args.paths,
+            column_spec(args),
+            options,
+            output_format=args.output_format,
+            output=output,
+            baseline=args.baseline,
+            monitor=monitor,
+            max_segments=max_segments,
+            fold_segments=fold_segments,
+        )
 
 
 def _monitor_file(args: argparse.Namespace, parser: argparse.ArgumentParser) -> MonitorFile | None:

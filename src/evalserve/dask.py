@@ -26,10 +26,11 @@ Needs the ``dask`` extra: ``pip install 'evalserve[dask]'``.
 
 from __future__ import annotations
 
+import functools
 import os
 import sys
-from collections.abc import Mapping, Sequence
-from typing import Any
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, TypeVar, cast
 
 import dask.dataframe as dd
 import numpy as np
@@ -46,6 +47,7 @@ from evalserve.core import (
     Options,
     parse_options,
     task_spec,
+    using_threads,
 )
 from evalserve.core._segments import DEFAULT_MAX_SEGMENTS
 from evalserve.core.ranges import (
@@ -81,6 +83,21 @@ from evalserve.offline._segments import segment_codes
 from evalserve.service.memory import retain_freed_memory
 
 __all__ = ["evaluate", "run_files"]
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def _one_thread(task: F) -> F:
+    """A task of the cluster's: its sorts use one thread (the cluster's workers and their
+    threads are the parallelism here; an evaluation's own threads would oversubscribe them)."""
+
+    @functools.wraps(task)
+    def run(*args: Any, **kwargs: Any) -> Any:
+        with using_threads(1):
+            return task(*args, **kwargs)
+
+    return cast(F, run)
+
 
 SPLIT_EVERY = 8
 RETRIES = 3  # a task whose worker died runs again elsewhere (Dask reschedules it)
@@ -216,6 +233,7 @@ def _accumulator(
     )  # fmt: skip
 
 
+@_one_thread
 def _partition_state(
     part: Any,
     index: int,
@@ -246,6 +264,7 @@ def _partition_state(
     return accumulator.to_bytes()
 
 
+@_one_thread
 def _range_rows(
     part: Any, index: int, table_plan: Plan, cuts: Sequence[float]
 ) -> tuple[RangeRows, ...]:
@@ -284,6 +303,7 @@ def _column(part: Any, name: str) -> Any:
     return values.to_numpy()
 
 
+@_one_thread
 def _merged(cap: int | None, max_segments: int | None, *states: bytes) -> bytes:
     accumulator = Accumulator.from_bytes(states[0], max_state_bytes=cap)
     accumulator.max_segments = max_segments  # the bytes do not carry the cap
@@ -392,14 +412,17 @@ def _threads() -> int:
         return os.cpu_count() or 1
 
 
+@_one_thread
 def _range_classes(cap: int | None, *pieces: RangeRows) -> RangeClasses:
     return range_classes(pieces, cap)
 
 
+@_one_thread
 def _totals(classes: RangeClasses, options: Options) -> RangeTotals:
     return range_totals(classes.sweep(), classes.n_rows, classes.weighted, options)
 
 
+@_one_thread
 def _pass(classes: RangeClasses, context: RangeContext, options: Options) -> RangePass:
     return range_pass(classes.sweep(), context, options)
 
@@ -410,6 +433,7 @@ def _bests(totals: list[RangeTotals], passes: list[RangePass]) -> Bests | None:
     return bests_of(passes, positives) if positives > 0 and negatives > 0 else None
 
 
+@_one_thread
 def _finish(
     classes: RangeClasses, context: RangeContext, bests: Bests | None, position: int
 ) -> RangeFinish:

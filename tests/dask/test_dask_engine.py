@@ -25,7 +25,14 @@ from dask.delayed import delayed
 from distributed import Client, LocalCluster
 
 from evalserve import dask as evalserve_dask
-from evalserve.core import Accumulator, InvalidInputError, StateTooLargeError, evaluate
+from evalserve.core import (
+    Accumulator,
+    InvalidInputError,
+    StateTooLargeError,
+    current_threads,
+    evaluate,
+    using_threads,
+)
 from tests.offline.images import image_columns, random_images
 
 pytestmark = pytest.mark.slow
@@ -361,3 +368,21 @@ def test_segments_on_the_command_line_on_a_scheduler(client: Client, tmp_path: P
     )  # fmt: skip
     assert done.returncode == 2 and "the dask engine does not fold" in done.stderr
     assert "Traceback" not in done.stderr
+
+
+@pytest.mark.parametrize(
+    "task",
+    ["_partition_state", "_range_rows", "_merged", "_range_classes", "_totals", "_pass", "_finish"],
+)
+def test_every_task_of_the_cluster_sorts_on_one_thread(task: str) -> None:
+    """The cluster's workers are the parallelism: a task's own sorts take one thread."""
+    wrapped = getattr(evalserve_dask, task)
+    assert wrapped.__wrapped__.__name__ == task
+    with using_threads(4):
+        assert evalserve_dask._one_thread(current_threads)() == 1
+        assert current_threads() == 4
+
+
+def test_the_cluster_computes_with_one_thread_a_task(client: Client) -> None:
+    seen = client.submit(evalserve_dask._one_thread(current_threads), pure=False).result()
+    assert seen == 1

@@ -127,3 +127,32 @@ def test_a_progress_line_on_a_terminal(tmp_path: Path) -> None:
     text = seen.decode()
     assert "200,000 rows" in text and "rows/s" in text and "1/1 file" in text
     assert text.endswith("\n")  # the cursor back on a fresh line
+
+
+def test_threads_give_the_same_answer(tmp_path: Path) -> None:
+    """--threads 2 on enough rows for two threads (half a million each) answers as one."""
+    path, _, _ = _rows(tmp_path, n=1_200_000)
+    answers = []
+    for threads in ("1", "2"):
+        done = _evaluate(path, "--threads", threads, "--head-k", "100")
+        assert done.returncode == 0, done.stderr
+        answers.append(json.loads(done.stdout))
+    assert answers[0] == answers[1]
+
+
+@pytest.mark.parametrize(
+    ("flags", "fragment"),
+    [
+        (("--threads", "0"), "--threads must be a whole number from 1 to 64, got '0'"),
+        (("--threads", "two"), "--threads must be a whole number from 1 to 64, got 'two'"),
+        (("--threads", "2", "--engine", "dask"), "--threads sets the local engine's threads"),
+    ],
+)
+def test_bad_threads_are_usage_errors(
+    tmp_path: Path, flags: tuple[str, ...], fragment: str
+) -> None:
+    path, _, _ = _rows(tmp_path, n=10)
+    done = _evaluate(path, *flags)
+    assert done.returncode == 2
+    assert fragment in done.stderr
+    assert "Traceback" not in done.stderr

@@ -1,0 +1,270 @@
+"""The core's threads (core/_threads.py, core/binary/_parallel_sort.py): the setting, running
+calls on threads, and threaded answers against one-thread answers. A thread takes at least
+half a million rows in production; the tests lower that to a few rows so that every size,
+tie pattern and thread count goes through the threaded split, selection and sorts.
+
+Unweighted rows and integer weights give the same answer bit for bit on any number of threads;
+non-integer weights of tied scores are added in another order, so their sums agree to rounding
+(the same rule as merged states)."""
+
+from __future__ import annotations
+
+import functools
+import itertools
+import json
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import Any
+from unittest import mock
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from evalserve import core
+from evalserve.core import _threads
+from evalserve.core._threads import check_threads, current_threads, run_all, using_threads
+from evalserve.core.binary._classes import RawScores, merge_classes
+from evalserve.core.binary._parallel_sort import (
+    Piece,
+    cut_by_rank,
+    sort_columns,
+    sort_pieces,
+    split_classes,
+)
+
+OPTIONS = {"max_fpr": 0.3, "head_k": [3, 50], "recall_at_precision": [0.5]}
+
+
+@contextmanager
+def tiny_threads(rows_per_thread: int = 1) -> Iterator[None]:
+    """Threads for inputs of a few rows (production: half a million rows a thread)."""
+    with mock.patch.object(_threads, "MIN_ROWS_PER_THREAD", rows_per_thread):
+        yield
+
+
+def _json(result: core.EvaluationResult) -> str:
+    return json.dumps(result.to_dict(), sort_keys=True)
+
+
+# --- the setting ---------------------------------------------------------------------------
+
+
+def test_default_is_the_cpus_the_process_may_use() -> None:
+    assert current_threads() == min(core.available_cpus(), _threads.MAX_THREADS)
+    assert core.available_cpus() >= 1
+
+
+def test_using_threads_sets_and_restores() -> None:
+    before = current_threads()
+    with using_threads(3):
+        assert current_threads() == 3
+        with using_threads(1):
+            assert current_threads() == 1
+        assert current_threads() == 3
+        with using_threads(None):
+            assert current_threads() == before
+    assert current_threads() == before
+
+
+@pytest.mark.parametrize("bad", [0, -1, 65, 1.5, True, "2", None])
+def test_a_bad_count_names_the_field(bad: Any) -> None:
+    with pytest.raises(core.InvalidInputError) as caught:
+        check_threads(bad)
+    assert caught.value.field == "threads"
+    if bad is not None:
+        with pytest.raises(core.InvalidInputError, match="threads"):
+            core.evaluate("binary", [0, 1], [0.2, 0.7], threads=bad)
+
+
+def test_threads_for_keeps_half_a_million_rows_a_thread() -> None:
+    with using_threads(8):
+        assert _threads.threads_for(0) == 1
+        assert _threads.threads_for(999_999) == 1
+        assert _threads.threads_for(1_000_000) == 2
+        assert _threads.threads_for(100_000_000) == 8
+    with using_threads(1):
+        assert _threads.threads_for(100_000_000) == 1
+
+
+# --- running calls on threads -----------------------------------------------------------------
+
+
+def test_run_all_keeps_the_order_and_uses_threads() -> None:
+    names: list[str] = []
+    barrier = threading.Barrier(3, timeout=10)
+
+    def call(value: int) -> int:
+        barrier.wait()  # all three run at once, or this times out
+        names.append(threading.current_thread().name)
+        return value * value
+
+    assert run_all([functools.partial(call, v) for v in range(3)], threads=3) == [0, 1, 4]
+    assert len(set(names)) == 3
+
+
+def test_run_all_on_one_thread_runs_in_this_thread() -> None:
+    here = threading.get_ident()
+    assert run_all([threading.get_ident, threading.get_ident], threads=1) == [here, here]
+
+
+def test_work_on_a_thread_does_not_share_out_again() -> None:
+    with using_threads(4):
+        assert run_all([current_threads, current_threads], threads=2) == [1, 1]
+        assert current_threads() == 4
+
+
+def test_an_error_is_raised_after_every_call_ended() -> None:
+    ended = threading.Event()
+
+    def slow() -> None:
+        ended.wait(0.2)
+        ended.set()
+
+    def failing() -> None:
+        raise ValueError("boom")
+
+    with pytest.raises(ValueError, match="boom"):
+        run_all([failing, slow], threads=2)
+    assert ended.is_set()
+
+
+# --- the pieces: selection by rank and the sorts -----------------------------------------------
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    values=st.lists(st.integers(-5, 5) | st.floats(-1e3, 1e3, width=64), max_size=60),
+    parts=st.integers(1, 9),
+    weighted=st.booleans(),
+)
+def test_cut_by_rank_then_sort_is_a_sort(values: list[float], parts: int, weighted: bool) -> None:
+    scores = np.array(values, dtype=np.float64)
+    weights = np.arange(scores.size, dtype=np.float64) if weighted else None
+    pairs = sorted(zip(scores.tolist(), [] if weights is None else weights.tolist(), strict=False))
+    pieces = cut_by_rank([Piece(scores, weights, 0, scores.size, parts)], threads=3)
+    bounds = [(piece.start, piece.stop) for piece in sorted(pieces, key=lambda p: p.start)]
+    assert bounds[0][0] == 0 and bounds[-1][1] == scores.size
+    assert all(a[1] == b[0] for a, b in itertools.pairwise(bounds))
+    if scores.size >= parts:
+        assert len(pieces) == parts
+        sizes = [b - a for a, b in bounds]
+        assert max(sizes) - min(sizes) <= 1 + scores.size // parts
+    for (a, b), (c, d) in itertools.pairwise(bounds):
+        if b > a and d > c:
+            assert scores[a:b].max() <= scores[c:d].min()
+    sort_pieces(pieces, threads=3)
+    np.testing.assert_array_equal(scores, np.sort(np.array(values, dtype=np.float64)))
+    if weights is not None:  # each weight still beside its own score
+        assert sorted(zip(scores.tolist(), weights.tolist(), strict=True)) == pairs
+
+
+def test_sort_columns_shares_the_threads_among_columns() -> None:
+    rng = np.random.default_rng(7)
+    small, large = rng.random(300), rng.random(5000)
+    weights = rng.random(5000)
+    pairs = dict(zip(large.tolist(), weights.tolist(), strict=True))
+    want_small, want_large = np.sort(small), np.sort(large)
+    sort_columns([(small, None), (large, weights)], threads=4)
+    np.testing.assert_array_equal(small, want_small)
+    np.testing.assert_array_equal(large, want_large)
+    assert [pairs[value] for value in large.tolist()] == weights.tolist()
+
+
+@settings(max_examples=100, deadline=None)
+@given(labels=st.lists(st.booleans(), max_size=80), threads=st.integers(1, 6))
+def test_split_classes_is_boolean_indexing(labels: list[bool], threads: int) -> None:
+    mask = np.array(labels, dtype=np.bool_)
+    column = np.arange(mask.size, dtype=np.float64) * 1.5
+    positives, negatives = split_classes(mask, column, threads)
+    np.testing.assert_array_equal(positives, column[mask])
+    np.testing.assert_array_equal(negatives, column[~mask])
+
+
+# --- threaded answers against one thread ------------------------------------------------------
+
+
+def _rows(draw: st.DrawFn, weights: str) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
+    n = draw(st.integers(1, 120))
+    seed = draw(st.integers(0, 2**32 - 1))
+    rng = np.random.default_rng(seed)
+    distinct = draw(st.sampled_from([1, 2, 5, 1000, 10**9]))
+    labels = rng.random(n) < draw(st.sampled_from([0.0, 0.1, 0.5, 1.0]))
+    scores = rng.integers(0, distinct, n) / distinct
+    if weights == "none":
+        return labels, scores, None
+    if weights == "integer":
+        counts = rng.integers(0, 4, n).astype(np.float64)
+        counts[0] = 1.0  # not all zero: that is refused, threads or not
+        return labels, scores, counts
+    return labels, scores, rng.random(n) * 10.0 ** rng.integers(-3, 3, n)
+
+
+@st.composite
+def binary_rows(draw: st.DrawFn, weights: str) -> tuple[np.ndarray, np.ndarray, np.ndarray | None]:
+    return _rows(draw, weights)
+
+
+@settings(max_examples=150, deadline=None)
+@given(rows=binary_rows("none") | binary_rows("integer"), threads=st.integers(2, 7))
+def test_threaded_equals_one_thread_bit_for_bit(
+    rows: tuple[np.ndarray, np.ndarray, np.ndarray | None], threads: int
+) -> None:
+    labels, scores, weights = rows
+    one = core.evaluate("binary", labels, scores, sample_weight=weights, options=OPTIONS, threads=1)
+    with tiny_threads():
+        many = core.evaluate(
+            "binary", labels, scores, sample_weight=weights, options=OPTIONS, threads=threads
+        )
+    assert _json(many) == _json(one)
+
+
+@settings(max_examples=80, deadline=None)
+@given(rows=binary_rows("float"), threads=st.integers(2, 7))
+def test_threaded_with_real_weights_agrees_to_rounding(
+    rows: tuple[np.ndarray, np.ndarray, np.ndarray | None], threads: int
+) -> None:
+    labels, scores, weights = rows
+    one = core.evaluate("binary", labels, scores, sample_weight=weights, options=OPTIONS, threads=1)
+    with tiny_threads():
+        many = core.evaluate(
+            "binary", labels, scores, sample_weight=weights, options=OPTIONS, threads=threads
+        )
+    assert many.metrics.keys() == one.metrics.keys()
+    for name, value in one.metrics.items():
+        if value is None:
+            assert many.metrics[name] is None, name
+        else:
+            assert many.metrics[name] == pytest.approx(value, rel=1e-9, abs=1e-12), name
+    assert many.undefined == one.undefined
+
+
+def test_threaded_states_merge_as_one_thread() -> None:
+    """A stream's parts are sorted at the end (``merge_classes``): the same classes."""
+    rng = np.random.default_rng(3)
+    parts = [RawScores(rng.integers(0, 40, 500) / 40, None) for _ in range(4)]
+    weighted = [RawScores(p.scores, rng.integers(1, 3, p.size).astype(float)) for p in parts]
+    for each in (parts, weighted):
+        with using_threads(1):
+            one = merge_classes(each)
+        with tiny_threads(), using_threads(5):
+            many = merge_classes(each)
+        np.testing.assert_array_equal(many.scores, one.scores)
+        assert (many.mass is None) == (one.mass is None)
+        if one.mass is not None:
+            np.testing.assert_array_equal(many.mass, one.mass)
+
+
+def test_threads_of_the_context_reach_the_accumulator() -> None:
+    rng = np.random.default_rng(5)
+    labels, scores = rng.random(3000) < 0.3, rng.random(3000)
+    accumulator = core.Accumulator("binary", OPTIONS)
+    for rows in np.array_split(np.arange(3000), 3):
+        accumulator.update(labels[rows], scores[rows])
+    with using_threads(1):
+        one = accumulator.result()
+    with tiny_threads(), using_threads(4):
+        many = accumulator.result()
+    assert _json(many) == _json(one)
