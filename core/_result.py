@@ -59,6 +59,17 @@ class MetricSink:
         if message not in self.warnings:
             self.warnings.append(message)
 
+    def absorb(self, other: MetricSink) -> None:
+        """Everything ``other`` collected, as if written here in its order."""
+        for name, value in other.metrics.items():
+            if value is None:
+                self.undefine(name, other.undefined[name])
+            else:
+                self.metrics[name] = value
+        for message in other.warnings:
+            self.warn(message)
+        self.intervals.update(other.intervals)
+
 
 @dataclass
 class TaskOutput:

@@ -19,15 +19,17 @@ from __future__ import annotations
 import contextvars
 import os
 from collections.abc import Callable, Iterator, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import contextmanager
-from typing import TypeVar
+from typing import Generic, TypeVar
 
 from evalserve.core._errors import InvalidInputError
 
 __all__ = [
     "MAX_THREADS",
     "MIN_ROWS_PER_THREAD",
+    "Ahead",
+    "Later",
     "available_cpus",
     "current_threads",
     "run_all",
@@ -103,6 +105,41 @@ def run_all(calls: Sequence[Callable[[], T]], threads: int) -> list[T]:
         for future in futures:  # every call ends before an error is raised
             future.exception()
         return [future.result() for future in futures]
+
+
+class Later(Generic[T]):
+    """A call's result: computed on another thread when ``Ahead`` had one to give, else when
+    first asked for (so that, on one thread, the work runs where and when it always did)."""
+
+    def __init__(self, call: Callable[[], T], pool: ThreadPoolExecutor | None) -> None:
+        self._call = call
+        self._future: Future[T] | None = None if pool is None else pool.submit(_single, call)
+        self._values: list[T] = []
+
+    def result(self) -> T:
+        if self._future is not None:
+            return self._future.result()
+        if not self._values:
+            self._values.append(self._call())
+        return self._values[0]
+
+
+class Ahead:
+    """Independent work started early on the threads beside this one (``threads - 1`` of
+    them), while this thread goes on; leaving the block waits for every call started."""
+
+    def __init__(self, threads: int) -> None:
+        self._pool = ThreadPoolExecutor(max_workers=threads - 1) if threads > 1 else None
+
+    def __enter__(self) -> Ahead:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self._pool is not None:
+            self._pool.shutdown(wait=True)
+
+    def start(self, call: Callable[[], T]) -> Later[T]:
+        return Later(call, self._pool)
 
 
 def _single(call: Callable[[], T]) -> T:

@@ -6,14 +6,21 @@ negatives' scores for the probability metrics."""
 
 from __future__ import annotations
 
+from functools import partial
+
 import numpy as np
 from numpy.typing import NDArray
 
 from evalserve.core._options import Options
 from evalserve.core._result import MetricSink
+from evalserve.core._threads import Ahead, threads_for
 from evalserve.core.binary._bootstrap import bootstrap_intervals
-from evalserve.core.binary._calibration import add_calibration_curve, calibration_metrics
-from evalserve.core.binary._delong import placements
+from evalserve.core.binary._calibration import (
+    BinSums,
+    add_calibration_curve,
+    calibration_metrics,
+)
+from evalserve.core.binary._delong import Placements, placements
 from evalserve.core.binary._intervals import auc_interval, wilson_intervals
 from evalserve.core.binary._ndcg import ndcg_metrics
 from evalserve.core.binary._operating import (
@@ -84,6 +91,21 @@ def compute(
     predictions) replaces the threshold rule for the confusion counts when the caller sent
     them."""
     sink = MetricSink()
+    with Ahead(threads_for(n_rows)) as ahead:
+        curves = _compute(sink, sweep, options, n_rows, predictions, ahead)
+    return sink, curves
+
+
+def _compute(
+    sink: MetricSink,
+    sweep: Sweep,
+    options: Options,
+    n_rows: int,
+    predictions: Sweep | None,
+    ahead: Ahead,
+) -> Curves:
+    """``compute``: with threads to spare, the DeLong placements and the calibration sums
+    start on another thread at once and are written in their usual place."""
     sink.set("n_samples", n_rows)
     if predictions is None:
         tp, fp = sweep.counts_at(options.threshold)
@@ -99,20 +121,29 @@ def compute(
     curves: Curves = {}
     classes = Classes(sweep.positives, sweep.negatives)
     total = positives + negatives
+    calibration = ahead.start(partial(_calibration, sweep, options.calibration_bins))
     if positives == 0 or negatives == 0:
         undefine_ranking(sink, positives, options)
         write_flagged(sink, options, classes, total=total, positives=positives)
     else:
+        placed = ahead.start(partial(placements, sweep))
         curves = _ranking_metrics(sink, sweep, options)
         add_operating_points(sink, Hits.of(sweep), classes, options)
         write_flagged(sink, options, classes, total=total, positives=positives)
-        _ranking_intervals(sink, sweep, options, (tp, fp), n_rows)
+        _ranking_intervals(sink, sweep, options, (tp, fp), n_rows, placed.result())
     _head_metrics(sink, sweep, options)
     ndcg_metrics(sink, sweep, options)
     if positives + negatives > 0:
-        sums = calibration_metrics(sink, sweep, bins=options.calibration_bins)
+        part, sums = calibration.result()
+        sink.absorb(part)
         add_calibration_curve(curves, sums, options.max_curve_points)
-    return sink, curves
+    return curves
+
+
+def _calibration(sweep: Sweep, bins: int) -> tuple[MetricSink, BinSums | None]:
+    """The calibration metrics in a sink of their own (possibly on another thread)."""
+    sink = MetricSink()
+    return sink, calibration_metrics(sink, sweep, bins=bins)
 
 
 def threshold_metrics(
@@ -161,9 +192,10 @@ def _ranking_intervals(
     options: Options,
     confusion: tuple[float, float],
     n_rows: int,
+    placed: Placements,
 ) -> None:
     """DeLong's interval of the AUC and the bootstrap intervals (both classes present)."""
-    interval = auc_interval(placements(sweep), options.confidence_level, options.auc_interval)
+    interval = auc_interval(placed, options.confidence_level, options.auc_interval)
     if isinstance(interval, str):
         sink.warn(f"no interval for roc_auc: {interval}")
     else:

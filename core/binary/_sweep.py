@@ -5,7 +5,8 @@ of them change only at thresholds that hold a positive, the *hits*: recall grows
 precision, F1 and Youden's J reach their maxima there, and between two hits the ROC curve runs
 flat (Fawcett 2006, "An introduction to ROC analysis", algorithm 2). So nothing here builds the
 union of all distinct scores. Each class keeps its own sorted distinct scores with their mass
-(``ClassScores``); one binary search places every positive score among the negatives; and the
+(``ClassScores``); one binary search places every positive score among the negatives (on threads, in
+slices of the positives, for a large evaluation); and the
 ``Sweep`` holds, per hit, the masses every metric is made of. After the two sorts that build
 the classes, the work is linear in the number of hits, with a handful of passes over the
 negatives where a metric truly needs each of them (log loss, Brier score, calibration bins).
@@ -13,11 +14,14 @@ negatives where a metric truly needs each of them (log loss, Brier score, calibr
 
 from __future__ import annotations
 
+import itertools
 from dataclasses import dataclass
+from functools import partial
 
 import numpy as np
 from numpy.typing import NDArray
 
+from evalserve.core._threads import run_all, threads_for
 from evalserve.core.binary._classes import ClassScores, class_scores, classes_of_rows
 from evalserve.core.binary._stats import BinaryStats
 
@@ -124,15 +128,26 @@ class Sweep:
 def sweep(positives: ClassScores, negatives: ClassScores) -> Sweep:
     """The sweep of two classes (either may be empty)."""
     ascending = positives.scores
-    # Canonical negatives are distinct: at most one ties with each positive score.
-    below = np.searchsorted(negatives.scores, ascending, side="left")
+    below = np.empty(ascending.size, dtype=np.intp)
+    tied = np.zeros(ascending.size, dtype=np.bool_)
+    threads = max(1, min(threads_for(ascending.size + negatives.size), ascending.size))
+    bounds = [ascending.size * part // threads for part in range(threads + 1)]
+    calls = [
+        partial(_place, negatives.scores, ascending[a:b], below[a:b], tied[a:b])
+        for a, b in itertools.pairwise(bounds)
+    ]
+    run_all(calls, threads)
+    return _placed(positives, negatives, below, tied)
+
+
+def _place(negatives: Floats, scores: Floats, below: Indices, tied: Bools) -> None:
+    """Into ``below`` and ``tied``: the negative scores under each of ``scores``, and whether
+    one equals it (canonical negatives are distinct: at most one ties with each score)."""
+    below[:] = np.searchsorted(negatives, scores, side="left")
     if negatives.size:
         probe = np.minimum(below, negatives.size - 1)
-        tied = np.take(negatives.scores, probe, mode="clip") == ascending
+        np.equal(np.take(negatives, probe, mode="clip"), scores, out=tied)
         tied &= below < negatives.size
-    else:
-        tied = np.zeros(ascending.size, dtype=np.bool_)
-    return _placed(positives, negatives, below, tied)
 
 
 def _placed(positives: ClassScores, negatives: ClassScores, below: Indices, tied: Bools) -> Sweep:

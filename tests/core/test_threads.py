@@ -25,7 +25,7 @@ from hypothesis import strategies as st
 
 from evalserve import core
 from evalserve.core import _threads
-from evalserve.core._threads import check_threads, current_threads, run_all, using_threads
+from evalserve.core._threads import Ahead, check_threads, current_threads, run_all, using_threads
 from evalserve.core.binary._classes import RawScores, merge_classes
 from evalserve.core.binary._parallel_sort import (
     Piece,
@@ -131,6 +131,48 @@ def test_an_error_is_raised_after_every_call_ended() -> None:
     assert ended.is_set()
 
 
+def test_ahead_on_one_thread_runs_when_asked() -> None:
+    ran: list[str] = []
+
+    def call() -> int:
+        ran.append("call")
+        return 7
+
+    with Ahead(1) as ahead:
+        later = ahead.start(call)
+        ran.append("before")
+        assert later.result() == 7
+        assert later.result() == 7  # once
+    assert ran == ["before", "call"]
+
+
+def test_ahead_on_threads_runs_beside_this_thread() -> None:
+    started = threading.Event()
+    here = threading.get_ident()
+
+    def call() -> int:
+        started.set()
+        return threading.get_ident()
+
+    with Ahead(2) as ahead:
+        later = ahead.start(call)
+        assert started.wait(10)  # running before anyone asked
+        assert later.result() != here
+        threads_there = ahead.start(current_threads)
+        assert threads_there.result() == 1
+
+
+def test_ahead_raises_a_calls_error_where_its_result_is_asked() -> None:
+    def failing() -> int:
+        raise ValueError("boom")
+
+    for threads in (1, 2):
+        with Ahead(threads) as ahead:
+            later = ahead.start(failing)
+            with pytest.raises(ValueError, match="boom"):
+                later.result()
+
+
 # --- the pieces: selection by rank and the sorts -----------------------------------------------
 
 
@@ -219,6 +261,9 @@ def test_threaded_equals_one_thread_bit_for_bit(
             "binary", labels, scores, sample_weight=weights, options=OPTIONS, threads=threads
         )
     assert _json(many) == _json(one)
+    # Work started ahead on another thread is written where it always was.
+    assert list(many.metrics) == list(one.metrics)
+    assert many.warnings == one.warnings
 
 
 @settings(max_examples=80, deadline=None)
