@@ -21,6 +21,8 @@ __all__ = [
     "OPERATING_OPTIONS",
     "POSITIVE_RATE",
     "SUITE_OPTIONS",
+    "THREADED",
+    "WEIGHTED_THREADED",
     "WITH_OPERATING",
     "Data",
     "check_suite",
@@ -52,6 +54,9 @@ OPERATING_METRICS = (
     "equal_error_rate",
 )
 WITH_OPERATING = "our suite with operating points"
+# The suites on every CPU this process may run on (``evaluate``'s threads); the others take one.
+THREADED = "our suite, threaded"
+WEIGHTED_THREADED = "our weighted suite, threaded"
 # Metrics that must come out as numbers, so that the timed call really computed "everything".
 EXPECTED_METRICS = (
     "roc_auc",
@@ -117,13 +122,18 @@ def make_data(rows: int, seed: int) -> Data:
     return Data(labels, scores, weights)
 
 
-def suite(data: Data, *, weighted: bool, operating: bool = False) -> EvaluationResult:
+def suite(
+    data: Data, *, weighted: bool, operating: bool = False, threads: int | None = 1
+) -> EvaluationResult:
     """The timed call: everything the core computes for a binary task, through the public
     ``evaluate``, as a data job or a worker calls the library (``operating``: with four
-    operating points)."""
+    operating points), on ``threads`` threads (None: the CPUs this process may run on)."""
     weights = data.weights if weighted else None
     options = OPERATING_OPTIONS if operating else SUITE_OPTIONS
-    return evaluate("binary", data.labels, data.scores, sample_weight=weights, options=options)
+    return evaluate(
+        "binary", data.labels, data.scores, sample_weight=weights, options=options,
+        threads=threads,
+    )  # fmt: skip
 
 
 def tasks(data: Data) -> dict[str, Callable[[], object]]:
@@ -135,6 +145,8 @@ def tasks(data: Data) -> dict[str, Callable[[], object]]:
         "our suite": lambda: suite(data, weighted=False),
         "our weighted suite": lambda: suite(data, weighted=True),
         WITH_OPERATING: lambda: suite(data, weighted=False, operating=True),
+        THREADED: lambda: suite(data, weighted=False, threads=None),
+        WEIGHTED_THREADED: lambda: suite(data, weighted=True, threads=None),
     }
 
 
@@ -169,7 +181,8 @@ def summary(name: str, result: object, data: Data) -> dict[str, float]:
             "middle": float(data.scores[order[order.size // 2]]),
             "last": float(data.scores[order[-1]]),
         }
-    metrics = check_suite(result, weighted=name == "our weighted suite").metrics
+    weighted = name in ("our weighted suite", WEIGHTED_THREADED)
+    metrics = check_suite(result, weighted=weighted).metrics
     expected: tuple[str, ...] = EXPECTED_METRICS
     if name == WITH_OPERATING:
         expected = (*EXPECTED_METRICS, *OPERATING_METRICS)
