@@ -106,8 +106,8 @@ def _names_for_binary(array: NDArray[Any]) -> str:
                 break
     shown = ", ".join(repr(str(value)) for value in seen[:2]) + (", ..." if len(seen) > 2 else "")
     return (
-        f"expected labels 0 or 1 for task 'binary', but got names ({shown}): name the positive "
-        "one with options.positive_label, or send 1 for positive and 0 for negative"
+        f"expected labels 0 or 1 for task 'binary', but got names ({shown}): labels are "
+        "numbers; send 1 for the positive class and 0 for the other"
     )
 
 

@@ -154,8 +154,8 @@ CASES: dict[str, Bad] = {
     "label-half": Bad(fawcett(labels=[0.5, *FAWCETT_LABELS[1:]]), 422, INVALID, "labels",
                       "0 or 1"),
     "label-names-for-binary": Bad(fawcett(labels=["p", "n"] * 10), 422, INVALID, "labels",
-                                  "got names ('p', 'n'): name the positive one with "
-                                  "options.positive_label"),
+                                  "got names ('p', 'n'): labels are numbers; send 1 for "
+                                  "the positive class and 0 for the other"),
     "prediction-outside-0-1": Bad(fawcett(predictions=[3.0] * 20), 422, INVALID,
                                   "predictions", "0 or 1"),
     # --- weights
