@@ -74,6 +74,8 @@ def binary_labels(field: str, values: Any) -> Bools:
         raise InvalidInputError(field, "is empty; expected at least one label")
     if array.dtype == np.bool_:
         return array
+    if array.dtype.kind in "USO":
+        raise InvalidInputError(field, _names_for_binary(array))
     if array.dtype.kind not in "iuf":
         raise InvalidInputError(
             field, f"expected labels 0 or 1 for task 'binary', but got values of type {array.dtype}"
@@ -92,6 +94,21 @@ def binary_labels(field: str, values: Any) -> Bools:
             f"expected labels 0 or 1 for task 'binary', but row {row} is {array[row].item()!r}",
         )
     return np.asarray(positive, dtype=np.bool_)
+
+
+def _names_for_binary(array: NDArray[Any]) -> str:
+    """Why names (strings) are no binary labels by themselves, in the caller's words."""
+    seen: list[str] = []
+    for value in array[:10_000].flat:  # the first few distinct names; no sort of every row
+        if value not in seen:
+            seen.append(value)
+            if len(seen) == 3:
+                break
+    shown = ", ".join(repr(str(value)) for value in seen[:2]) + (", ..." if len(seen) > 2 else "")
+    return (
+        f"expected labels 0 or 1 for task 'binary', but got names ({shown}): labels are "
+        "numbers; send 1 for the positive class and 0 for the other"
+    )
 
 
 # A batch of an ``Accumulator`` may weigh nothing (a shard of weight-zero rows): only the whole

@@ -6,11 +6,12 @@ own mapping (the pattern of d5h-foss/grpc-interceptor's ``exception_to_status``)
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import re
+from dataclasses import dataclass, replace
 
 import grpc
 
-from evalserve.core import InvalidInputError, StateTooLargeError
+from evalserve.core import TASKS, InvalidInputError, StateTooLargeError
 
 __all__ = [
     "BusyError",
@@ -26,6 +27,7 @@ __all__ = [
     "StreamProtocolError",
     "UnsupportedMediaTypeError",
     "describe",
+    "in_protobuf_words",
 ]
 
 
@@ -159,13 +161,29 @@ _TABLE: tuple[tuple[type[Exception], int, grpc.StatusCode, str], ...] = (
 )
 
 
-def describe(error: Exception) -> ErrorInfo | None:
-    """How to report ``error`` to a client, or None for an unexpected (internal) error."""
+def describe(error: Exception, *, protobuf: bool = False) -> ErrorInfo | None:
+    """How to report ``error`` to a client, or None for an unexpected (internal) error.
+    ``protobuf``: the request came as protobuf (gRPC, or REST with protobuf), whose enums have
+    wire names: the message names tasks as the client wrote them (``in_protobuf_words``)."""
     for kind, http_status, grpc_status, code in _TABLE:
         if isinstance(error, kind):
             assert isinstance(error, (ServiceError, InvalidInputError))
             retry_after = RETRY_AFTER_SECONDS if http_status == 503 else None
-            return ErrorInfo(
+            info = ErrorInfo(
                 http_status, grpc_status, code, error.field, error.message, retry_after
             )
+            return replace(info, message=in_protobuf_words(info.message)) if protobuf else info
     return None
+
+
+# A task named in a message, quoted as the core and JSON spell it ('binary').
+_QUOTED_TASK = re.compile("'(" + "|".join(map(re.escape, TASKS)) + ")'")
+
+
+def in_protobuf_words(message: str) -> str:
+    """``message`` with the tasks it names by their protobuf enum names: ``task 'binary'``
+    becomes ``task TASK_BINARY``, the value a protobuf client sets. Only in a message that
+    speaks of tasks (a class name that happens to be 'binary' elsewhere keeps its words)."""
+    if "task" not in message:
+        return message
+    return _QUOTED_TASK.sub(lambda match: f"TASK_{match.group(1).upper()}", message)

@@ -113,7 +113,7 @@ PUSHBACK: Final = "grpc-retry-pushback-ms"
 
 def status_of(error: Exception) -> grpc.StatusCode:
     """The status ``abort_with_error`` ends a call with for ``error``."""
-    return _status(describe(error))
+    return _status(describe(error, protobuf=True))
 
 
 def _status(info: ErrorInfo | None) -> grpc.StatusCode:
@@ -122,7 +122,7 @@ def _status(info: ErrorInfo | None) -> grpc.StatusCode:
 
 async def abort_with_error(context: Context, error: Exception) -> NoReturn:
     """End the call with the status ``error`` maps to in ``service.errors``; never returns."""
-    await _abort(context, error, describe(error))
+    await _abort(context, error, describe(error, protobuf=True))
 
 
 async def _abort(context: Context, error: Exception, info: ErrorInfo | None) -> NoReturn:
@@ -200,7 +200,7 @@ def _reported(
                 code = grpc.StatusCode.CANCELLED
                 raise
             except Exception as error:
-                info = describe(error)
+                info = describe(error, protobuf=True)
                 # Counted before the abort: the status leaves with it, and a client that has its
                 # answer must find it counted (afterwards, a scrape could race the count).
                 self.metrics.answered("grpc", name, _status(info).name, _since(start))

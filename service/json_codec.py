@@ -14,6 +14,7 @@ from itertools import chain
 from typing import Any
 
 import numpy as np
+import orjson
 
 from evalserve.core import TASKS, InvalidInputError
 from evalserve.service.config import Settings
@@ -367,15 +368,33 @@ def _json_column(name: str, value: Any, settings: Settings) -> Column | None:
             raise TypeError(array.dtype)
         array = array.astype(np.float64, copy=False)
     except (TypeError, ValueError):
-        bad = next(
-            (i for i, v in enumerate(value) if isinstance(v, (str, dict, bool)) or v is None),
-            None,
-        )
-        where = f" (row {bad} is {value[bad]!r})" if bad is not None else ""
-        raise MalformedRequestError(
-            name, f"expected numbers or equal-length arrays of numbers{where}"
-        ) from None
+        raise MalformedRequestError(name, _not_numbers(value)) from None
     return array
+
+
+def _not_numbers(values: list[Any]) -> str:
+    """What is wrong with a column that is no numbers (or arrays of them), in JSON's words:
+    the first row (from 0) that is no number, and in an array of arrays its column."""
+    for row, value in enumerate(values):
+        where, item = f"row {row}", value
+        if type(value) is list:
+            column = next((j for j, v in enumerate(value) if not _is_number(v)), None)
+            if column is None:
+                continue
+            where, item = f"row {row}, column {column}", value[column]
+        elif _is_number(value):
+            continue
+        if item is None:
+            return f"{where} is null; every row needs a number (leave out rows that have none)"
+        if isinstance(item, bool):
+            return f"{where} is {str(item).lower()}, a boolean; send 1 or 0 instead"
+        shown = f" ({orjson.dumps(item).decode()[:40]})" if isinstance(item, str) else ""
+        return f"expected numbers, but {where} is {json_kind(item)}{shown}"
+    return "expected numbers or equal-length arrays of numbers"
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
 
 
 def _has_text(values: list[Any]) -> bool:

@@ -57,7 +57,93 @@ def parse_json(body: bytes | bytearray) -> Any:
     try:
         return orjson.loads(body)
     except orjson.JSONDecodeError as error:
-        raise MalformedRequestError("body", f"is not valid JSON: {error}") from None
+        raise _not_json(body, error) from None
+
+
+# Python's json.dumps writes these for float("nan") and float("inf"); JSON has none of them.
+_NOT_JSON_NUMBERS = ("NaN", "-Infinity", "Infinity")
+# A string (with a colon after it: a key), or a bracket or comma: enough of JSON to tell where
+# in the document a value sits.
+_TOKEN = re.compile(r'"(?:[^"\\]|\\.)*"\s*:?|[\[\]{},]')
+# The path of a non-JSON number is looked for in bodies up to this size before it (beyond, the
+# message says what came and where, without the field).
+PATH_SEARCH_CHARS = 1 << 20
+
+
+def _not_json(body: bytes | bytearray, error: orjson.JSONDecodeError) -> MalformedRequestError:
+    """The error of a body that is not JSON; a NaN or Infinity literal (what Python's
+    json.dumps writes) is named as such, with the field and row it sits in."""
+    position = error.pos
+    text = bytes(body[: 4 * position + 16]).decode("utf-8", errors="replace")
+    if text.startswith("-Infinity", position - 1):  # orjson stops after the sign
+        position -= 1
+    literal = next((word for word in _NOT_JSON_NUMBERS if text.startswith(word, position)), None)
+    if literal is None:
+        return MalformedRequestError("body", f"is not valid JSON: {error}")
+    advice = (
+        f"is {literal}, which JSON does not have (Python's json.dumps writes it; orjson and "
+        "JSON.stringify write null): send finite numbers"
+    )
+    before = text[:position]
+    path = _json_path(before) if position <= PATH_SEARCH_CHARS else _flat_column_path(before)
+    if path is None:
+        return MalformedRequestError("body", f"is not valid JSON: char {position} {advice}")
+    field, rows = path
+    if rows:
+        words = zip(("row", "column"), rows, strict=False)
+        where = ", ".join(f"{word} {index}" for word, index in words)
+        return MalformedRequestError(
+            field, f"{where} {advice}, and leave out the rows that have none"
+        )
+    return MalformedRequestError(field, advice)
+
+
+_KEY_BEFORE = re.compile(r'"((?:[^"\\]|\\.)*)"\s*:\s*$')
+
+
+def _flat_column_path(before: str) -> tuple[str, list[int]] | None:
+    """``_json_path`` of a value in a flat array of the top-level object, found by a few
+    searches (no walk of a large body); None when the value sits elsewhere."""
+    start = before.rfind("[")
+    if start < 0 or before.find("]", start) >= 0 or before.find("{", start) >= 0:
+        return None
+    if before.count("{", 0, start) - before.count("}", 0, start) != 1:
+        return None  # not the top-level object's (braces in strings aside)
+    key = _KEY_BEFORE.search(before, max(0, start - 256), start)
+    if key is None:
+        return None
+    return str(orjson.loads(f'"{key.group(1)}"')), [before.count(",", start)]
+
+
+def _json_path(before: str) -> tuple[str, list[int]] | None:
+    """The field (``options.threshold``, ``images[2].pred_scores``) of the value that starts
+    after ``before`` and its row (and column) in the arrays under that field; None when it is
+    at the top, outside any object."""
+    levels: list[list[Any]] = []  # per open container: "{" and its key, or "[" and its index
+    for match in _TOKEN.finditer(before):
+        token = match.group()
+        if token[0] == '"':
+            if token.endswith(":") and levels and levels[-1][0] == "{":
+                levels[-1][1] = orjson.loads(token[:-1])
+        elif token in "[{":
+            levels.append([token, 0 if token == "[" else None])
+        elif token in "]}":
+            if levels:
+                levels.pop()
+        elif levels and levels[-1][0] == "[":  # a comma in an array: the next row
+            levels[-1][1] += 1
+    field = ""
+    rows: list[int] = []  # the indices since the last key
+    for kind, where in levels:
+        if kind == "[":
+            rows.append(where)
+            continue
+        if where is None:
+            return None
+        field += "".join(f"[{row}]" for row in rows)
+        field = f"{field}.{where}" if field else str(where)
+        rows = []
+    return (field, rows) if field else None
 
 
 # The sliced path parses a column this many bytes at a time: a C call that holds the GIL for

@@ -51,6 +51,8 @@ __all__ = [
 ]
 
 TASK_NAMES = {pb.Task.Value(f"TASK_{task.upper()}"): task for task in TASKS}
+# The tasks as a protobuf client names them, for messages.
+_WIRE_TASKS = ", ".join(pb.Task.Name(number) for number in TASK_NAMES)
 
 
 def _proto_column(
@@ -109,10 +111,10 @@ def header_from_proto(
     if task is None and message.task != pb.TASK_UNSPECIFIED:
         # proto3 enums are open: a newer client may send a value this server does not know.
         raise MalformedRequestError(
-            "task", f"expected one of {list(TASKS)}, but got unknown enum value {message.task}"
+            "task", f"expected one of {_WIRE_TASKS}, but got unknown enum value {message.task}"
         )
     if task is None:
-        raise MalformedRequestError("task", f"is required; expected one of {list(TASKS)}")
+        raise MalformedRequestError("task", f"is required; expected one of {_WIRE_TASKS}")
     classes = tuple(message.classes) or None
     if classes is not None:
         check_classes("classes", len(classes), settings)
@@ -247,6 +249,6 @@ def catalog_task_from_proto(message: pb.ListMetricsRequest) -> str | None:
     if task is None:
         # proto3 enums are open: a newer client may send a value this server does not know.
         raise InvalidInputError(
-            "task", f"expected one of {list(TASKS)}, but got unknown enum value {message.task}"
+            "task", f"expected one of {_WIRE_TASKS}, but got unknown enum value {message.task}"
         )
     return task

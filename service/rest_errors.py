@@ -17,6 +17,7 @@ from starlette.responses import Response
 
 from evalserve.core import InvalidInputError
 from evalserve.service.errors import ErrorInfo, ServiceError, describe
+from evalserve.service.rest_api import PROTOBUF_TYPES
 
 __all__ = [
     "error_response",
@@ -50,7 +51,9 @@ def internal_response() -> Response:
 
 
 async def _service_error(request: Request, exc: Exception) -> Response:
-    info = describe(exc)
+    # A protobuf request's message names enums by their wire names, as gRPC's does.
+    media_type = request.headers.get("content-type", "").split(";", 1)[0].strip().lower()
+    info = describe(exc, protobuf=media_type in PROTOBUF_TYPES)
     if info is None:
         return await _internal_error(request, exc)
     return _described_response(info)

@@ -84,7 +84,9 @@ CONVENTIONS: dict[str, str] = {
     ),
     "probabilities": (
         "log_loss, brier_score and expected_calibration_error need scores in [0, 1] whose "
-        "rows sum to 1 within 1e-6; otherwise they are null with a reason, never renormalized"
+        "rows sum to 1 within max(1e-4, k x 1e-6) for k classes (the rounding of 6-decimal "
+        "printing or float32); otherwise they are null with a reason. Rows are taken as they "
+        "came, never renormalized (as scikit-learn)"
     ),
     "brier_score": (
         "the multiclass Brier score, sum over classes, in [0, 2] (scikit-learn's "

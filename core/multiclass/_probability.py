@@ -1,10 +1,15 @@
 """Probability metrics of a multiclass model: log loss, Brier score, top-label calibration
 error (all lower is better).
 
-They need probability rows: every score in [0, 1] and every row summing to 1 within 1e-6.
-Anything else (logits, one-vs-rest scores, unnormalized rows) makes the three undefined with
-the reason: the core never renormalizes or applies a softmax behind the caller's back. Rows of
-weight zero take no part (as everywhere: they leave no trace).
+They need probability rows: every score in [0, 1] and every row summing to 1 within
+``row_sum_tolerance(k)`` = max(1e-4, k x 1e-6) for k classes. That is the rounding real rows
+carry: k probabilities printed with 6 decimals are off by at most k x 5e-7 in sum, and float32
+probabilities by about 6e-8 each (its epsilon is 1.2e-7), while logits, one-vs-rest scores and
+unnormalized rows are off by far more. Anything else makes the three undefined with the reason.
+Rows within the tolerance are taken as they came: the core never renormalizes or applies a
+softmax behind the caller's back (as scikit-learn's log_loss and brier_score_loss, which warn
+and compute on the rows as they are). Rows of weight zero take no part (as everywhere: they
+leave no trace).
 
 Each metric is a sum over rows, taken where it is exact and mergeable:
 
@@ -40,16 +45,29 @@ __all__ = [
     "probability_check",
     "probability_metrics",
     "probability_sums",
+    "row_sum_tolerance",
 ]
 
 Floats = NDArray[np.float64]
 Indices = NDArray[np.intp]
 
 PROBABILITY_METRICS = ("log_loss", "brier_score", "expected_calibration_error")
-ROW_SUM_TOLERANCE = 1e-6
+# A row sums to 1 within max(ROW_SUM_TOLERANCE, k x ROW_SUM_PER_CLASS) (k classes): the absolute
+# part covers float32 rows (about 6e-8 per class, more when a float32 softmax summed them), the
+# per-class part 6-decimal printing (at most 5e-7 per class) with room to spare.
+ROW_SUM_TOLERANCE = 1e-4
+ROW_SUM_PER_CLASS = 1e-6
+# What states written before the tolerance grew used: the row such a state names as off 1 is
+# off by more than this (``_state`` reads it as it was written).
+LEGACY_ROW_SUM_TOLERANCE = 1e-6
 # As scikit-learn's log_loss: probabilities are clipped to [eps, 1 - eps], eps of float64.
 EPS = float(np.finfo(np.float64).eps)
 _ROW_BLOCK = 1 << 16
+
+
+def row_sum_tolerance(n_classes: int) -> float:
+    """How far from 1 a probability row of ``n_classes`` scores may sum."""
+    return max(ROW_SUM_TOLERANCE, n_classes * ROW_SUM_PER_CLASS)
 
 
 @dataclass(frozen=True, slots=True)
@@ -63,8 +81,9 @@ class ProbabilityCheck:
     row: int
     row_sum: float
 
-    def problem(self) -> str | None:
-        """Why the rows are not probabilities, or None when they are."""
+    def problem(self, n_classes: int) -> str | None:
+        """Why the rows (of ``n_classes`` scores) are not probabilities, or None when they
+        are."""
         if self.low <= self.high and (self.low < 0 or self.high > 1):
             return (
                 f"scores are not probabilities: they range over [{self.low:g}, {self.high:g}], "
@@ -72,8 +91,8 @@ class ProbabilityCheck:
             )
         if self.row >= 0:
             return (
-                f"scores are not probabilities: row {self.row} sums to {self.row_sum!r}, not 1 "
-                f"within {ROW_SUM_TOLERANCE:g} (they are never renormalized)"
+                f"scores are not probabilities: row {self.row} sums to {self.row_sum:.10g}, not 1 "
+                f"within {row_sum_tolerance(n_classes):g} (they are never renormalized)"
             )
         return None
 
@@ -95,14 +114,15 @@ def probability_check(
         scores = scores[rows]
         low, high = (float(scores.min()), float(scores.max())) if rows.size else (np.inf, -np.inf)
     low, high = low + 0.0, high + 0.0  # -0.0 is 0: one value, one message
+    tolerance = row_sum_tolerance(scores.shape[1])
     if (rows is not None and rows.size == 0) or low < 0 or high > 1:
         return ProbabilityCheck(low, high, -1, 0.0)
     for start in range(0, scores.shape[0], _ROW_BLOCK):
         sums = np.einsum("ij->i", scores[start : start + _ROW_BLOCK])
         # |s - 1| grows away from 1 on either side: the extremes decide for the block.
-        if max(abs(float(sums.min()) - 1.0), abs(float(sums.max()) - 1.0)) <= ROW_SUM_TOLERANCE:
+        if max(abs(float(sums.min()) - 1.0), abs(float(sums.max()) - 1.0)) <= tolerance:
             continue
-        off = np.abs(sums - 1.0) > ROW_SUM_TOLERANCE
+        off = np.abs(sums - 1.0) > tolerance
         if off.any():
             row = int(np.argmax(off))
             index = start + row if rows is None else int(rows[start + row])

@@ -44,7 +44,7 @@ from evalserve.core._validation import MAX_WEIGHT, MIN_WEIGHT
 from evalserve.core.multiclass._blocks import ScoreBlocks
 from evalserve.core.multiclass._inputs import MulticlassInputs, multiclass_inputs
 from evalserve.core.multiclass._probability import (
-    ROW_SUM_TOLERANCE,
+    LEGACY_ROW_SUM_TOLERANCE,
     ProbabilityCheck,
     ProbabilitySums,
 )
@@ -212,7 +212,7 @@ class MulticlassState:
         else:
             state = self.compact()
             ranking = state.blocks.ranking_stats(self.n_rows, self.weighted)
-        problem = self.check.problem()
+        problem = self.check.problem(self.n_classes)
         stats = MulticlassStats(
             n_rows=self.n_rows,
             classes=names,
@@ -390,7 +390,9 @@ def _check_of(arrays: Mapping[str, NDArray[Any]], n_rows: int, total: float) -> 
         raise _refuse("arrays 'check.low' and 'check.high' are not the range of the scores")
     if not -1 <= row < n_rows or not math.isfinite(row_sum):
         raise _refuse(f"array 'check.row' is {row}, not a row of the {n_rows} (or -1)")
-    if row >= 0 and not abs(row_sum - 1.0) > ROW_SUM_TOLERANCE:
+    # A state written before the tolerance grew may name a row off by less than today's
+    # tolerance (the rows after it were not looked at then): it is read as it was written.
+    if row >= 0 and not abs(row_sum - 1.0) > LEGACY_ROW_SUM_TOLERANCE:
         raise _refuse("array 'check.row_sum' is not the sum of a row that is off 1")
     return ProbabilityCheck(low, high, row, row_sum)
 

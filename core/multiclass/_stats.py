@@ -78,7 +78,7 @@ def row_stats(
     del above, equal
     check = probability_check(scores, inputs.low, inputs.high, weights)
     bins = options.calibration_bins
-    if check.problem() is None:
+    if check.problem(n_classes) is None:
         sums = probability_sums(scores, top, labels, weights, bins)
     else:
         sums = ProbabilitySums.empty(bins)
@@ -91,7 +91,7 @@ def stats_of_rows(inputs: MulticlassInputs, options: Options) -> MulticlassStats
     true_scores = true_class_scores(inputs.scores, inputs.labels)
     ranking = ranking_stats(inputs, true_scores, options)
     rows = row_stats(inputs, true_scores, options, ties=ranking.cross_ties)
-    problem = rows.check.problem()
+    problem = rows.check.problem(inputs.n_classes)
     return MulticlassStats(
         n_rows=inputs.n_rows,
         classes=inputs.classes,

@@ -94,7 +94,8 @@ class Case:
     @property
     def probabilities(self) -> bool:
         rows = self.s.sum(axis=1)
-        return bool(self.s.min() >= 0 and self.s.max() <= 1 and np.all(abs(rows - 1) <= 1e-6))
+        tolerance = max(1e-4, self.k * 1e-6)  # docs/conventions.md, "probabilities"
+        return bool(self.s.min() >= 0 and self.s.max() <= 1 and np.all(abs(rows - 1) <= tolerance))
 
     @property
     def ties(self) -> bool:

@@ -482,7 +482,7 @@ STREAM_ERRORS = [
     pytest.param(
         [M(header=pb.StreamHeader(task=pb.TASK_REGRESSION, baseline=pb.Baseline(roc_auc=0.9)))],
         "baseline",
-        "binary",
+        "take task TASK_BINARY, not TASK_REGRESSION",  # the enum's wire names
         id="drift-baseline-of-another-task",
     ),
     pytest.param(

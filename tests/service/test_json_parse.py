@@ -236,5 +236,5 @@ def test_long_name_checks_scan_in_parts(monkeypatch: pytest.MonkeyPatch) -> None
     with pytest.raises(InvalidInputError, match=r"row 7 has 200"):
         request_from_json(body, Settings())
     body = {"task": "binary", "labels": [0, 1] * 5 + ["1"], "scores": [0.5] * 11}
-    with pytest.raises(MalformedRequestError, match=r"row 10 is '1'"):
+    with pytest.raises(MalformedRequestError, match=r'row 10 is a string \("1"\)'):
         request_from_json(body, Settings())

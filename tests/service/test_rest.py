@@ -540,7 +540,7 @@ JSON_ERRORS = [
     pytest.param(b"", 400, "malformed", "body", id="empty-body"),
     pytest.param(b"[1, 2]", 400, "malformed", "body", id="not-an-object"),
     pytest.param(
-        b'{"task": "binary", "scores": [NaN]}', 400, "malformed", "body", id="nan-literal"
+        b'{"task": "binary", "scores": [NaN]}', 400, "malformed", "scores", id="nan-literal"
     ),
     pytest.param(b'{"task": "binary", "scores": [1e400]}', 400, "malformed", "body", id="huge-num"),
     pytest.param(b'\xff{"task": 1}', 400, "malformed", "body", id="not-utf8"),

@@ -154,7 +154,10 @@ def accumulate_files(
             progress.file_done()
     if accumulator is None:
         named = ", ".join(map(display_name, paths))
-        raise OfflineError(f"{named}: no rows to evaluate (only a header?)")
+        # A CSV file without rows still has its header line; a Parquet file only its schema.
+        csv = any(source.kind != "parquet" for source in found)
+        why = "only a header" if csv else "the Parquet file has no rows"
+        raise OfflineError(f"{named}: no rows to evaluate ({why})")
     return accumulator
 
 
