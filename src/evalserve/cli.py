@@ -27,6 +27,10 @@ SERVICE_EXTRA_MISSING = (
 REPORT_EXTRA_MISSING = (
     "evalserve: 'evalserve report' needs the report extra: pip install 'evalserve[report]'"
 )
+DASK_EXTRA_MISSING = (
+    "evalserve: --engine dask needs the dask extra: pip install 'evalserve[dask]' "
+    "(or leave out --engine dask)"
+)
 
 
 def _options(text: str) -> dict[str, Any]:
@@ -340,8 +344,10 @@ def main(argv: Sequence[str] | None = None) -> int:
 
         options = report_options(options)
     if args.engine == "dask":
-        from evalserve.dask import run_files
-
+        run_files = _dask_run_files()
+        if run_files is None:
+            print(DASK_EXTRA_MISSING, file=sys.stderr)
+            return 2
         return run_files(
             args.paths,
             column_spec(args),
@@ -381,6 +387,20 @@ def _monitor_file(args: argparse.Namespace, parser: argparse.ArgumentParser) -> 
     from evalserve.offline import MonitorFile  # pyarrow: imported by the commands that read
 
     return MonitorFile(path, window)
+
+
+def _dask_run_files() -> Callable[..., int] | None:
+    """``evalserve.dask.run_files``, or None when the dask extra (dask, distributed) is not
+    installed."""
+    try:
+        import distributed  # noqa: F401  (run_files's scheduler client)
+
+        from evalserve.dask import run_files
+    except ImportError as error:
+        if (error.name or "").split(".")[0] in ("dask", "distributed"):
+            return None
+        raise
+    return run_files
 
 
 def _report_available() -> bool:
