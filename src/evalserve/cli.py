@@ -288,11 +288,16 @@ def _command(argv: Sequence[str]) -> str | None:
 
 def _serve(settings: type[Settings], args: argparse.Namespace) -> int:
     try:
+        from evalserve.service.listen import ListenError
         from evalserve.service.server import serve
     except ImportError:
         print(SERVICE_EXTRA_MISSING, file=sys.stderr)
         return 2
-    return serve(_settings(settings, args))
+    try:
+        return serve(_settings(settings, args))
+    except ListenError as error:  # a port in use: one line, the flag to change it
+        print(error, file=sys.stderr)
+        return 2
 
 
 def run() -> NoReturn:
