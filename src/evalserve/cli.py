@@ -217,10 +217,18 @@ def option_values(args: argparse.Namespace) -> dict[str, Any] | None:
     return values or None
 
 
+class _Parser(argparse.ArgumentParser):
+    """argparse, whose usage errors are one line (the usage of ``evaluate`` alone is dozens of
+    lines of option flags): the command, what was wrong, where the help is; exit status 2."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
+
+
 def build_parser(settings: type[Settings] | None) -> argparse.ArgumentParser:
     """The command line; ``serve`` takes a flag per field of ``settings`` (none without the
     service extra)."""
-    parser = argparse.ArgumentParser(prog="evalserve", description=__doc__)
+    parser = _Parser(prog="evalserve", description=__doc__)
     commands = parser.add_subparsers(dest="command", required=True)
     offline_cmd = commands.add_parser(
         "evaluate",
@@ -276,9 +284,18 @@ def _settings(settings: type[Settings], args: argparse.Namespace) -> Settings:
         return settings(**overrides)
     except ValidationError as error:
         problems = "; ".join(
-            f"{'.'.join(str(p) for p in e['loc'])}: {e['msg']}" for e in error.errors()
+            f"{'.'.join(str(p) for p in e['loc'])}: {e['msg']}{_given(e.get('input'), e['msg'])}"
+            for e in error.errors()
         )
-        raise SystemExit(f"evalserve: bad setting: {problems}") from None
+        print(f"evalserve: bad setting: {problems}", file=sys.stderr)
+        raise SystemExit(2) from None
+
+
+def _given(value: Any, message: str) -> str:
+    """`` (got VALUE)`` when the message does not say the value already."""
+    if value is None or isinstance(value, dict) or str(value) in message:
+        return ""
+    return f" (got {value!r:.60})"
 
 
 def _command(argv: Sequence[str]) -> str | None:

@@ -47,3 +47,9 @@ def test_the_same_port_for_both_is_one_line() -> None:
     port = str(_free_port())
     done = evalserve("serve", "--rest-port", port, "--grpc-port", port, timeout=60)
     assert_refused(done, f"port {port}", "--rest-port", "--grpc-port")
+
+
+@pytest.mark.parametrize("value", ["70000", "-1", "http"])
+def test_a_bad_port_value_is_one_line(value: str) -> None:
+    done = evalserve("serve", "--rest-port", value, timeout=60)
+    assert_refused(done, "rest", value)
