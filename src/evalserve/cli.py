@@ -64,6 +64,13 @@ def add_input_arguments(command: argparse.ArgumentParser) -> None:
         help="CSV or Parquet file, directory or glob; - for CSV on stdin",
     )
     command.add_argument("--task", default="binary", choices=list(TASKS))
+    command.add_argument(
+        "--delimiter",
+        type=_delimiter,
+        metavar="CHAR",
+        help="the CSV field delimiter: one character, such as ';' or '|', or \\t for a tab "
+        "(default: a tab in .tsv files, else a comma)",
+    )
     columns = command.add_argument_group("columns")
     columns.add_argument(
         "--label-column",
@@ -146,6 +153,15 @@ def add_input_arguments(command: argparse.ArgumentParser) -> None:
     )
 
 
+def _delimiter(text: str) -> str:
+    value = {"\\t": "\t", "tab": "\t"}.get(text, text)
+    if len(value) != 1 or value in '"\r\n':
+        raise argparse.ArgumentTypeError(
+            f"expected one character (such as ';', '|' or \\t for a tab), got {text!r}"
+        )
+    return value
+
+
 def _baseline(path: str) -> dict[str, Any]:
     try:
         with open(path, encoding="utf-8") as file:
@@ -168,6 +184,7 @@ def column_spec(args: argparse.Namespace) -> ColumnSpec:
         prediction=args.prediction_column,
         classes=args.classes,
         segment=getattr(args, "segment_column", None),
+        delimiter=args.delimiter,
     )
 
 

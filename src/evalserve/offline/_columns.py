@@ -46,6 +46,7 @@ class ColumnSpec:
     prediction: str | None = None
     classes: tuple[str, ...] | None = None
     segment: str | None = None
+    delimiter: str | None = None  # CSV files: the field delimiter (None: tab for .tsv, else ,)
 
 
 @dataclass(frozen=True)

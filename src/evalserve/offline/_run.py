@@ -28,6 +28,7 @@ from evalserve.offline._files import (
     batches,
     column_names,
     csv_header,
+    delimiter_hint,
     display_name,
     sources,
 )
@@ -91,7 +92,7 @@ def _folding(
         )
     counts: dict[str, int] = {}
     try:
-        for source in sources(paths):
+        for source in sources(paths, spec.delimiter):
             names = _names(source)
             if names is not None:
                 _plan(source, spec, names)  # a missing column: named before the pass
@@ -122,7 +123,7 @@ def accumulate_files(
     answer, its ``to_bytes()`` a state to merge elsewhere. With ``spec.segment`` each batch
     carries its segments (at most ``max_segments``; ``folding`` renames the folded ones)."""
     try:
-        found = sources(paths)
+        found = sources(paths, spec.delimiter)
     except FileError as error:
         raise OfflineError(str(error)) from None
     if progress is not None:
@@ -168,7 +169,7 @@ def _plan(source: Source, spec: ColumnSpec, names: list[str]) -> Plan:
     try:
         return plan(spec, names)
     except ColumnError as error:
-        raise OfflineError(f"{source.name}: {error}") from None
+        raise OfflineError(f"{source.name}: {error}{delimiter_hint(source, names)}") from None
 
 
 def _accumulator(
