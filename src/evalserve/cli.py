@@ -151,6 +151,14 @@ def add_input_arguments(command: argparse.ArgumentParser) -> None:
         metavar="ADDRESS",
         help="the Dask scheduler (default: a local cluster of processes)",
     )
+    engine.add_argument(
+        "--dask-method",
+        choices=["tree", "ranges"],
+        default=None,
+        help="with --engine dask: tree (default; every task) merges each partition's state; "
+        "ranges (task binary, no segments, no baseline) splits the scores into ranges across "
+        "the workers, for data whose distinct scores do not fit one machine",
+    )
 
 
 def _delimiter(text: str) -> str:
@@ -382,6 +390,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         from evalserve.report import report_options
 
         options = report_options(options)
+    if args.dask_method is not None and args.engine != "dask":
+        parser.error("--dask-method chooses how the dask engine works: give --engine dask too")
     if args.engine == "dask":
         run_files = _dask_run_files()
         if run_files is None:
@@ -392,6 +402,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             column_spec(args),
             options,
             scheduler=args.scheduler,
+            method=args.dask_method or "tree",
             output_format=args.output_format,
             output=output,
             baseline=args.baseline,
