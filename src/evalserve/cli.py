@@ -8,6 +8,7 @@ import argparse
 import json
 import sys
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any, NoReturn
 
 from evalserve.core import OPTIONS, TASKS
@@ -122,10 +123,10 @@ def add_input_arguments(command: argparse.ArgumentParser) -> None:
         )
     command.add_argument(
         "--baseline",
-        type=_baseline,
         metavar="FILE",
-        help="JSON file of the baseline, as the REST request's baseline object (task binary: "
-        "the drift test of roc_auc)",
+        help="the baseline (task binary: the drift test of roc_auc): a JSON file, as the REST "
+        "request's baseline object, or a CSV or Parquet file of the reference rows, read with "
+        "the same column flags as the data",
     )
     command.add_argument(
         "--monitor-state",
@@ -170,15 +171,56 @@ def _delimiter(text: str) -> str:
     return value
 
 
-def _baseline(path: str) -> dict[str, Any]:
+def _refuse(message: str) -> NoReturn:
+    """One line on stderr, exit status 2 (input the command cannot take)."""
+    print(f"evalserve: error: {message}", file=sys.stderr)
+    raise SystemExit(2)
+
+
+def _baseline(args: argparse.Namespace, options: dict[str, Any] | None) -> dict[str, Any] | None:
+    """``--baseline``: a JSON object, or a CSV or Parquet file's rows read with the data's column
+    flags (the reference payload: labels, scores, weights); checked against the task and the
+    options here, so that a bad baseline is named as the baseline file."""
+    path: str | None = args.baseline
+    if path is None:
+        return None
+    from evalserve.core import InvalidInputError, parse_options
+    from evalserve.offline import OfflineError, read_rows
+    from evalserve.offline._files import CSV_SUFFIXES, PARQUET_SUFFIXES
+
+    where = f"--baseline {path}"
+    if path.lower().endswith(PARQUET_SUFFIXES + CSV_SUFFIXES):
+        try:
+            rows = read_rows(path, replace(column_spec(args), prediction=None, segment=None))
+        except OfflineError as error:
+            _refuse(f"--baseline {error}")
+        value: Any = {"labels": rows["y_true"], "scores": rows.get("y_score")}
+        if "sample_weight" in rows:
+            value["weights"] = rows["sample_weight"]
+    else:
+        try:
+            with open(path, encoding="utf-8") as file:
+                value = json.load(file)
+        except OSError as error:
+            _refuse(f"{where}: {error.strerror}")
+        except ValueError as error:
+            _refuse(f"{where}: not a JSON object ({error}); a CSV or Parquet baseline needs "
+                    "its suffix (.csv, .tsv, .parquet ...)")  # fmt: skip
+        if not isinstance(value, dict):
+            _refuse(f"{where}: expected a JSON object, got {type(value).__name__}")
+    from evalserve.core._evaluate import check_comparison
+    from evalserve.core.binary._compare import baseline_estimate
+
     try:
-        with open(path, encoding="utf-8") as file:
-            value = json.load(file)
-    except (OSError, ValueError) as error:
-        raise argparse.ArgumentTypeError(f"{path}: {error}") from None
-    if not isinstance(value, dict):
-        raise argparse.ArgumentTypeError(f"{path}: expected a JSON object")
-    return value
+        parsed = parse_options(options)
+    except InvalidInputError:
+        return dict(value)  # the options' own error comes with the evaluation
+    try:
+        check_comparison(args.task, value)
+        baseline_estimate(value, parsed)
+    except InvalidInputError as error:
+        _refuse(f"{where}: {error}")
+    return dict(value)
 
 
 def column_spec(args: argparse.Namespace) -> ColumnSpec:
@@ -375,6 +417,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     retain_freed_memory()  # as the server does: big arrays reuse freed pages
     output = getattr(args, "output", None)
     monitor = _monitor_file(args, parser)
+    baseline = _baseline(args, option_values(args))
     segment = getattr(args, "segment_column", None)
     max_segments = getattr(args, "max_segments", DEFAULT_MAX_SEGMENTS)
     fold_segments = getattr(args, "fold_segments", False)
@@ -405,7 +448,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             method=args.dask_method or "tree",
             output_format=args.output_format,
             output=output,
-            baseline=args.baseline,
+            baseline=baseline,
             monitor=monitor,
             max_segments=max_segments,
             fold_segments=fold_segments,
@@ -418,7 +461,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         options,
         output_format=args.output_format,
         output=output,
-        baseline=args.baseline,
+        baseline=baseline,
         monitor=monitor,
         max_segments=max_segments,
         fold_segments=fold_segments,

@@ -35,7 +35,14 @@ from evalserve.offline._files import (
 from evalserve.offline._progress import Progress
 from evalserve.offline._segments import Folding, add_counts
 
-__all__ = ["OfflineError", "accumulate_files", "evaluate_files", "located", "segment_error"]
+__all__ = [
+    "OfflineError",
+    "accumulate_files",
+    "evaluate_files",
+    "located",
+    "read_rows",
+    "segment_error",
+]
 
 
 class OfflineError(ValueError):
@@ -157,6 +164,43 @@ def accumulate_files(
         named = ", ".join(map(display_name, paths))
         raise OfflineError(f"{named}: no rows to evaluate (only a header?)")
     return accumulator
+
+
+def read_rows(path: str, spec: ColumnSpec, batch_rows: int = BATCH_ROWS) -> dict[str, Any]:
+    """Every row of one CSV or Parquet file (not stdin, not a directory) as the arguments of
+    ``evaluate`` (``y_true``, ``y_score``, ``sample_weight`` when there are weights), read
+    with ``spec``'s columns; for a baseline read from a data file (its whole rows are the
+    reference payload). Errors name the file, the line or row and the column."""
+    try:
+        found = sources([path], spec.delimiter)
+        if path == STDIN or len(found) != 1 or found[0].path != path:
+            raise OfflineError(f"{display_name(path)}: expected one CSV or Parquet file")
+        (source,) = found
+        names = _names(source)
+        table_plan = None if names is None else _plan(source, spec, names)
+        parts: dict[str, list[Any]] = {}
+        for batch in batches(
+            source, None if table_plan is None else table_plan.columns, batch_rows=batch_rows
+        ):
+            if table_plan is None:
+                table_plan = _plan(source, spec, list(batch.table.schema.names))
+            try:
+                for name in table_plan.numeric:
+                    batch.check_numbers(name)
+                arguments = table_plan.arguments(batch.column)
+            except (NullValueError, TextValueError) as error:
+                raise OfflineError(
+                    f"{source.name}, {_where(batch, error.row)}, column {error.column}: {error}"
+                ) from None
+            except InvalidInputError as error:
+                raise OfflineError(located(error, table_plan, batch)) from None
+            for name, values in arguments.items():
+                parts.setdefault(name, []).append(np.asarray(values))
+    except FileError as error:
+        raise OfflineError(str(error)) from None
+    if not parts:
+        raise OfflineError(f"{source.name}: no rows (only a header?)")
+    return {name: np.concatenate(values) for name, values in parts.items()}
 
 
 def _names(source: Source) -> list[str] | None:
