@@ -325,7 +325,15 @@ def build_parser(settings: type[Settings] | None) -> argparse.ArgumentParser:
         "--output",
         default="report.html",
         metavar="FILE",
-        help="the page to write (default report.html; - for standard output)",
+        help="the page to write (default report.html; - for standard output); an existing "
+        "file is kept unless --force",
+    )
+    report_cmd.add_argument(
+        "-f",
+        "--force",
+        "--overwrite",
+        action="store_true",
+        help="replace the output file when it exists",
     )
     report_cmd.set_defaults(output_format="html")
     serve_cmd = commands.add_parser(
@@ -416,10 +424,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     retain_freed_memory()  # as the server does: big arrays reuse freed pages
     output = getattr(args, "output", None)
+    if args.command == "report":
+        _check_output(output, args.force)
     monitor = _monitor_file(args, parser)
     baseline = _baseline(args, option_values(args))
     segment = getattr(args, "segment_column", None)
-    max_segments = getattr(args, "max_segments", DEFAULT_MAX_SEGMENTS)
     fold_segments = getattr(args, "fold_segments", False)
     if segment is None and fold_segments:
         parser.error("--fold-segments folds segments: give --segment-column too")
@@ -435,6 +444,35 @@ def main(argv: Sequence[str] | None = None) -> int:
         options = report_options(options)
     if args.dask_method is not None and args.engine != "dask":
         parser.error("--dask-method chooses how the dask engine works: give --engine dask too")
+    status = _evaluate(args, output, options, baseline, monitor)
+    if status == 0 and args.command == "report" and output not in (None, "-"):
+        print(f"evalserve: wrote {output}", file=sys.stderr)  # stdout: the results alone
+    return status
+
+
+def _check_output(output: str | None, force: bool) -> None:
+    """``report -o FILE``: refused when FILE exists (unless ``--force``) or is a directory,
+    before any row is read."""
+    import os
+
+    if output is None or output == "-":
+        return
+    if os.path.isdir(output):
+        _refuse(f"{output}: is a directory; give the page's file name with -o")
+    if os.path.exists(output) and not force:
+        _refuse(f"{output} exists; give --force to replace it, or another file with -o")
+
+
+def _evaluate(
+    args: argparse.Namespace,
+    output: str | None,
+    options: dict[str, Any] | None,
+    baseline: dict[str, Any] | None,
+    monitor: MonitorFile | None,
+) -> int:
+    """The evaluation on the engine asked for; the exit status."""
+    max_segments = getattr(args, "max_segments", DEFAULT_MAX_SEGMENTS)
+    fold_segments = getattr(args, "fold_segments", False)
     if args.engine == "dask":
         run_files = _dask_run_files()
         if run_files is None:
