@@ -387,7 +387,9 @@ def csv_header(source: Source) -> list[str]:
             )
             return list(reader.schema.names)
     except (OSError, pa.ArrowException) as error:
-        raise FileError(f"{source.name}: {_arrow_message(source, error)}") from None
+        message = _arrow_message(source, error)
+        joint = ", " if message.startswith("line ") else ": "  # as batches() says it
+        raise FileError(f"{source.name}{joint}{message}") from None
 
 
 _ROW = re.compile(r"Row #(\d+)")
