@@ -52,6 +52,7 @@ from evalserve.service.errors import (
 )
 from evalserve.service.evaluator import Evaluator
 from evalserve.service.identity import ClientIdentity
+from evalserve.service.listen import listen_error
 from evalserve.service.metrics import ServiceMetrics
 from evalserve.service.proto_parse import ProtoColumns
 from evalserve.service.records import Batch, Header, Request
@@ -479,7 +480,8 @@ async def create_grpc_server(
     )
 
     host = f"[{settings.host}]" if ":" in settings.host else settings.host  # IPv6 literal
-    address = f"{host}:{settings.grpc_port if port is None else port}"
+    chosen = settings.grpc_port if port is None else port
+    address = f"{host}:{chosen}"
     try:
         if settings.tls_cert_file is not None and settings.tls_key_file is not None:
             key, chain = settings.tls_key_file.read_bytes(), settings.tls_cert_file.read_bytes()
@@ -488,7 +490,7 @@ async def create_grpc_server(
         else:
             bound_port = server.add_insecure_port(address)
     except RuntimeError as error:  # grpc raises RuntimeError("Failed to bind to address ...")
-        raise OSError(f"gRPC server cannot listen on {address}: {error}") from error
+        raise listen_error(settings.host, chosen, "gRPC", None) from error
     if bound_port == 0:  # older grpc versions report a failed bind as port 0
-        raise OSError(f"gRPC server cannot listen on {address}")
+        raise listen_error(settings.host, chosen, "gRPC", None)
     return server, bound_port, health_servicer

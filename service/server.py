@@ -28,6 +28,7 @@ from evalserve.service.config import Settings
 from evalserve.service.connection import PeerAwareH11Protocol
 from evalserve.service.evaluator import Evaluator
 from evalserve.service.grpc_server import create_grpc_server
+from evalserve.service.listen import check_ports, listen_error
 from evalserve.service.memory import (
     Trimmer,
     limit_blas_threads,
@@ -94,6 +95,8 @@ async def run(
     on_started: Callable[[Ports], None] | None = None,
 ) -> None:
     """Serve until ``stop`` is set (or SIGTERM/SIGINT arrive), then shut down gracefully."""
+    # A port in use (or the same port twice) is one line before anything starts.
+    check_ports(settings.host, settings.rest_port, settings.grpc_port)
     stop = stop or asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):
@@ -149,8 +152,9 @@ async def run(
         rest.drained.set()
         await grpc_server.stop(None)
         evaluator.close()
-        await rest_task
-        raise SystemExit(f"evalserve: the REST server did not start on port {settings.rest_port}")
+        with contextlib.suppress(SystemExit):  # uvicorn's startup failure; it logged why
+            await rest_task
+        raise listen_error(settings.host, settings.rest_port, "REST", None)
     rest_port = int(rest.servers[0].sockets[0].getsockname()[1])
     ports = Ports(rest=rest_port, grpc=grpc_port)
     # What startup made lives as long as the process: out of every later cycle collection,

@@ -8,6 +8,7 @@ import argparse
 import json
 import sys
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any, NoReturn
 
 from evalserve.core import OPTIONS, TASKS, InvalidInputError, using_threads
@@ -27,6 +28,10 @@ SERVICE_EXTRA_MISSING = (
 )
 REPORT_EXTRA_MISSING = (
     "evalserve: 'evalserve report' needs the report extra: pip install 'evalserve[report]'"
+)
+DASK_EXTRA_MISSING = (
+    "evalserve: --engine dask needs the dask extra: pip install 'evalserve[dask]' "
+    "(or leave out --engine dask)"
 )
 
 
@@ -70,6 +75,13 @@ def add_input_arguments(command: argparse.ArgumentParser) -> None:
         help="CSV or Parquet file, directory or glob; - for CSV on stdin",
     )
     command.add_argument("--task", default="binary", choices=list(TASKS))
+    command.add_argument(
+        "--delimiter",
+        type=_delimiter,
+        metavar="CHAR",
+        help="the CSV field delimiter: one character, such as ';' or '|', or \\t for a tab "
+        "(default: a tab in .tsv files, else a comma)",
+    )
     columns = command.add_argument_group("columns")
     columns.add_argument(
         "--label-column",
@@ -121,10 +133,10 @@ def add_input_arguments(command: argparse.ArgumentParser) -> None:
         )
     command.add_argument(
         "--baseline",
-        type=_baseline,
         metavar="FILE",
-        help="JSON file of the baseline, as the REST request's baseline object (task binary: "
-        "the drift test of roc_auc)",
+        help="the baseline (task binary: the drift test of roc_auc): a JSON file, as the REST "
+        "request's baseline object, or a CSV or Parquet file of the reference rows, read with "
+        "the same column flags as the data",
     )
     command.add_argument(
         "--monitor-state",
@@ -157,17 +169,75 @@ def add_input_arguments(command: argparse.ArgumentParser) -> None:
         help="local engine: the threads its sorts use (default: the CPUs this process may run "
         "on; the dask engine's tasks use one each)",
     )
+    engine.add_argument(
+        "--dask-method",
+        choices=["tree", "ranges"],
+        default=None,
+        help="with --engine dask: tree (default; every task) merges each partition's state; "
+        "ranges (task binary, no segments, no baseline) splits the scores into ranges across "
+        "the workers, for data whose distinct scores do not fit one machine",
+    )
 
 
-def _baseline(path: str) -> dict[str, Any]:
-    try:
-        with open(path, encoding="utf-8") as file:
-            value = json.load(file)
-    except (OSError, ValueError) as error:
-        raise argparse.ArgumentTypeError(f"{path}: {error}") from None
-    if not isinstance(value, dict):
-        raise argparse.ArgumentTypeError(f"{path}: expected a JSON object")
+def _delimiter(text: str) -> str:
+    value = {"\\t": "\t", "tab": "\t"}.get(text, text)
+    if len(value) != 1 or value in '"\r\n':
+        raise argparse.ArgumentTypeError(
+            f"expected one character (such as ';', '|' or \\t for a tab), got {text!r}"
+        )
     return value
+
+
+def _refuse(message: str) -> NoReturn:
+    """One line on stderr, exit status 2 (input the command cannot take)."""
+    print(f"evalserve: error: {message}", file=sys.stderr)
+    raise SystemExit(2)
+
+
+def _baseline(args: argparse.Namespace, options: dict[str, Any] | None) -> dict[str, Any] | None:
+    """``--baseline``: a JSON object, or a CSV or Parquet file's rows read with the data's column
+    flags (the reference payload: labels, scores, weights); checked against the task and the
+    options here, so that a bad baseline is named as the baseline file."""
+    path: str | None = args.baseline
+    if path is None:
+        return None
+    from evalserve.core import InvalidInputError, parse_options
+    from evalserve.offline import OfflineError, read_rows
+    from evalserve.offline._files import CSV_SUFFIXES, PARQUET_SUFFIXES
+
+    where = f"--baseline {path}"
+    if path.lower().endswith(PARQUET_SUFFIXES + CSV_SUFFIXES):
+        try:
+            rows = read_rows(path, replace(column_spec(args), prediction=None, segment=None))
+        except OfflineError as error:
+            _refuse(f"--baseline {error}")
+        value: Any = {"labels": rows["y_true"], "scores": rows.get("y_score")}
+        if "sample_weight" in rows:
+            value["weights"] = rows["sample_weight"]
+    else:
+        try:
+            with open(path, encoding="utf-8") as file:
+                value = json.load(file)
+        except OSError as error:
+            _refuse(f"{where}: {error.strerror}")
+        except ValueError as error:
+            _refuse(f"{where}: not a JSON object ({error}); a CSV or Parquet baseline needs "
+                    "its suffix (.csv, .tsv, .parquet ...)")  # fmt: skip
+        if not isinstance(value, dict):
+            _refuse(f"{where}: expected a JSON object, got {type(value).__name__}")
+    from evalserve.core._evaluate import check_comparison
+    from evalserve.core.binary._compare import baseline_estimate
+
+    try:
+        parsed = parse_options(options)
+    except InvalidInputError:
+        return dict(value)  # the options' own error comes with the evaluation
+    try:
+        check_comparison(args.task, value)
+        baseline_estimate(value, parsed)
+    except InvalidInputError as error:
+        _refuse(f"{where}: {error}")
+    return dict(value)
 
 
 def column_spec(args: argparse.Namespace) -> ColumnSpec:
@@ -181,6 +251,7 @@ def column_spec(args: argparse.Namespace) -> ColumnSpec:
         prediction=args.prediction_column,
         classes=args.classes,
         segment=getattr(args, "segment_column", None),
+        delimiter=args.delimiter,
     )
 
 
@@ -230,10 +301,18 @@ def option_values(args: argparse.Namespace) -> dict[str, Any] | None:
     return values or None
 
 
+class _Parser(argparse.ArgumentParser):
+    """argparse, whose usage errors are one line (the usage of ``evaluate`` alone is dozens of
+    lines of option flags): the command, what was wrong, where the help is; exit status 2."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
+
+
 def build_parser(settings: type[Settings] | None) -> argparse.ArgumentParser:
     """The command line; ``serve`` takes a flag per field of ``settings`` (none without the
     service extra)."""
-    parser = argparse.ArgumentParser(prog="evalserve", description=__doc__)
+    parser = _Parser(prog="evalserve", description=__doc__)
     commands = parser.add_subparsers(dest="command", required=True)
     offline_cmd = commands.add_parser(
         "evaluate",
@@ -263,7 +342,15 @@ def build_parser(settings: type[Settings] | None) -> argparse.ArgumentParser:
         "--output",
         default="report.html",
         metavar="FILE",
-        help="the page to write (default report.html; - for standard output)",
+        help="the page to write (default report.html; - for standard output); an existing "
+        "file is kept unless --force",
+    )
+    report_cmd.add_argument(
+        "-f",
+        "--force",
+        "--overwrite",
+        action="store_true",
+        help="replace the output file when it exists",
     )
     report_cmd.set_defaults(output_format="html")
     serve_cmd = commands.add_parser(
@@ -289,9 +376,18 @@ def _settings(settings: type[Settings], args: argparse.Namespace) -> Settings:
         return settings(**overrides)
     except ValidationError as error:
         problems = "; ".join(
-            f"{'.'.join(str(p) for p in e['loc'])}: {e['msg']}" for e in error.errors()
+            f"{'.'.join(str(p) for p in e['loc'])}: {e['msg']}{_given(e.get('input'), e['msg'])}"
+            for e in error.errors()
         )
-        raise SystemExit(f"evalserve: bad setting: {problems}") from None
+        print(f"evalserve: bad setting: {problems}", file=sys.stderr)
+        raise SystemExit(2) from None
+
+
+def _given(value: Any, message: str) -> str:
+    """`` (got VALUE)`` when the message does not say the value already."""
+    if value is None or isinstance(value, dict) or str(value) in message:
+        return ""
+    return f" (got {value!r:.60})"
 
 
 def _command(argv: Sequence[str]) -> str | None:
@@ -301,11 +397,16 @@ def _command(argv: Sequence[str]) -> str | None:
 
 def _serve(settings: type[Settings], args: argparse.Namespace) -> int:
     try:
+        from evalserve.service.listen import ListenError
         from evalserve.service.server import serve
     except ImportError:
         print(SERVICE_EXTRA_MISSING, file=sys.stderr)
         return 2
-    return serve(_settings(settings, args))
+    try:
+        return serve(_settings(settings, args))
+    except ListenError as error:  # a port in use: one line, the flag to change it
+        print(error, file=sys.stderr)
+        return 2
 
 
 def run() -> NoReturn:
@@ -340,9 +441,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     retain_freed_memory()  # as the server does: big arrays reuse freed pages
     output = getattr(args, "output", None)
+    if args.command == "report":
+        _check_output(output, args.force)
     monitor = _monitor_file(args, parser)
+    baseline = _baseline(args, option_values(args))
     segment = getattr(args, "segment_column", None)
-    max_segments = getattr(args, "max_segments", DEFAULT_MAX_SEGMENTS)
     fold_segments = getattr(args, "fold_segments", False)
     if segment is None and fold_segments:
         parser.error("--fold-segments folds segments: give --segment-column too")
@@ -356,20 +459,54 @@ def main(argv: Sequence[str] | None = None) -> int:
         from evalserve.report import report_options
 
         options = report_options(options)
-    if args.engine == "dask":
-        if args.threads is not None:
-            parser.error("--threads sets the local engine's threads: the Dask workers' own "
-                         "--nthreads decide on the dask engine")  # fmt: skip
-        from evalserve.dask import run_files
+    if args.dask_method is not None and args.engine != "dask":
+        parser.error("--dask-method chooses how the dask engine works: give --engine dask too")
+    if args.threads is not None and args.engine == "dask":
+        parser.error("--threads sets the local engine's threads: the Dask workers' own "
+                     "--nthreads decide on the dask engine")  # fmt: skip
+    status = _evaluate(args, output, options, baseline, monitor)
+    if status == 0 and args.command == "report" and output not in (None, "-"):
+        print(f"evalserve: wrote {output}", file=sys.stderr)  # stdout: the results alone
+    return status
 
+
+def _check_output(output: str | None, force: bool) -> None:
+    """``report -o FILE``: refused when FILE exists (unless ``--force``) or is a directory,
+    before any row is read."""
+    import os
+
+    if output is None or output == "-":
+        return
+    if os.path.isdir(output):
+        _refuse(f"{output}: is a directory; give the page's file name with -o")
+    if os.path.exists(output) and not force:
+        _refuse(f"{output} exists; give --force to replace it, or another file with -o")
+
+
+def _evaluate(
+    args: argparse.Namespace,
+    output: str | None,
+    options: dict[str, Any] | None,
+    baseline: dict[str, Any] | None,
+    monitor: MonitorFile | None,
+) -> int:
+    """The evaluation on the engine asked for; the exit status."""
+    max_segments = getattr(args, "max_segments", DEFAULT_MAX_SEGMENTS)
+    fold_segments = getattr(args, "fold_segments", False)
+    if args.engine == "dask":
+        run_files = _dask_run_files()
+        if run_files is None:
+            print(DASK_EXTRA_MISSING, file=sys.stderr)
+            return 2
         return run_files(
             args.paths,
             column_spec(args),
             options,
             scheduler=args.scheduler,
+            method=args.dask_method or "tree",
             output_format=args.output_format,
             output=output,
-            baseline=args.baseline,
+            baseline=baseline,
             monitor=monitor,
             max_segments=max_segments,
             fold_segments=fold_segments,
@@ -383,7 +520,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             options,
             output_format=args.output_format,
             output=output,
-            baseline=args.baseline,
+            baseline=baseline,
             monitor=monitor,
             max_segments=max_segments,
             fold_segments=fold_segments,
@@ -402,6 +539,20 @@ def _monitor_file(args: argparse.Namespace, parser: argparse.ArgumentParser) -> 
     from evalserve.offline import MonitorFile  # pyarrow: imported by the commands that read
 
     return MonitorFile(path, window)
+
+
+def _dask_run_files() -> Callable[..., int] | None:
+    """``evalserve.dask.run_files``, or None when the dask extra (dask, distributed) is not
+    installed."""
+    try:
+        import distributed  # noqa: F401  (run_files's scheduler client)
+
+        from evalserve.dask import run_files
+    except ImportError as error:
+        if (error.name or "").split(".")[0] in ("dask", "distributed"):
+            return None
+        raise
+    return run_files
 
 
 def _report_available() -> bool:

@@ -469,7 +469,7 @@ def run_files(
                 "--fold-segments needs every row's segment at once: the dask engine does not "
                 "fold; raise --max-segments, or use the local engine"
             )
-        found = sources(paths)
+        found = sources(paths, spec.delimiter)
         kinds = {source.kind for source in found}
         if "-" in paths or len(kinds) > 1:
             raise OfflineError(
@@ -480,7 +480,7 @@ def run_files(
             frame = dd.read_parquet(names)
         else:  # a segment column is text, whatever it looks like
             as_text = {} if spec.segment is None else {spec.segment: str}
-            frame = dd.read_csv(names, dtype=as_text)
+            frame = dd.read_csv(names, dtype=as_text, sep=found[0].delimiter)
         if scheduler:
             client = Client(scheduler)
         else:

@@ -350,7 +350,9 @@ def test_a_port_in_use_is_an_error(served: Served) -> None:
         finally:
             evaluator.close()
 
-    with pytest.raises(OSError, match=f"127.0.0.1:{served.port}"):
+    with pytest.raises(
+        OSError, match=f"gRPC port {served.port} on 127.0.0.1 cannot be listened on"
+    ):
         served.loop.run(second())
 
 

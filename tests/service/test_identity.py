@@ -104,17 +104,22 @@ def test_a_setting_that_names_no_header_is_refused(value: str) -> None:
     assert "expected off, peer or header:<name>" in str(refused.value)
 
 
-def test_a_bad_value_stops_the_start_naming_the_setting(monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_bad_value_stops_the_start_naming_the_setting(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
     with pytest.raises(SystemExit) as flag:
         cli.main(["serve", "--client-identity", "header:x forwarded"])
-    message = str(flag.value.code)
+    assert flag.value.code == 2
+    message = capsys.readouterr().err
     assert message.startswith("evalserve: bad setting: client_identity: ")
     assert "header:<name>" in message and "'x forwarded' is not a header name" in message
     monkeypatch.setenv("EVALSERVE_CLIENT_IDENTITY", "proxy")
     with pytest.raises(SystemExit) as variable:
         cli.main(["serve"])
-    assert str(variable.value.code).startswith("evalserve: bad setting: client_identity: ")
-    assert "but got 'proxy'" in str(variable.value.code)
+    assert variable.value.code == 2
+    message = capsys.readouterr().err
+    assert message.startswith("evalserve: bad setting: client_identity: ")
+    assert "but got 'proxy'" in message
 
 
 def test_the_evaluator_counts_clients_only_under_a_per_client_limit() -> None:

@@ -18,7 +18,7 @@ from evalserve.core._segments import DEFAULT_MAX_SEGMENTS
 from evalserve.offline._columns import DETECTION_COLUMNS, ColumnError, ColumnSpec, Plan, plan
 from evalserve.offline._monitor_file import MonitorFile
 from evalserve.offline._progress import Progress
-from evalserve.offline._run import OfflineError, accumulate_files, evaluate_files
+from evalserve.offline._run import OfflineError, accumulate_files, evaluate_files, read_rows
 from evalserve.offline._table import table
 
 __all__ = [
@@ -33,6 +33,7 @@ __all__ = [
     "emit",
     "evaluate_files",
     "plan",
+    "read_rows",
     "render",
     "run",
 ]

@@ -46,6 +46,7 @@ class ColumnSpec:
     prediction: str | None = None
     classes: tuple[str, ...] | None = None
     segment: str | None = None
+    delimiter: str | None = None  # CSV files: the field delimiter (None: tab for .tsv, else ,)
 
 
 @dataclass(frozen=True)
@@ -99,13 +100,19 @@ class Plan:
         inputs = self.inputs
         if inputs.images:
             return _detection(get)
-        labels = _matrix(self.label, get) if inputs.label_matrix else get(self.label[0])
+        labels = (
+            _matrix(self.label, get, self.task, "label")
+            if inputs.label_matrix
+            else get(self.label[0])
+        )
         arguments: dict[str, Any] = {"y_true": labels}
         if inputs.predictions_from_scores:
             arguments["y_pred"] = get(self.prediction or self.score[0])
         else:
             matrix = inputs.score_matrix
-            arguments["y_score"] = _matrix(self.score, get) if matrix else get(self.score[0])
+            arguments["y_score"] = (
+                _matrix(self.score, get, self.task, "score") if matrix else get(self.score[0])
+            )
             if self.prediction is not None:
                 arguments["y_pred"] = get(self.prediction)
         if self.weight is not None:
@@ -208,18 +215,34 @@ def _listed(names: list[str]) -> str:
     return f"columns {shown}{more}" if names else "no columns"
 
 
-def _matrix(columns: tuple[str, ...], get: Callable[[str], Any]) -> Any:
-    """An n x k matrix: one column per class, or the rows of one list column."""
+def _matrix(
+    columns: tuple[str, ...], get: Callable[[str], Any], task: str = "", role: str = "score"
+) -> Any:
+    """An n x k matrix: one column per class, or the rows of one list column (``task`` and
+    ``role``, label or score, for the message when the column holds one number a row)."""
     if len(columns) > 1:
         return np.column_stack([np.asarray(get(name)) for name in columns])
     values = get(columns[0])
     if isinstance(values, np.ndarray) and values.ndim == 2:
         return values
-    return matrix_of_rows(columns[0], values)
+    return matrix_of_rows(columns[0], values, task, role)
 
 
-def matrix_of_rows(column: str, rows: Any) -> Any:
-    """The rows of a list column (each a sequence of k numbers) as an n x k array."""
+def matrix_of_rows(column: str, rows: Any, task: str = "", role: str = "score") -> Any:
+    """The rows of a list column (each a sequence of k numbers) as an n x k array; a column
+    of single values (one number a row) raises ``InvalidInputError`` saying what ``task``
+    reads as its ``role`` (label or score) columns."""
+    for index, row in enumerate(rows):
+        if row is not None and (isinstance(row, str) or not hasattr(row, "__len__")):
+            reads = f"task {task!r} reads" if task else "this task reads"
+            value = row.item() if isinstance(row, np.generic) else row
+            raise InvalidInputError(
+                column,
+                f"holds a single value in row {index} ({value!r:.40}); {reads} its {role}s as "
+                f"one list per row (a list column, Parquet) or one column per class "
+                f"(--{role}-column {role}_ for {role}_<class> columns, or each column named)",
+            )
+        break  # a list column: the first row tells
     lengths = {len(row) if row is not None else -1 for row in rows}
     if len(lengths) > 1 or -1 in lengths:
         for index, row in enumerate(rows):

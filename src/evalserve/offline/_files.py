@@ -30,6 +30,7 @@ from numpy.typing import NDArray
 from evalserve.offline._segments import DICTIONARY, segment_codes
 
 __all__ = [
+    "DELIMITER_HINTS",
     "Batch",
     "FileError",
     "NullValueError",
@@ -38,6 +39,7 @@ __all__ = [
     "batches",
     "column_names",
     "csv_header",
+    "delimiter_hint",
     "display_name",
     "sources",
 ]
@@ -62,6 +64,7 @@ def display_name(path: str) -> str:
 class Source:
     path: str  # "-" for stdin
     kind: str  # "csv" or "parquet"
+    delimiter: str = ","  # CSV: the field delimiter
 
     @property
     def name(self) -> str:
@@ -165,31 +168,59 @@ def _list_column(array: Any) -> Any:
     return array.to_pylist()
 
 
-def sources(paths: Sequence[str]) -> list[Source]:
+def sources(paths: Sequence[str], delimiter: str | None = None) -> list[Source]:
     """Files named by ``paths``: files, directories (their CSV and Parquet files, recursively,
-    in name order) and globs; raises ``FileError`` for a path that names nothing."""
+    in name order) and globs; raises ``FileError`` for a path that names nothing. CSV fields
+    are split at ``delimiter`` (default: a tab in ``.tsv`` files, else a comma)."""
     found: list[Source] = []
+
+    def source(path: str, kind: str | None) -> Source:
+        kind = kind or "csv"
+        if kind != "csv":
+            return Source(path, kind)
+        default = "\t" if path.lower().endswith(".tsv") else ","
+        return Source(path, kind, delimiter or default)
+
     for path in paths:
         if path == STDIN:
-            found.append(Source(STDIN, "csv"))
+            found.append(source(STDIN, "csv"))
             continue
         if os.path.isdir(path):
             inside = sorted(str(p) for p in Path(path).rglob("*") if p.is_file() and _kind(str(p)))
             if not inside:
                 raise FileError(f"{path}: no CSV or Parquet files in this directory")
-            found.extend(Source(p, _kind(p) or "csv") for p in inside)
+            found.extend(source(p, _kind(p)) for p in inside)
             continue
         if os.path.exists(path):
-            found.append(Source(path, _kind(path) or "csv"))
+            found.append(source(path, _kind(path)))
             continue
         if glob.has_magic(path):
             matched = sorted(p for p in glob.glob(path, recursive=True) if os.path.isfile(p))
             if not matched:
                 raise FileError(f"{path}: no file matches this pattern")
-            found.extend(Source(p, _kind(p) or "csv") for p in matched)
+            found.extend(source(p, _kind(p)) for p in matched)
             continue
         raise FileError(f"{path}: No such file or directory")
     return found
+
+
+# Delimiters a one-column CSV header likely holds when the file was split at the wrong one.
+DELIMITER_HINTS = (";", "\t", "|", ",")
+
+
+def delimiter_hint(source: Source, names: Sequence[str]) -> str:
+    """For a CSV file read as one column whose name holds another delimiter: the flag that
+    reads it right (`` (... give --delimiter ';')``); else ""."""
+    if source.kind != "csv" or len(names) != 1:
+        return ""
+    for candidate in DELIMITER_HINTS:
+        if candidate != source.delimiter and candidate in names[0]:
+            shown = "'\\t'" if candidate == "\t" else repr(candidate)
+            return (
+                f" (the header read as one column: are the fields separated by {shown}? "
+                f"give --delimiter {shown})"
+            )
+    return ""
 
 
 def _kind(path: str) -> str | None:
@@ -249,13 +280,12 @@ def _csv(
     if source.path == STDIN:
         yield from _stdin_csv(source, columns, dictionary)
         return
-    delimiter = "\t" if source.path.lower().endswith(".tsv") else ","
     with (
         pa.input_stream(source.path, compression="detect") as stream,
         pa_csv.open_csv(
             stream,
             read_options=pa_csv.ReadOptions(block_size=CSV_BLOCK_BYTES),
-            parse_options=pa_csv.ParseOptions(delimiter=delimiter),
+            parse_options=pa_csv.ParseOptions(delimiter=source.delimiter),
             convert_options=_convert_options(columns, None, dictionary),
         ) as reader,
     ):
@@ -294,6 +324,7 @@ def _stdin_csv(
     types: pa.Schema | None = None
     first = 0
     lines = 0  # the lines of stdin before this block
+    parse = pa_csv.ParseOptions(delimiter=source.delimiter)
     for block in _line_blocks(sys.stdin.buffer, CSV_BLOCK_BYTES):
         try:
             table = pa_csv.read_csv(
@@ -301,6 +332,7 @@ def _stdin_csv(
                 read_options=pa_csv.ReadOptions(
                     column_names=names, block_size=max(len(block), 1 << 16), use_threads=False
                 ),
+                parse_options=parse,
                 convert_options=_convert_options(columns, types, dictionary),
             )
         except pa.ArrowInvalid as error:
@@ -310,7 +342,9 @@ def _stdin_csv(
             header = block[: block.find(b"\n") + 1] if b"\n" in block else block + b"\n"
             no_threads = pa_csv.ReadOptions(use_threads=False)
             names = list(
-                pa_csv.read_csv(pa.py_buffer(header), read_options=no_threads).schema.names
+                pa_csv.read_csv(
+                    pa.py_buffer(header), read_options=no_threads, parse_options=parse
+                ).schema.names
             )
         if types is None and table.num_rows:
             types = table.schema  # inferred from the first rows
@@ -346,10 +380,16 @@ def csv_header(source: Source) -> list[str]:
         if source.path == STDIN:
             raise FileError("internal: stdin's header is read with its first batch")
         with pa.input_stream(source.path, compression="detect") as stream:
-            reader = pa_csv.open_csv(stream, read_options=pa_csv.ReadOptions(block_size=1 << 16))
+            reader = pa_csv.open_csv(
+                stream,
+                read_options=pa_csv.ReadOptions(block_size=1 << 16),
+                parse_options=pa_csv.ParseOptions(delimiter=source.delimiter),
+            )
             return list(reader.schema.names)
     except (OSError, pa.ArrowException) as error:
-        raise FileError(f"{source.name}: {_arrow_message(source, error)}") from None
+        message = _arrow_message(source, error)
+        joint = ", " if message.startswith("line ") else ": "  # as batches() says it
+        raise FileError(f"{source.name}{joint}{message}") from None
 
 
 _ROW = re.compile(r"Row #(\d+)")
@@ -381,8 +421,7 @@ def _line_with_fields(source: Source, expected: int) -> int | None:
         return None
     with pa.input_stream(source.path, compression="detect") as stream:
         text = io.TextIOWrapper(stream, encoding="utf-8", errors="replace", newline="")
-        delimiter = "\t" if source.path.lower().endswith(".tsv") else ","
-        for number, row in enumerate(csv.reader(text, delimiter=delimiter), start=1):
+        for number, row in enumerate(csv.reader(text, delimiter=source.delimiter), start=1):
             if row and len(row) != expected:
                 return number
     return None

@@ -28,13 +28,21 @@ from evalserve.offline._files import (
     batches,
     column_names,
     csv_header,
+    delimiter_hint,
     display_name,
     sources,
 )
 from evalserve.offline._progress import Progress
 from evalserve.offline._segments import Folding, add_counts
 
-__all__ = ["OfflineError", "accumulate_files", "evaluate_files", "located", "segment_error"]
+__all__ = [
+    "OfflineError",
+    "accumulate_files",
+    "evaluate_files",
+    "located",
+    "read_rows",
+    "segment_error",
+]
 
 
 class OfflineError(ValueError):
@@ -91,7 +99,7 @@ def _folding(
         )
     counts: dict[str, int] = {}
     try:
-        for source in sources(paths):
+        for source in sources(paths, spec.delimiter):
             names = _names(source)
             if names is not None:
                 _plan(source, spec, names)  # a missing column: named before the pass
@@ -122,7 +130,7 @@ def accumulate_files(
     answer, its ``to_bytes()`` a state to merge elsewhere. With ``spec.segment`` each batch
     carries its segments (at most ``max_segments``; ``folding`` renames the folded ones)."""
     try:
-        found = sources(paths)
+        found = sources(paths, spec.delimiter)
     except FileError as error:
         raise OfflineError(str(error)) from None
     if progress is not None:
@@ -161,6 +169,43 @@ def accumulate_files(
     return accumulator
 
 
+def read_rows(path: str, spec: ColumnSpec, batch_rows: int = BATCH_ROWS) -> dict[str, Any]:
+    """Every row of one CSV or Parquet file (not stdin, not a directory) as the arguments of
+    ``evaluate`` (``y_true``, ``y_score``, ``sample_weight`` when there are weights), read
+    with ``spec``'s columns; for a baseline read from a data file (its whole rows are the
+    reference payload). Errors name the file, the line or row and the column."""
+    try:
+        found = sources([path], spec.delimiter)
+        if path == STDIN or len(found) != 1 or found[0].path != path:
+            raise OfflineError(f"{display_name(path)}: expected one CSV or Parquet file")
+        (source,) = found
+        names = _names(source)
+        table_plan = None if names is None else _plan(source, spec, names)
+        parts: dict[str, list[Any]] = {}
+        for batch in batches(
+            source, None if table_plan is None else table_plan.columns, batch_rows=batch_rows
+        ):
+            if table_plan is None:
+                table_plan = _plan(source, spec, list(batch.table.schema.names))
+            try:
+                for name in table_plan.numeric:
+                    batch.check_numbers(name)
+                arguments = table_plan.arguments(batch.column)
+            except (NullValueError, TextValueError) as error:
+                raise OfflineError(
+                    f"{source.name}, {_where(batch, error.row)}, column {error.column}: {error}"
+                ) from None
+            except InvalidInputError as error:
+                raise OfflineError(located(error, table_plan, batch)) from None
+            for name, values in arguments.items():
+                parts.setdefault(name, []).append(np.asarray(values))
+    except FileError as error:
+        raise OfflineError(str(error)) from None
+    if not parts:
+        raise OfflineError(f"{source.name}: no rows (only a header?)")
+    return {name: np.concatenate(values) for name, values in parts.items()}
+
+
 def _names(source: Source) -> list[str] | None:
     if source.kind == "parquet":
         return column_names(source)
@@ -171,7 +216,7 @@ def _plan(source: Source, spec: ColumnSpec, names: list[str]) -> Plan:
     try:
         return plan(spec, names)
     except ColumnError as error:
-        raise OfflineError(f"{source.name}: {error}") from None
+        raise OfflineError(f"{source.name}: {error}{delimiter_hint(source, names)}") from None
 
 
 def _accumulator(
