@@ -18,6 +18,7 @@ from evalserve.report._parts import (
     COLOURS,
     GREY,
     Chart,
+    confusion_rows,
     diagonal,
     heatmap,
     inline,
@@ -231,23 +232,28 @@ def _calibration(curve: Mapping[str, np.ndarray]) -> Chart:
     return Chart("calibration", title, description, layered(layers, title, description, rows))
 
 
+# The 2x2 matrix's cells (rows: actual positive, negative; columns: predicted positive,
+# negative): each cell's name, its share of the actual class and its share of the predicted.
+CONFUSION_NAMES = (
+    (("true positives", "TPR", "precision"), ("false negatives", "FNR", "FOR")),
+    (("false positives", "FPR", "FDR"), ("true negatives", "TNR", "NPV")),
+)
+
+
 def _confusion_2x2(counts: Sequence[float], at: str) -> Chart:
     tp, fp, tn, fn = counts
-    cells = [
-        ("positive", "positive", tp, "true positives"),
-        ("positive", "negative", fn, "false negatives"),
-        ("negative", "positive", fp, "false positives"),
-        ("negative", "negative", tn, "true negatives"),
-    ]
-    rows = [{"actual": a, "predicted": p, "count": c, "name": n} for a, p, c, n in cells]
+    order = ["positive", "negative"]
+    rows = confusion_rows([[tp, fn], [fp, tn]], order, CONFUSION_NAMES)
     title = f"Confusion matrix at {at}"
-    description = "Counts (weights) of actual against predicted class at the threshold."
-    return Chart(
-        "confusion",
-        title,
-        description,
-        heatmap(rows, ["positive", "negative"], title, description),
+    description = (
+        "Counts (weights) of actual against predicted class at the threshold, each cell "
+        "coloured by its share of the actual class (its row): the true positive rate (TPR) "
+        "and false negative rate (FNR) of the positives, the false positive rate (FPR) and "
+        "true negative rate (TNR) of the negatives, so that the minority class's cells are "
+        "as readable as the majority's. The tooltip adds each cell's share of its predicted "
+        "class (precision, FDR, FOR, NPV)."
     )
+    return Chart("confusion", title, description, heatmap(rows, order, title, description))
 
 
 def _roc_marks(result: EvaluationResult, at: str) -> list[dict[str, Any]]:

@@ -21,6 +21,7 @@ from evalserve.report._parts import (
     COLOURS,
     GREY,
     Chart,
+    confusion_rows,
     diagonal,
     finished,
     heatmap,
@@ -52,18 +53,14 @@ def _multiclass(result: EvaluationResult, options: Options) -> list[Chart]:
     classes = [entry.class_name for entry in result.per_class]
     if matrix is not None and classes:
         values = np.asarray(matrix["matrix"]).reshape(len(classes), len(classes))
-        rows = [
-            {
-                "actual": classes[i],
-                "predicted": classes[j],
-                "count": rounded(float(values[i, j])),
-                "name": "",
-            }
-            for i in range(len(classes))
-            for j in range(len(classes))
-        ]
+        rows = confusion_rows(values, classes)
         title = "Confusion matrix"
-        description = "Counts (weights) of actual class (rows) against predicted class (columns)."
+        description = (
+            "Counts (weights) of actual class (rows) against predicted class (columns), each "
+            "cell coloured and labelled by its share of the actual class: the diagonal is each "
+            "class's recall, so a rare class reads as clearly as a common one. The tooltip "
+            "adds the share of the predicted class (the diagonal: each class's precision)."
+        )
         charts.append(
             Chart("confusion", title, description, heatmap(rows, classes, title, description))
         )

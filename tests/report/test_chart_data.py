@@ -1,0 +1,87 @@
+"""The data going into the report's charts, checked without a browser: the confusion matrix's
+rates, the marked points' colours and shapes, the gain and lift chart, the per-class ROC
+curves and the reference curves of a baseline payload (test_browser.py draws them)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pytest
+
+from evalserve import evaluate
+from evalserve.report._binary_charts import CONFUSION_NAMES
+from evalserve.report._charts import charts_of
+from evalserve.report._parts import confusion_rows
+from tests.report.cases import case
+
+
+def _layers(spec: dict[str, Any]) -> list[dict[str, Any]]:
+    return list(spec.get("layer", [spec]))
+
+
+def _data(spec: dict[str, Any], layer: dict[str, Any]) -> list[dict[str, Any]]:
+    data = layer.get("data", spec.get("data"))
+    assert data is not None
+    rows: list[dict[str, Any]] = (
+        data["values"] if "values" in data else spec["datasets"][data["name"]]
+    )
+    return rows
+
+
+def test_a_rare_class_cells_are_coloured_by_their_share_of_the_actual_class() -> None:
+    # One million rows, 938,364 of them true negatives: by count every other cell is pale.
+    tp, fn, fp, tn = 20_000.0, 11_636.0, 30_000.0, 938_364.0
+    rows = confusion_rows([[tp, fn], [fp, tn]], ["positive", "negative"], CONFUSION_NAMES)
+    cell = {row["name"]: row for row in rows}
+    assert cell["true positives"]["count"] == tp
+    assert cell["true positives"]["rate"] == pytest.approx(tp / (tp + fn), rel=1e-6)
+    assert cell["false negatives"]["rate"] == pytest.approx(fn / (tp + fn), rel=1e-6)
+    assert cell["false positives"]["rate"] == pytest.approx(fp / (fp + tn), rel=1e-6)
+    assert cell["true negatives"]["rate"] == pytest.approx(tn / (fp + tn), rel=1e-6)
+    assert cell["true positives"]["column_rate"] == pytest.approx(tp / (tp + fp), rel=1e-6)
+    assert cell["true negatives"]["column_rate"] == pytest.approx(tn / (tn + fn), rel=1e-6)
+    assert [cell[name]["rate_name"] for name in cell] == ["TPR", "FNR", "FPR", "TNR"]
+    assert cell["true positives"]["column_rate_name"] == "precision"
+    assert cell["true positives"]["label"] == "TPR 63.2%"
+    assert cell["false positives"]["label"] == "FPR 3.1%"
+    # The two cells of a row add up to the whole class.
+    assert cell["true positives"]["rate"] + cell["false negatives"]["rate"] == pytest.approx(1)
+
+
+def test_an_empty_class_has_no_rate_and_a_tiny_one_is_not_zero() -> None:
+    rows = confusion_rows([[0, 0], [1, 99_999]], ["a", "b"])
+    by_cell = {(row["actual"], row["predicted"]): row for row in rows}
+    assert by_cell["a", "a"]["rate"] is None and by_cell["a", "a"]["label"] == "n/a"
+    assert by_cell["b", "a"]["label"] == "<0.1%"
+    assert by_cell["b", "a"]["column_rate"] == 1.0
+
+
+@pytest.mark.parametrize("task", ["binary", "multiclass"])
+def test_the_confusion_matrix_colour_is_the_rate_on_a_fixed_scale(task: str) -> None:
+    result, options = case(task)
+    chart = next(chart for chart in charts_of(result, options) if chart.key == "confusion")
+    cells, *texts = _layers(chart.spec)
+    colour = cells["encoding"]["color"]
+    assert colour["field"] == "rate"
+    assert colour["scale"]["domain"] == [0, 1]
+    shown = {layer["encoding"]["text"]["field"] for layer in texts}
+    assert shown == {"count", "label"}  # the count and its rate in each cell
+    rows = _data(chart.spec, cells)
+    for actual in {row["actual"] for row in rows}:
+        assert sum(row["rate"] for row in rows if row["actual"] == actual) == pytest.approx(1)
+    if task == "multiclass":
+        matrix = np.asarray(result.curves["confusion_matrix"]["matrix"]).reshape(4, 4)
+        recall = {entry.class_name: entry.metrics["recall"] for entry in result.per_class}
+        for row in rows:
+            if row["actual"] == row["predicted"]:
+                assert row["rate"] == pytest.approx(recall[row["actual"]], rel=1e-6)
+        assert sum(row["count"] for row in rows) == pytest.approx(matrix.sum())
+
+
+def test_a_single_class_result_still_has_its_confusion_matrix() -> None:
+    result = evaluate("binary", np.ones(20, dtype=np.int64), np.linspace(0.05, 0.95, 20))
+    chart = next(chart for chart in charts_of(result) if chart.key == "confusion")
+    rows = _data(chart.spec, _layers(chart.spec)[0])
+    negatives = [row for row in rows if row["actual"] == "negative"]
+    assert all(row["rate"] is None for row in negatives)
