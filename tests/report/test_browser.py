@@ -169,3 +169,57 @@ def test_screenshot(page: tuple[str, Page, Path], tmp_path: Path) -> None:
     for data in (whole, first):
         assert data[:8] == b"\x89PNG\r\n\x1a\n"
         assert len(data) > 20_000  # a page of tables and charts, not a blank one
+
+
+def test_the_confusion_matrix_shows_counts_and_rates(page: tuple[str, Page, Path]) -> None:
+    task, opened, _ = page
+    if task not in ("binary", "multiclass"):
+        pytest.skip("the confusion matrix: tasks binary and multiclass")
+    texts = opened.evaluate(
+        "Array.from(document.querySelectorAll('#chart-confusion .role-mark text'))"
+        ".map(t => t.textContent)"
+    )
+    rates = [text for text in texts if text.endswith("%")]
+    counts = [text for text in texts if text and not text.endswith("%")]
+    cells = 4 if task == "binary" else 16
+    assert len(rates) == len(counts) == cells, texts
+    if task == "binary":
+        assert {text.split()[0] for text in rates} == {"TPR", "FNR", "FPR", "TNR"}
+    # Coloured by the rate: the cells of a row are as dark as their share of the row says,
+    # whatever the row's size; the darkest cell of each row is never the palest colour.
+    fills = opened.evaluate(
+        "Array.from(document.querySelectorAll('#chart-confusion .mark-rect path'))"
+        ".map(p => p.getAttribute('fill'))"
+    )
+    assert len(set(fills)) > 2, fills
+
+
+def test_the_threshold_and_optimum_markers_differ_and_have_a_legend(
+    page: tuple[str, Page, Path],
+) -> None:
+    task, opened, _ = page
+    if not task.startswith("binary"):
+        pytest.skip("the marked points: task binary")
+    for chart in ("roc", "pr"):
+        legend = opened.evaluate(
+            f"""(() => {{
+              const legends = Array.from(document.querySelectorAll('#chart-{chart} .role-legend'));
+              const marked = legends.find(l => l.textContent.includes('Marked'));
+              if (!marked) return null;
+              const labels = Array.from(marked.querySelectorAll('.role-legend-label text'));
+              const symbols = Array.from(marked.querySelectorAll('.role-legend-symbol path'));
+              return labels.map((label, i) => [label.textContent,
+                symbols[i].getAttribute('fill'), symbols[i].getAttribute('d')]);
+            }})()"""
+        )
+        assert legend is not None, f"{chart}: no legend of the marked points"
+        assert len(legend) == 2, legend
+        (threshold, colour_a, shape_a), (optimum, colour_b, shape_b) = legend
+        assert threshold.startswith("At threshold") and "optimum" in optimum
+        assert colour_a != colour_b and shape_a != shape_b
+        # The points on the curve carry the legend's colours.
+        drawn = opened.evaluate(
+            f"Array.from(document.querySelectorAll('#chart-{chart} .mark-symbol path'))"
+            ".map(p => p.getAttribute('fill'))"
+        )
+        assert colour_a in drawn and colour_b in drawn

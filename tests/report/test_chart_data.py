@@ -12,7 +12,7 @@ import pytest
 from evalserve import evaluate
 from evalserve.report._binary_charts import CONFUSION_NAMES
 from evalserve.report._charts import charts_of
-from evalserve.report._parts import confusion_rows
+from evalserve.report._parts import OPTIMUM_MARK, THRESHOLD_MARK, confusion_rows
 from tests.report.cases import case
 
 
@@ -77,6 +77,25 @@ def test_the_confusion_matrix_colour_is_the_rate_on_a_fixed_scale(task: str) -> 
             if row["actual"] == row["predicted"]:
                 assert row["rate"] == pytest.approx(recall[row["actual"]], rel=1e-6)
         assert sum(row["count"] for row in rows) == pytest.approx(matrix.sum())
+
+
+@pytest.mark.parametrize("key", ["roc", "pr"])
+def test_the_threshold_and_the_optimum_have_their_own_colour_shape_and_legend(key: str) -> None:
+    result, options = case("binary")
+    chart = next(chart for chart in charts_of(result, options) if chart.key == key)
+    (layer,) = [
+        layer
+        for layer in _layers(chart.spec)
+        if layer.get("encoding", {}).get("shape", {}).get("field") == "mark"
+    ]
+    names = [row["mark"] for row in _data(chart.spec, layer)]
+    assert len(names) == 2 and names[0].startswith("At threshold 0.4")
+    colour, shape = layer["encoding"]["color"], layer["encoding"]["shape"]
+    assert colour["scale"] == {"domain": names, "range": [THRESHOLD_MARK[0], OPTIMUM_MARK[0]]}
+    assert shape["scale"] == {"domain": names, "range": [THRESHOLD_MARK[1], OPTIMUM_MARK[1]]}
+    assert THRESHOLD_MARK[0] != OPTIMUM_MARK[0] and THRESHOLD_MARK[1] != OPTIMUM_MARK[1]
+    assert colour["legend"]["title"] == shape["legend"]["title"] == "Marked"  # one legend
+    assert "color" not in layer.get("mark", {})
 
 
 def test_a_single_class_result_still_has_its_confusion_matrix() -> None:

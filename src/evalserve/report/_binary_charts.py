@@ -96,8 +96,8 @@ def _roc(result: EvaluationResult, at: str, options: Options) -> Chart:
             title += f" ({_interval_text(interval)})"
     description += (
         f"; the shaded band is the {_level(result):.0%} pointwise Wilson interval of the true "
-        "positive rate; the dashed diagonal is a random ranking; filled points mark the "
-        "threshold and the optimal thresholds"
+        "positive rate; the dashed diagonal is a random ranking; the vermillion circle marks "
+        "the threshold, the black square Youden's optimum"
         + (", hollow symbols the operating points." if operating is not None else ".")
     )
     spec = layered(layers, title, description, rows, own_shapes=True)
@@ -136,7 +136,8 @@ def _pr(result: EvaluationResult, at: str, options: Options) -> Chart:
         title += f", average precision {ap:.4f}"
     description = (
         "Precision against recall; the dashed line is the prevalence (a random ranking's "
-        "precision); filled points mark the threshold and the F1-optimal threshold"
+        "precision); the vermillion circle marks the threshold, the black square the "
+        "F1-optimal threshold"
         + (", hollow symbols the operating points." if operating is not None else ".")
     )
     spec = layered(layers, title, description, rows, own_shapes=True)

@@ -16,6 +16,8 @@ __all__ = [
     "COLOURS",
     "GREY",
     "HEIGHT",
+    "OPTIMUM_MARK",
+    "THRESHOLD_MARK",
     "VALIDATE",
     "WIDTH",
     "Chart",
@@ -154,14 +156,34 @@ def diagonal() -> Any:
     )
 
 
+# The marked points of the ROC and precision-recall curves: the chosen threshold's and the
+# optimum's, each its own colour and shape (one legend, "Marked", says which is which).
+THRESHOLD_MARK = ("#D55E00", "circle")  # vermillion
+OPTIMUM_MARK = ("#000000", "square")  # black: apart from the curve's blue and the green points
+
+
 def point_marks(marks: list[dict[str, Any]], x: str, y: str) -> Any:
+    """The marked points (``mark``: "At threshold ..." or the optimum's name): the threshold's
+    a vermillion circle, the optimum's a black square."""
+    names = [str(mark["mark"]) for mark in marks]
+    styles = [THRESHOLD_MARK if name.startswith("At ") else OPTIMUM_MARK for name in names]
+    legend = alt.Legend(title="Marked", symbolStrokeWidth=0)
     return (
         alt.Chart(inline(marks))
-        .mark_point(filled=True, size=90, color=COLOURS[1])
+        .mark_point(filled=True, size=90, opacity=1)
         .encode(
             x=f"{x}:Q",
             y=f"{y}:Q",
-            shape=alt.Shape("mark:N", title="Marked"),
+            color=alt.Color(
+                "mark:N",
+                scale=alt.Scale(domain=names, range=[style[0] for style in styles]),
+                legend=legend,
+            ),
+            shape=alt.Shape(
+                "mark:N",
+                scale=alt.Scale(domain=names, range=[style[1] for style in styles]),
+                legend=legend,
+            ),
             tooltip=[
                 alt.Tooltip("mark:N", title="Point"),
                 alt.Tooltip(f"{x}:Q", format=".4f"),
@@ -181,10 +203,11 @@ def layered(
     own_shapes: bool = False,
 ) -> dict[str, Any]:
     """The layers as one chart; ``rows``: the data of every layer that has none of its own;
-    ``own_shapes``: each layer keeps its shape scale and legend (two kinds of marked points)."""
+    ``own_shapes``: each layer keeps its shape and colour scales and legends (two kinds of
+    marked points, the current and reference curves)."""
     chart = alt.layer(*layers) if rows is None else alt.layer(*layers, data=inline(rows))
     if own_shapes:
-        chart = chart.resolve_scale(shape="independent")
+        chart = chart.resolve_scale(shape="independent", color="independent")
     return finished(chart, title, description, width, height)
 
 
