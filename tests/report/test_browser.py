@@ -223,3 +223,24 @@ def test_the_threshold_and_optimum_markers_differ_and_have_a_legend(
             ".map(p => p.getAttribute('fill'))"
         )
         assert colour_a in drawn and colour_b in drawn
+
+
+def test_the_gain_and_lift_charts_are_drawn_with_their_axes(page: tuple[str, Page, Path]) -> None:
+    task, opened, _ = page
+    if not task.startswith("binary"):
+        pytest.skip("gain and lift: task binary")
+    for chart, title in (("gain", "Share of positives captured (gain)"), ("lift", "Lift")):
+        found = opened.evaluate(
+            f"""(() => {{
+              const svg = document.querySelector('#chart-{chart} svg');
+              const titles = Array.from(svg.querySelectorAll('.role-axis-title text'))
+                .map(t => t.textContent);
+              const lines = Array.from(svg.querySelectorAll('.mark-line path'))
+                .map(p => (p.getAttribute('d') || '').length);
+              return [titles, lines];
+            }})()"""
+        )
+        titles, lines = found
+        assert "Share of rows flagged (ranked by score)" in titles
+        assert any(text.startswith(title) for text in titles), titles
+        assert max(lines) > 1000  # the curve, not only the reference lines

@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 
 from evalserve import evaluate
-from evalserve.report._binary_charts import CONFUSION_NAMES
+from evalserve.report._binary_charts import CONFUSION_NAMES, gain_rows
 from evalserve.report._charts import charts_of
 from evalserve.report._parts import OPTIMUM_MARK, THRESHOLD_MARK, confusion_rows
 from tests.report.cases import case
@@ -104,3 +104,38 @@ def test_a_single_class_result_still_has_its_confusion_matrix() -> None:
     rows = _data(chart.spec, _layers(chart.spec)[0])
     negatives = [row for row in rows if row["actual"] == "negative"]
     assert all(row["rate"] is None for row in negatives)
+
+
+def test_gain_and_lift_are_the_weighted_shares_of_rows_and_positives_flagged() -> None:
+    rng = np.random.default_rng(5)
+    labels = (rng.random(400) < 0.2).astype(np.int64)
+    scores = np.round(rng.random(400) * 0.6 + 0.4 * labels, 2)  # ties
+    weights = rng.integers(1, 4, 400).astype(float)
+    result = evaluate("binary", labels, scores, sample_weight=weights)
+    rows = gain_rows(result)
+    assert len(rows) == result.curves["roc"]["fpr"].size
+    total, positives = weights.sum(), weights[labels == 1].sum()
+    for row in rows:
+        if row["threshold"] is None:  # the curve's start, above every score
+            assert row["share"] == row["gain"] == 0 and row["lift"] is None
+            continue
+        flagged = scores >= row["threshold"]
+        share = weights[flagged].sum() / total
+        gain = weights[flagged & (labels == 1)].sum() / positives
+        assert row["share"] == pytest.approx(share, rel=1e-6)
+        assert row["gain"] == pytest.approx(gain, rel=1e-6)
+        assert row["lift"] == pytest.approx(gain / share, rel=1e-5)
+    assert rows[-1]["share"] == pytest.approx(1) and rows[-1]["lift"] == pytest.approx(1)
+
+
+def test_the_gain_and_lift_charts_hold_those_rows() -> None:
+    result, options = case("binary")
+    charts = {chart.key: chart for chart in charts_of(result, options)}
+    rows = gain_rows(result)
+    gain = charts["gain"].spec
+    line = _layers(gain)[-1]
+    assert line["encoding"]["y"]["field"] == "gain"
+    assert _data(gain, line) == rows
+    lift = charts["lift"].spec
+    assert _data(lift, _layers(lift)[-1]) == [row for row in rows if row["lift"] is not None]
+    assert "(TP + FP) / N" in charts["gain"].description  # the caption says how

@@ -134,7 +134,17 @@ def test_each_chart_has_its_figure_and_spec(rendered: tuple[str, Any, dict[str, 
     parsed = _parse(page)
     specs = _specs(parsed)
     expected = {
-        "binary": ["roc", "pr", "threshold", "det", "distributions", "calibration", "confusion"],
+        "binary": [
+            "roc",
+            "pr",
+            "threshold",
+            "det",
+            "gain",
+            "lift",
+            "distributions",
+            "calibration",
+            "confusion",
+        ],
         "multiclass": ["confusion", "roc_macro"],
         "multilabel": ["per_class_roc_auc"],
         "regression": ["predicted_actual", "residuals", "rec"],

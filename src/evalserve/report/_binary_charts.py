@@ -29,7 +29,7 @@ from evalserve.report._parts import (
     tooltips,
 )
 
-__all__ = ["binary_charts"]
+__all__ = ["binary_charts", "gain_rows"]
 
 
 def binary_charts(
@@ -48,6 +48,8 @@ def binary_charts(
         det = None if "det" in skip else det_chart(result)
         if det is not None:
             charts.append(det)
+        if "gain" not in skip:
+            charts += _gain_and_lift(result)
         if "distributions" not in skip:
             charts.append(_distributions(result))
     if "calibration" in result.curves:
@@ -142,6 +144,101 @@ def _pr(result: EvaluationResult, at: str, options: Options) -> Chart:
     )
     spec = layered(layers, title, description, rows, own_shapes=True)
     return Chart("pr", title, description, spec)
+
+
+def gain_rows(result: EvaluationResult) -> list[dict[str, Any]]:
+    """The cumulative gain and the lift at each point of the ROC curve: rows ranked by score
+    from the top, ``share`` the share of rows flagged at the point's threshold,
+    (TP + FP) / N = (TPR * P + FPR * (N - P)) / N by weight, ``gain`` the share of the
+    positives among them (the TPR) and ``lift`` = gain / share (None at share 0)."""
+    roc = result.curves["roc"]
+    positives = float(result.metrics.get("n_positive") or 0.0)
+    negatives = float(result.metrics.get("n_negative") or 0.0)
+    total = positives + negatives
+    if total <= 0:
+        return []
+    tpr, fpr = roc["tpr"].astype(float), roc["fpr"].astype(float)
+    share = (tpr * positives + fpr * negatives) / total
+    lift = np.divide(tpr, share, out=np.full(share.shape, np.nan), where=share > 0)
+    return table_rows(share=share, gain=tpr, lift=lift, threshold=roc["thresholds"])
+
+
+def _gain_and_lift(result: EvaluationResult) -> list[Chart]:
+    rows = gain_rows(result)
+    positives = float(result.metrics.get("n_positive") or 0.0)
+    if not rows or positives <= 0:
+        return []
+    prevalence = positives / (positives + float(result.metrics.get("n_negative") or 0.0))
+    share = alt.X(
+        "share:Q", title="Share of rows flagged (ranked by score)", scale=alt.Scale(domain=[0, 1])
+    )
+    tip = [
+        alt.Tooltip("threshold:Q", title="Threshold", format=".6~g"),
+        alt.Tooltip("share:Q", title="Share flagged", format=".4f"),
+        alt.Tooltip("gain:Q", title="Share of positives captured", format=".4f"),
+        alt.Tooltip("lift:Q", title="Lift", format=".3f"),
+    ]
+    perfect = (
+        alt.Chart(
+            inline(
+                [{"a": 0.0, "b": 0.0}, {"a": rounded(prevalence), "b": 1.0}, {"a": 1.0, "b": 1.0}]
+            )
+        )
+        .mark_line(color=GREY, strokeDash=[1, 3])
+        .encode(x="a:Q", y="b:Q")
+    )
+    gain_line = (
+        alt.Chart()
+        .mark_line(color=COLOURS[0], interpolate="linear")
+        .encode(
+            x=share,
+            y=alt.Y(
+                "gain:Q", title="Share of positives captured (gain)", scale=alt.Scale(domain=[0, 1])
+            ),
+            tooltip=tip,
+        )
+    )
+    how = (
+        "computed from the ROC curve's points: the share of rows flagged at a threshold is "
+        "(TP + FP) / N = (TPR x positives + FPR x negatives) / rows, by weight, and the gain "
+        "is the TPR"
+    )
+    gain_title = "Cumulative gain"
+    gain_description = (
+        "The share of all positives captured (gain) against the share of rows flagged, "
+        f"highest scores first, {how}; the dashed diagonal is a random ranking, the dotted "
+        "line a perfect one."
+    )
+    gain = Chart(
+        "gain",
+        gain_title,
+        gain_description,
+        layered([diagonal(), perfect, gain_line], gain_title, gain_description, rows),
+    )
+    lift_rows = [row for row in rows if row["lift"] is not None]
+    one = (
+        alt.Chart(inline([{"lift": 1.0}]))
+        .mark_rule(color=GREY, strokeDash=[4, 4])
+        .encode(y="lift:Q")
+    )
+    lift_line = (
+        alt.Chart()
+        .mark_line(color=COLOURS[0], interpolate="linear")
+        .encode(x=share, y=alt.Y("lift:Q", title="Lift (gain / share flagged)"), tooltip=tip)
+    )
+    lift_title = f"Lift (at most {1 / prevalence:.3g}, the inverse of the prevalence)"
+    lift_description = (
+        "The lift, the gain divided by the share of rows flagged: how many times more "
+        "positives the top-ranked rows hold than a random pick of the same size (from the "
+        "gain chart's points); the dashed rule is a random ranking's lift of 1."
+    )
+    lift = Chart(
+        "lift",
+        lift_title,
+        lift_description,
+        layered([one, lift_line], lift_title, lift_description, lift_rows),
+    )
+    return [gain, lift]
 
 
 def _distributions(result: EvaluationResult) -> Chart:
