@@ -244,3 +244,23 @@ def test_the_gain_and_lift_charts_are_drawn_with_their_axes(page: tuple[str, Pag
         assert "Share of rows flagged (ranked by score)" in titles
         assert any(text.startswith(title) for text in titles), titles
         assert max(lines) > 1000  # the curve, not only the reference lines
+
+
+def test_multiclass_draws_each_class_roc_curve(page: tuple[str, Page, Path]) -> None:
+    task, opened, _ = page
+    if task != "multiclass":
+        pytest.skip("the per-class ROC curves: task multiclass")
+    found = opened.evaluate(
+        """(() => {
+          const svg = document.querySelector('#chart-roc_per_class svg');
+          const labels = Array.from(svg.querySelectorAll('.role-legend-label text'))
+            .map(t => t.textContent);
+          const strokes = Array.from(svg.querySelectorAll('.mark-line path'))
+            .filter(p => (p.getAttribute('d') || '').length > 200)
+            .map(p => p.getAttribute('stroke'));
+          return [labels, strokes];
+        })()"""
+    )
+    labels, strokes = found
+    assert sorted(label.split(" (AUC")[0] for label in labels) == ["bird", "cat", "dog", "fish"]
+    assert len(set(strokes)) >= 5, strokes  # four classes in their colours and the average

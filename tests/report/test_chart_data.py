@@ -11,7 +11,7 @@ import pytest
 
 from evalserve import evaluate
 from evalserve.report._binary_charts import CONFUSION_NAMES, gain_rows
-from evalserve.report._charts import charts_of
+from evalserve.report._charts import charts_of, class_roc_rows
 from evalserve.report._parts import OPTIMUM_MARK, THRESHOLD_MARK, confusion_rows
 from tests.report.cases import case
 
@@ -139,3 +139,50 @@ def test_the_gain_and_lift_charts_hold_those_rows() -> None:
     lift = charts["lift"].spec
     assert _data(lift, _layers(lift)[-1]) == [row for row in rows if row["lift"] is not None]
     assert "(TP + FP) / N" in charts["gain"].description  # the caption says how
+
+
+def test_each_class_roc_curve_is_its_one_vs_rest_curve() -> None:
+    rng = np.random.default_rng(9)
+    labels = rng.integers(0, 3, 600)
+    scores = rng.dirichlet(np.ones(3), 600) + 0.4 * np.eye(3)[labels]
+    scores /= scores.sum(axis=1, keepdims=True)
+    result = evaluate(
+        "multiclass", labels, scores, classes=["a", "b", "c"], options={"max_curve_points": 9000}
+    )
+    curve = result.curves["roc_per_class"]
+    for index, entry in enumerate(result.per_class):
+        mine = curve["class_index"] == index
+        fpr, tpr = curve["fpr"][mine], curve["tpr"][mine]
+        assert (fpr[0], tpr[0]) == (0, 0) and (fpr[-1], tpr[-1]) == (1, 1)
+        area = float(np.sum(np.diff(fpr) * (tpr[1:] + tpr[:-1]) / 2))
+        assert area == pytest.approx(entry.metrics["roc_auc"], abs=1e-12), entry.class_name
+    # Thinned: at most max_curve_points // classes points per class, still from end to end.
+    thin = evaluate("multiclass", labels, scores, options={"max_curve_points": 30})
+    thinned = thin.curves["roc_per_class"]
+    for index in range(3):
+        mine = thinned["class_index"] == index
+        assert 2 <= mine.sum() <= 10
+        fpr, tpr = thinned["fpr"][mine], thinned["tpr"][mine]
+        assert (fpr[0], tpr[0], fpr[-1], tpr[-1]) == (0, 0, 1, 1)
+
+
+def test_the_per_class_roc_chart_draws_the_classes_with_the_most_rows() -> None:
+    rng = np.random.default_rng(4)
+    n_classes = 15
+    labels = np.minimum(rng.geometric(0.15, 3000) - 1, n_classes - 1)
+    scores = rng.dirichlet(np.ones(n_classes), 3000) + 0.3 * np.eye(n_classes)[labels]
+    scores /= scores.sum(axis=1, keepdims=True)
+    result = evaluate("multiclass", labels, scores)
+    rows, count = class_roc_rows(result, result.curves["roc_per_class"])
+    assert count == n_classes
+    support = {entry.class_name: entry.metrics["support"] for entry in result.per_class}
+    drawn = {row["cls"].split(" (AUC")[0] for row in rows}
+    assert len(drawn) == 12
+    assert min(support[name] for name in drawn) >= max(
+        support[name] for name in support if name not in drawn
+    )
+    first = result.per_class[0]
+    assert any(row["cls"] == f"{first.class_name} (AUC {first.metrics['roc_auc']:.3f})"
+               for row in rows)  # fmt: skip
+    chart = next(chart for chart in charts_of(result) if chart.key == "roc_per_class")
+    assert "12 classes with the most rows of 15" in chart.description
