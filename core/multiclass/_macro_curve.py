@@ -22,7 +22,7 @@ a time, which reuse the same memory (every class's at once would be fresh pages,
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 
 import numpy as np
 from numpy.typing import NDArray
@@ -134,7 +134,7 @@ def class_roc_curves(sweeps: Sequence[tuple[int, Sweep]], max_points: int) -> di
     fprs, tprs, indices = [], [], []
     for index, sweep in sweeps:
         fpr, tpr = class_curve(sweep)
-        kept = sample_along(lambda i, f=fpr, t=tpr: f[i] + t[i], fpr.size, per_class)
+        kept = sample_along(_arc(fpr, tpr), fpr.size, per_class)
         fprs.append(fpr[kept])
         tprs.append(tpr[kept])
         indices.append(np.full(kept.size, float(index)))
@@ -145,3 +145,12 @@ def class_roc_curves(sweeps: Sequence[tuple[int, Sweep]], max_points: int) -> di
         "tpr": np.concatenate(tprs),
         "class_index": np.concatenate(indices),
     }
+
+
+def _arc(fpr: Floats, tpr: Floats) -> Callable[[NDArray[np.intp]], Floats]:
+    """A curve's L1 arc length at the given point indices (``sample_along``'s measure)."""
+
+    def at(index: NDArray[np.intp]) -> Floats:
+        return fpr[index] + tpr[index]
+
+    return at
