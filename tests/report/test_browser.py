@@ -264,3 +264,43 @@ def test_multiclass_draws_each_class_roc_curve(page: tuple[str, Page, Path]) -> 
     labels, strokes = found
     assert sorted(label.split(" (AUC")[0] for label in labels) == ["bird", "cat", "dog", "fish"]
     assert len(set(strokes)) >= 5, strokes  # four classes in their colours and the average
+
+
+def test_a_baseline_payload_draws_the_reference_curves(browser: Browser, tmp_path: Path) -> None:
+    """A baseline of labels and scores: ROC, precision-recall, score distributions and the
+    reliability diagram each show the "current" and the "reference" series in a legend."""
+    from evalserve import evaluate
+    from tests.report.cases import binary_rows
+
+    labels, scores = binary_rows(3000, seed=1)
+    ref_labels, ref_scores = binary_rows(2000, seed=2)
+    baseline = {"labels": ref_labels.tolist(), "scores": (ref_scores**0.7).tolist()}
+    options = {"threshold": 0.4, "bootstrap_replicates": 0}
+    result = evaluate("binary", labels, scores, options=options, baseline=baseline)
+    path = tmp_path / "baseline.html"
+    path.write_text(render_report(result, options=options, baseline=baseline), encoding="utf-8")
+    opened = browser.open(path.as_uri())
+    try:
+        expected = opened.evaluate("document.querySelectorAll('.chart').length")
+        opened.until(f"document.querySelectorAll('.chart svg').length === {expected}")
+        assert opened.exceptions == []
+        for chart in ("roc", "pr", "distributions", "calibration"):
+            legends = opened.evaluate(
+                f"""Array.from(document.querySelectorAll('#chart-{chart} .role-legend'))
+                  .filter(l => l.querySelector('.role-legend-title text')
+                    && l.querySelector('.role-legend-title text').textContent === 'Data')
+                  .map(l => Array.from(l.querySelectorAll('.role-legend-label text'))
+                    .map(t => t.textContent))"""
+            )
+            assert legends == [["current", "reference"]], (chart, legends)
+        # The reference's curve is drawn: the ROC chart has a grey dashed line of many points.
+        dashed = opened.evaluate(
+            "Array.from(document.querySelectorAll('#chart-roc .mark-line path'))"
+            ".filter(p => p.getAttribute('stroke') === '#7A7A7A'"
+            " && (p.getAttribute('stroke-dasharray') || '').length > 0)"
+            ".map(p => (p.getAttribute('d') || '').length)"
+        )
+        assert dashed and max(dashed) > 1000, dashed
+        assert opened.axe() == []
+    finally:
+        opened.socket.close()

@@ -10,10 +10,16 @@ import numpy as np
 import pytest
 
 from evalserve import evaluate
-from evalserve.report._binary_charts import CONFUSION_NAMES, gain_rows
+from evalserve.report._binary_charts import (
+    CONFUSION_NAMES,
+    calibration_rows,
+    distribution_rows,
+    gain_rows,
+)
 from evalserve.report._charts import charts_of, class_roc_rows
+from evalserve.report._page import reference_result
 from evalserve.report._parts import OPTIMUM_MARK, THRESHOLD_MARK, confusion_rows
-from tests.report.cases import case
+from tests.report.cases import binary_rows, case
 
 
 def _layers(spec: dict[str, Any]) -> list[dict[str, Any]]:
@@ -175,7 +181,7 @@ def test_the_per_class_roc_chart_draws_the_classes_with_the_most_rows() -> None:
     result = evaluate("multiclass", labels, scores)
     rows, count = class_roc_rows(result, result.curves["roc_per_class"])
     assert count == n_classes
-    support = {entry.class_name: entry.metrics["support"] for entry in result.per_class}
+    support = {entry.class_name: float(entry.metrics["support"] or 0) for entry in result.per_class}
     drawn = {row["cls"].split(" (AUC")[0] for row in rows}
     assert len(drawn) == 12
     assert min(support[name] for name in drawn) >= max(
@@ -186,3 +192,54 @@ def test_the_per_class_roc_chart_draws_the_classes_with_the_most_rows() -> None:
                for row in rows)  # fmt: skip
     chart = next(chart for chart in charts_of(result) if chart.key == "roc_per_class")
     assert "12 classes with the most rows of 15" in chart.description
+
+
+def _payload_case() -> tuple[Any, dict[str, Any], dict[str, Any]]:
+    labels, scores = binary_rows(2000, seed=1)
+    ref_labels, ref_scores = binary_rows(1500, seed=2)
+    baseline = {"labels": ref_labels.tolist(), "scores": (ref_scores**0.7).tolist()}
+    options = {"threshold": 0.4, "bootstrap_replicates": 0}
+    result = evaluate("binary", labels, scores, options=options, baseline=baseline)
+    return result, options, baseline
+
+
+def test_a_baseline_payload_is_evaluated_as_the_reference() -> None:
+    result, options, baseline = _payload_case()
+    reference = reference_result(result, baseline, options)
+    assert reference is not None
+    expected = evaluate("binary", baseline["labels"], baseline["scores"], options=options)
+    assert reference.metrics["roc_auc"] == expected.metrics["roc_auc"]
+    assert reference.metrics["roc_auc"] == pytest.approx(result.drift["roc_auc"].baseline)
+    np.testing.assert_array_equal(reference.curves["roc"]["tpr"], expected.curves["roc"]["tpr"])
+    # A summary has no rows to draw; other tasks take no baseline.
+    assert reference_result(result, {"roc_auc": 0.9, "n_positive": 9, "n_negative": 9}, {}) is None
+    assert reference_result(result, None, options) is None
+
+
+def test_the_reference_curves_are_drawn_beside_the_current_ones() -> None:
+    result, options, baseline = _payload_case()
+    reference = reference_result(result, baseline, options)
+    assert reference is not None
+    charts = {chart.key: chart for chart in charts_of(result, options, reference)}
+    for key, curve, x, y in (("roc", "roc", "fpr", "tpr"), ("pr", "pr", "recall", "precision")):
+        spec = charts[key].spec
+        (layer,) = [
+            layer
+            for layer in _layers(spec)
+            if layer.get("encoding", {}).get("color", {}).get("field") == "series"
+        ]
+        assert layer["encoding"]["color"]["scale"]["domain"] == ["current", "reference"]
+        rows = _data(spec, layer)
+        for series, source in (("current", result), ("reference", reference)):
+            mine = [row for row in rows if row["series"] == series]
+            assert len(mine) == source.curves[curve][x].size, (key, series)
+            np.testing.assert_allclose([row[y] for row in mine], source.curves[curve][y], rtol=1e-6)
+        assert "reference" in charts[key].description
+    distributions = distribution_rows(result, reference)
+    assert {row["series"] for row in distributions} == {"current", "reference"}
+    calibration = calibration_rows(result.curves["calibration"], reference.curves["calibration"])
+    reference_bins = [row for row in calibration if row["series"] == "reference"]
+    assert sum(row["weight"] for row in reference_bins) == pytest.approx(reference.n_samples)
+    # Without a reference, the charts are as before: no series.
+    plain = {chart.key: chart for chart in charts_of(result, options)}
+    assert "series" not in str(plain["roc"].spec)

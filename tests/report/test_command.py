@@ -105,3 +105,19 @@ def test_the_segment_flags_add_the_segments_section(tmp_path: Path) -> None:
     assert 'class="segment"' in page
     for country in ("de", "fr", "us"):
         assert f">{country}<" in page
+
+
+def test_a_baseline_payload_file_draws_the_reference_curves(tmp_path: Path) -> None:
+    path, _, _ = _file(tmp_path)
+    ref_labels, ref_scores = binary_rows(2000, seed=21)
+    baseline = tmp_path / "reference.json"
+    baseline.write_text(json.dumps({"labels": ref_labels.tolist(), "scores": ref_scores.tolist()}))
+    done = _run(
+        str(path), "--label-column", "y", "--score-column", "p", "--baseline", str(baseline),
+        "-o", "-",
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    expected = evaluate("binary", ref_labels, ref_scores)
+    assert "reference: the baseline&#x27;s 2,000 samples" in done.stdout
+    assert f"AUC {expected.metrics['roc_auc']:.4f}), the blue one the current data" in done.stdout
+    assert '"series":"reference"' in done.stdout

@@ -193,7 +193,7 @@ def test_each_target_is_a_point_on_the_roc_and_pr_curves(
     assert layer["mark"]["filled"] is False
     assert layer["mark"]["color"] != "#D55E00"
     assert charts["roc"].spec["resolve"] == {
-        "scale": {"shape": "independent", "color": "independent"}
+        "scale": {"shape": "independent", "color": "independent", "strokeDash": "independent"}
     }
 
 

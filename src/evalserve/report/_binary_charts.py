@@ -29,19 +29,31 @@ from evalserve.report._parts import (
     tooltips,
 )
 
-__all__ = ["binary_charts", "gain_rows"]
+__all__ = [
+    "SERIES",
+    "binary_charts",
+    "calibration_rows",
+    "distribution_rows",
+    "gain_rows",
+    "series_rows",
+]
 
 
 def binary_charts(
-    result: EvaluationResult, options: Options, skip: frozenset[str] = frozenset()
+    result: EvaluationResult,
+    options: Options,
+    skip: frozenset[str] = frozenset(),
+    reference: EvaluationResult | None = None,
 ) -> list[Chart]:
-    """Task binary's charts, but those whose key is in ``skip`` (made only when wanted)."""
+    """Task binary's charts, but those whose key is in ``skip`` (made only when wanted);
+    ``reference``: the baseline payload's result, whose ROC, precision-recall, score
+    distribution and calibration curves are drawn beside the current ones."""
     charts = []
     metrics = result.metrics
     at = f"threshold {options.threshold:g}"
     if "roc" in result.curves:
-        charts.append(_roc(result, at, options))
-        charts.append(_pr(result, at, options))
+        charts.append(_roc(result, at, options, reference))
+        charts.append(_pr(result, at, options, reference))
         view = None if "threshold" in skip else threshold_view(result, options)
         if view is not None:
             charts.append(view)
@@ -51,9 +63,10 @@ def binary_charts(
         if "gain" not in skip:
             charts += _gain_and_lift(result)
         if "distributions" not in skip:
-            charts.append(_distributions(result))
+            charts.append(_distributions(result, reference))
     if "calibration" in result.curves:
-        charts.append(_calibration(result.curves["calibration"]))
+        other = None if reference is None else reference.curves.get("calibration")
+        charts.append(_calibration(result.curves["calibration"], other))
     counts = [metrics.get(name) for name in ("tp", "fp", "tn", "fn")]
     numbers = [float(value) for value in counts if isinstance(value, int | float)]
     if len(numbers) == 4:
@@ -61,7 +74,39 @@ def binary_charts(
     return charts
 
 
-def _roc(result: EvaluationResult, at: str, options: Options) -> Chart:
+# The series of a chart with a reference (the baseline payload's curves beside the current).
+SERIES = ("current", "reference")
+SERIES_COLOURS = (COLOURS[0], "#7A7A7A")  # blue; the reference a grey of 4.3:1 on white
+
+
+def series_rows(
+    current: list[dict[str, Any]], reference: list[dict[str, Any]]
+) -> list[dict[str, Any]]:
+    """The rows of both series, each marked ``series``: "current" or "reference"."""
+    return [{**row, "series": SERIES[0]} for row in current] + [
+        {**row, "series": SERIES[1]} for row in reference
+    ]
+
+
+def _series_encoding() -> dict[str, Any]:
+    """Colour and dash by series, one legend ("Data")."""
+    return {
+        "color": alt.Color(
+            "series:N",
+            title="Data",
+            scale=alt.Scale(domain=list(SERIES), range=list(SERIES_COLOURS)),
+        ),
+        "strokeDash": alt.StrokeDash(
+            "series:N",
+            title="Data",
+            scale=alt.Scale(domain=list(SERIES), range=[[1, 0], [6, 3]]),
+        ),
+    }
+
+
+def _roc(
+    result: EvaluationResult, at: str, options: Options, reference: EvaluationResult | None
+) -> Chart:
     roc = result.curves["roc"]
     fpr, tpr, thresholds = roc["fpr"], roc["tpr"], roc["thresholds"]
     n_positive = float(result.metrics.get("n_positive") or 0.0)
@@ -81,6 +126,25 @@ def _roc(result: EvaluationResult, at: str, options: Options) -> Chart:
     hover = base.mark_point(opacity=0, size=60).encode(
         x=x, y=y, tooltip=tooltips("threshold", "fpr", "tpr")
     )
+    if reference is not None and "roc" in reference.curves:
+        other = reference.curves["roc"]
+        both = series_rows(
+            table_rows(fpr=fpr, tpr=tpr, threshold=thresholds),
+            table_rows(fpr=other["fpr"], tpr=other["tpr"], threshold=other["thresholds"]),
+        )
+        line = (
+            alt.Chart(inline(both))
+            .mark_line(interpolate="linear")
+            .encode(
+                x=x,
+                y=y,
+                **_series_encoding(),
+                tooltip=[
+                    alt.Tooltip("series:N", title="Data"),
+                    *tooltips("threshold", "fpr", "tpr"),
+                ],
+            )
+        )
     layers: list[Any] = [band, diagonal(), line, hover]
     marks = _roc_marks(result, at)
     if marks:
@@ -102,11 +166,19 @@ def _roc(result: EvaluationResult, at: str, options: Options) -> Chart:
         "the threshold, the black square Youden's optimum"
         + (", hollow symbols the operating points." if operating is not None else ".")
     )
+    reference_auc = None if reference is None else reference.metrics.get("roc_auc")
+    if reference is not None and isinstance(reference_auc, float) and "roc" in reference.curves:
+        description += (
+            " The grey dashed curve is the reference (the baseline's rows, AUC "
+            f"{reference_auc:.4f}), the blue one the current data."
+        )
     spec = layered(layers, title, description, rows, own_shapes=True)
     return Chart("roc", title, description, spec)
 
 
-def _pr(result: EvaluationResult, at: str, options: Options) -> Chart:
+def _pr(
+    result: EvaluationResult, at: str, options: Options, reference: EvaluationResult | None
+) -> Chart:
     pr = result.curves["pr"]
     rows = table_rows(recall=pr["recall"], precision=pr["precision"], threshold=pr["thresholds"])
     base = alt.Chart()
@@ -118,6 +190,27 @@ def _pr(result: EvaluationResult, at: str, options: Options) -> Chart:
     hover = base.mark_point(opacity=0, size=60).encode(
         x=x, y=y, tooltip=tooltips("threshold", "recall", "precision")
     )
+    if reference is not None and "pr" in reference.curves:
+        other = reference.curves["pr"]
+        both = series_rows(
+            table_rows(recall=pr["recall"], precision=pr["precision"], threshold=pr["thresholds"]),
+            table_rows(
+                recall=other["recall"], precision=other["precision"], threshold=other["thresholds"]
+            ),
+        )
+        line = (
+            alt.Chart(inline(both))
+            .mark_line(interpolate="step-before")
+            .encode(
+                x=x,
+                y=y,
+                **_series_encoding(),
+                tooltip=[
+                    alt.Tooltip("series:N", title="Data"),
+                    *tooltips("threshold", "recall", "precision"),
+                ],
+            )
+        )
     layers: list[Any] = [line, hover]
     prevalence = result.metrics.get("prevalence")
     if isinstance(prevalence, float):
@@ -142,6 +235,12 @@ def _pr(result: EvaluationResult, at: str, options: Options) -> Chart:
         "F1-optimal threshold"
         + (", hollow symbols the operating points." if operating is not None else ".")
     )
+    reference_ap = None if reference is None else reference.metrics.get("average_precision")
+    if reference is not None and isinstance(reference_ap, float) and "pr" in reference.curves:
+        description += (
+            " The grey dashed curve is the reference (the baseline's rows, average precision "
+            f"{reference_ap:.4f}; its prevalence may differ), the blue one the current data."
+        )
     spec = layered(layers, title, description, rows, own_shapes=True)
     return Chart("pr", title, description, spec)
 
@@ -241,13 +340,37 @@ def _gain_and_lift(result: EvaluationResult) -> list[Chart]:
     return [gain, lift]
 
 
-def _distributions(result: EvaluationResult) -> Chart:
-    roc = result.curves["roc"]
-    finite = np.isfinite(roc["thresholds"])
-    rows = table_rows(
-        threshold=roc["thresholds"][finite],
-        positive=roc["tpr"][finite],
-        negative=roc["fpr"][finite],
+def distribution_rows(
+    result: EvaluationResult, reference: EvaluationResult | None = None
+) -> list[dict[str, Any]]:
+    """Per distinct score of the ROC curve, the share of positives and of negatives scored at
+    or above it; with a ``reference``, both results' rows marked by ``series``."""
+
+    def rows_of(each: EvaluationResult) -> list[dict[str, Any]]:
+        roc = each.curves["roc"]
+        finite = np.isfinite(roc["thresholds"])
+        return table_rows(
+            threshold=roc["thresholds"][finite],
+            positive=roc["tpr"][finite],
+            negative=roc["fpr"][finite],
+        )
+
+    if reference is None or "roc" not in reference.curves:
+        return rows_of(result)
+    return series_rows(rows_of(result), rows_of(reference))
+
+
+def _distributions(result: EvaluationResult, reference: EvaluationResult | None) -> Chart:
+    rows = distribution_rows(result, reference)
+    compared = bool(rows) and "series" in rows[0]
+    dash = (
+        alt.StrokeDash(
+            "series:N",
+            title="Data",
+            scale=alt.Scale(domain=list(SERIES), range=[[1, 0], [6, 3]]),
+        )
+        if compared
+        else alt.StrokeDash("cls:N", legend=None)
     )
     lines = (
         alt.Chart()
@@ -267,8 +390,9 @@ def _distributions(result: EvaluationResult) -> Chart:
                 title="Class",
                 scale=alt.Scale(domain=["positive", "negative"], range=[COLOURS[0], COLOURS[1]]),
             ),
-            strokeDash=alt.StrokeDash("cls:N", legend=None),
+            strokeDash=dash,
             tooltip=[
+                *([alt.Tooltip("series:N", title="Data")] if compared else []),
                 alt.Tooltip("cls:N", title="Class"),
                 alt.Tooltip("threshold:Q", title="Score", format=".6~g"),
                 alt.Tooltip("share:Q", title="Share at or above", format=".4f"),
@@ -295,18 +419,40 @@ def _distributions(result: EvaluationResult) -> Chart:
         "For each score, the share of positives and of negatives scored at or above it (the "
         "classes' cumulative score distributions, read from the top); the dashed rule marks "
         "the Kolmogorov-Smirnov statistic, their largest gap."
+        + (
+            " Solid lines are the current data, dashed ones the reference (the baseline's "
+            "rows): a shift between them is the scores' drift."
+            if compared
+            else ""
+        )
     )
     return Chart("distributions", title, description, layered(layers, title, description, rows))
 
 
-def _calibration(curve: Mapping[str, np.ndarray]) -> Chart:
-    rows = table_rows(
-        mean_score=curve["mean_score"],
-        fraction_positive=curve["fraction_positive"],
-        weight=curve["weight"],
-        lower=curve["lower"],
-        upper=curve["upper"],
-    )
+def calibration_rows(
+    curve: Mapping[str, np.ndarray], reference: Mapping[str, np.ndarray] | None = None
+) -> list[dict[str, Any]]:
+    """The reliability diagram's bins; with a ``reference`` curve, both marked by
+    ``series``."""
+
+    def rows_of(each: Mapping[str, np.ndarray]) -> list[dict[str, Any]]:
+        return table_rows(
+            mean_score=each["mean_score"],
+            fraction_positive=each["fraction_positive"],
+            weight=each["weight"],
+            lower=each["lower"],
+            upper=each["upper"],
+        )
+
+    if reference is None:
+        return rows_of(curve)
+    return series_rows(rows_of(curve), rows_of(reference))
+
+
+def _calibration(
+    curve: Mapping[str, np.ndarray], reference: Mapping[str, np.ndarray] | None = None
+) -> Chart:
+    rows = calibration_rows(curve, reference)
     base = alt.Chart()
     x = alt.X("mean_score:Q", title="Mean predicted probability", scale=alt.Scale(domain=[0, 1]))
     y = alt.Y("fraction_positive:Q", title="Fraction of positives", scale=alt.Scale(domain=[0, 1]))
@@ -317,14 +463,32 @@ def _calibration(curve: Mapping[str, np.ndarray]) -> Chart:
         alt.Tooltip("fraction_positive:Q", title="Fraction positive", format=".4f"),
         alt.Tooltip("weight:Q", title="Rows (weight)", format=",.6~g"),
     ]
-    line = base.mark_line(color=COLOURS[0]).encode(x=x, y=y)
-    points = base.mark_circle(color=COLOURS[0], opacity=0.9).encode(
-        x=x, y=y, size=alt.Size("weight:Q", title="Rows (weight)", legend=None), tooltip=tooltip
-    )
+    size = alt.Size("weight:Q", title="Rows (weight)", legend=None)
+    if reference is None:
+        line = base.mark_line(color=COLOURS[0]).encode(x=x, y=y)
+        points = base.mark_circle(color=COLOURS[0], opacity=0.9).encode(
+            x=x, y=y, size=size, tooltip=tooltip
+        )
+    else:
+        series = _series_encoding()
+        line = base.mark_line().encode(x=x, y=y, **series)
+        points = base.mark_circle(opacity=0.9).encode(
+            x=x,
+            y=y,
+            size=size,
+            color=series["color"],
+            tooltip=[alt.Tooltip("series:N", title="Data"), *tooltip],
+        )
     title = "Reliability diagram"
     description = (
         "Per probability bin, the fraction of positives against the mean predicted probability "
         "(point size: the bin's rows); the dashed diagonal is perfect calibration."
+        + (
+            " The blue points are the current data, the grey ones on the dashed line the "
+            "reference (the baseline's rows)."
+            if reference is not None
+            else ""
+        )
     )
     layers = [diagonal(), line, points]
     return Chart("calibration", title, description, layered(layers, title, description, rows))

@@ -36,10 +36,15 @@ __all__ = ["CHART_MAKERS", "Chart", "charts_of", "class_roc_rows"]
 
 
 def charts_of(
-    result: EvaluationResult, options: Mapping[str, Any] | Options | None = None
+    result: EvaluationResult,
+    options: Mapping[str, Any] | Options | None = None,
+    reference: EvaluationResult | None = None,
 ) -> list[Chart]:
     """The charts of a result, by task; ``options``: the evaluation's (task binary: the
-    threshold, the operating points' targets)."""
+    threshold, the operating points' targets); ``reference`` (task binary): the baseline
+    payload's result, drawn beside the current curves."""
+    if reference is not None and result.task == "binary":
+        return binary_charts(result, parse_options(options), reference=reference)
     return CHART_MAKERS[result.task](result, parse_options(options))
 
 

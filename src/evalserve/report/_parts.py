@@ -207,7 +207,9 @@ def layered(
     marked points, the current and reference curves)."""
     chart = alt.layer(*layers) if rows is None else alt.layer(*layers, data=inline(rows))
     if own_shapes:
-        chart = chart.resolve_scale(shape="independent", color="independent")
+        chart = chart.resolve_scale(
+            shape="independent", color="independent", strokeDash="independent"
+        )
     return finished(chart, title, description, width, height)
 
 
