@@ -248,6 +248,12 @@ def build_parser(settings: type[Settings] | None) -> argparse.ArgumentParser:
         metavar="FILE",
         help="the page to write (default report.html; - for standard output)",
     )
+    report_cmd.add_argument(
+        "--title", metavar="TEXT", help="the page's title and heading (default: from the model)"
+    )
+    report_cmd.add_argument(
+        "--model-name", metavar="NAME", help="the model's name, shown on the page"
+    )
     report_cmd.set_defaults(output_format="html")
     serve_cmd = commands.add_parser(
         "serve", help="run the REST and gRPC servers (defaults from EVALSERVE_* variables)"
@@ -335,10 +341,12 @@ def main(argv: Sequence[str] | None = None) -> int:
             "leave out --segment-column or --monitor-state"
         )
     options = option_values(args)
+    page = None
     if args.output_format == "html":
         from evalserve.report import report_options
 
         options = report_options(options)
+        page = {"title": args.title, "model": args.model_name}
     if args.engine == "dask":
         from evalserve.dask import run_files
 
@@ -353,6 +361,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             monitor=monitor,
             max_segments=max_segments,
             fold_segments=fold_segments,
+            page=page,
         )
     from evalserve import offline
 
@@ -366,6 +375,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         monitor=monitor,
         max_segments=max_segments,
         fold_segments=fold_segments,
+        page=page,
     )
 
 

@@ -121,3 +121,24 @@ def test_a_baseline_payload_file_draws_the_reference_curves(tmp_path: Path) -> N
     assert "reference: the baseline&#x27;s 2,000 samples" in done.stdout
     assert f"AUC {expected.metrics['roc_auc']:.4f}), the blue one the current data" in done.stdout
     assert '"series":"reference"' in done.stdout
+
+
+def test_title_and_model_name_name_the_page(tmp_path: Path) -> None:
+    path, _, _ = _file(tmp_path)
+    out = tmp_path / "named.html"
+    done = _run(
+        str(path), "--label-column", "y", "--score-column", "p", "--title", "Churn <weekly>",
+        "--model-name", "churn-gbm v3", "-o", str(out),
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    page = out.read_text(encoding="utf-8")
+    assert "<title>Churn &lt;weekly&gt;</title>" in page
+    assert "<h1>Churn &lt;weekly&gt;</h1>" in page
+    assert "model churn-gbm v3 · task binary" in page
+    # The model's name alone titles the page.
+    named = _run(
+        str(path), "--label-column", "y", "--score-column", "p", "--model-name", "churn-gbm",
+        "-o", "-",
+    )  # fmt: skip
+    assert named.returncode == 0, named.stderr
+    assert "<title>Evaluation report: churn-gbm</title>" in named.stdout
