@@ -155,7 +155,8 @@ def _report(result: EvaluationResult, header: Header) -> str:
     if model is not None:
         named = " ".join(part for part in (model.name, model.version, model.segment) if part)
         title = f"Evaluation report: {named}"
-    return render_report(result, options=header.options, title=title)
+    baseline = None if header.baseline is None else header.baseline.given()
+    return render_report(result, options=header.options, title=title, baseline=baseline)
 
 
 def _decode_json(body: bytes | bytearray, settings: Settings) -> EvaluationRequest:

@@ -182,7 +182,7 @@ MESSAGES: dict[str, JsonMessage] = {
         drop=frozenset({"other"}),
         doc="The ROC and PR curves (binary); every other curve or matrix under its own name, as "
         "named arrays of numbers (multiclass: ``roc_macro`` with ``fpr``/``tpr``, "
-        "``confusion_matrix``). In protobuf those are ``Curves.other``.",
+        "``confusion_matrix``, ``roc_per_class``). In protobuf those are ``Curves.other``.",
     ),
     "RocCurve": _response(
         "RocCurve", thresholds=JsonField(type=list[float | None], note="JSON has it as null.")

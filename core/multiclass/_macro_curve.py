@@ -22,7 +22,7 @@ a time, which reuse the same memory (every class's at once would be fresh pages,
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 
 import numpy as np
 from numpy.typing import NDArray
@@ -30,7 +30,13 @@ from numpy.typing import NDArray
 from evalserve.core._curves import sample_along
 from evalserve.core.binary._sweep import Sweep
 
-__all__ = ["ClassCurve", "class_curve", "macro_roc_curve", "vertical_average"]
+__all__ = [
+    "ClassCurve",
+    "class_curve",
+    "class_roc_curves",
+    "macro_roc_curve",
+    "vertical_average",
+]
 
 Floats = NDArray[np.float64]
 ClassCurve = tuple[Floats, Floats]  # (fpr, tpr), both non-decreasing, from (0, 0) to (1, 1)
@@ -117,3 +123,34 @@ def macro_roc_curve(sweeps: Sequence[Sweep], max_points: int) -> dict[str, Float
         kept = sample_along(lambda i: fpr[i] + tpr[i], fpr.size, max_points)
         fpr, tpr = fpr[kept], tpr[kept]
     return {"fpr": fpr, "tpr": tpr}
+
+
+def class_roc_curves(sweeps: Sequence[tuple[int, Sweep]], max_points: int) -> dict[str, Floats]:
+    """Each class's one-vs-rest ROC curve (``(class index, sweep)`` pairs), its corners
+    sampled along the curve to at most ``max(2, max_points // classes)`` points, end to end in
+    one flat curve: ``fpr``, ``tpr`` and ``class_index`` (the class's position in
+    ``per_class``), as a report draws them beside the macro average."""
+    per_class = max(2, max_points // max(1, len(sweeps)))
+    fprs, tprs, indices = [], [], []
+    for index, sweep in sweeps:
+        fpr, tpr = class_curve(sweep)
+        kept = sample_along(_arc(fpr, tpr), fpr.size, per_class)
+        fprs.append(fpr[kept])
+        tprs.append(tpr[kept])
+        indices.append(np.full(kept.size, float(index)))
+    if not fprs:
+        return {"fpr": np.zeros(0), "tpr": np.zeros(0), "class_index": np.zeros(0)}
+    return {
+        "fpr": np.concatenate(fprs),
+        "tpr": np.concatenate(tprs),
+        "class_index": np.concatenate(indices),
+    }
+
+
+def _arc(fpr: Floats, tpr: Floats) -> Callable[[NDArray[np.intp]], Floats]:
+    """A curve's L1 arc length at the given point indices (``sample_along``'s measure)."""
+
+    def at(index: NDArray[np.intp]) -> Floats:
+        return fpr[index] + tpr[index]
+
+    return at

@@ -26,7 +26,7 @@ from evalserve.core._result import Curve, MetricSink, TaskOutput
 from evalserve.core.multiclass._catalog import CONVENTIONS, METRIC_NAMES
 from evalserve.core.multiclass._confusion import class_counts, describe, hard_metrics
 from evalserve.core.multiclass._inputs import multiclass_inputs
-from evalserve.core.multiclass._macro_curve import macro_roc_curve
+from evalserve.core.multiclass._macro_curve import class_roc_curves, macro_roc_curve
 from evalserve.core.multiclass._micro import micro_metrics
 from evalserve.core.multiclass._operating import operating_macros, operating_order
 from evalserve.core.multiclass._ovo import ovo_metrics
@@ -123,6 +123,10 @@ def _curves(
     averaged = [r.sweep for r in rankings if r.sweep is not None]
     if averaged:
         curves["roc_macro"] = macro_roc_curve(averaged, max_points)
+        curves["roc_per_class"] = class_roc_curves(
+            [(index, r.sweep) for index, r in enumerate(rankings) if r.sweep is not None],
+            max_points,
+        )
     return curves
 
 

@@ -352,6 +352,12 @@ def build_parser(settings: type[Settings] | None) -> argparse.ArgumentParser:
         action="store_true",
         help="replace the output file when it exists",
     )
+    report_cmd.add_argument(
+        "--title", metavar="TEXT", help="the page's title and heading (default: from the model)"
+    )
+    report_cmd.add_argument(
+        "--model-name", metavar="NAME", help="the model's name, shown on the page"
+    )
     report_cmd.set_defaults(output_format="html")
     serve_cmd = commands.add_parser(
         "serve", help="run the REST and gRPC servers (defaults from EVALSERVE_* variables)"
@@ -455,16 +461,18 @@ def main(argv: Sequence[str] | None = None) -> int:
             "leave out --segment-column or --monitor-state"
         )
     options = option_values(args)
+    page = None
     if args.output_format == "html":
         from evalserve.report import report_options
 
         options = report_options(options)
+        page = {"title": args.title, "model": args.model_name}
     if args.dask_method is not None and args.engine != "dask":
         parser.error("--dask-method chooses how the dask engine works: give --engine dask too")
     if args.threads is not None and args.engine == "dask":
         parser.error("--threads sets the local engine's threads: the Dask workers' own "
                      "--nthreads decide on the dask engine")  # fmt: skip
-    status = _evaluate(args, output, options, baseline, monitor)
+    status = _evaluate(args, output, options, baseline, monitor, page)
     if status == 0 and args.command == "report" and output not in (None, "-"):
         print(f"evalserve: wrote {output}", file=sys.stderr)  # stdout: the results alone
     return status
@@ -489,6 +497,7 @@ def _evaluate(
     options: dict[str, Any] | None,
     baseline: dict[str, Any] | None,
     monitor: MonitorFile | None,
+    page: dict[str, str | None] | None = None,
 ) -> int:
     """The evaluation on the engine asked for; the exit status."""
     max_segments = getattr(args, "max_segments", DEFAULT_MAX_SEGMENTS)
@@ -510,6 +519,7 @@ def _evaluate(
             monitor=monitor,
             max_segments=max_segments,
             fold_segments=fold_segments,
+            page=page,
         )
     from evalserve import offline
 
@@ -524,6 +534,7 @@ def _evaluate(
             monitor=monitor,
             max_segments=max_segments,
             fold_segments=fold_segments,
+            page=page,
         )
 
 

@@ -458,9 +458,11 @@ def run_files(
     monitor: MonitorFile | None = None,
     max_segments: int | None = DEFAULT_MAX_SEGMENTS,
     fold_segments: bool = False,
+    page: Mapping[str, Any] | None = None,
 ) -> int:
     """``evalserve evaluate --engine dask``: the files read by Dask, on the cluster at
-    ``scheduler`` (or a local cluster of processes); the exit status."""
+    ``scheduler`` (or a local cluster of processes); the exit status. ``page``: the report's
+    ``title`` and ``model`` (as ``offline.run``)."""
     from distributed import Client, LocalCluster
 
     try:
@@ -510,7 +512,8 @@ def run_files(
     except (OfflineError, FileError, ColumnError, InvalidInputError, OSError) as error:
         print(f"evalserve: error: {error}", file=sys.stderr)
         return 2
-    text = render(result, output_format, options=options, source=", ".join(paths))
+    page = {**(page or {}), "baseline": baseline}
+    text = render(result, output_format, options=options, source=", ".join(paths), page=page)
     try:
         emit(text, output)
     except OSError as error:

@@ -6,7 +6,8 @@ A fenced block is marked by an HTML comment on the line right before it:
 - ``<!-- example: NAME -->``: an example, run by ``tests/clients/test_readme_examples.py``. A name
   may appear on several pages (the README and the site show the same first evaluation) only
   with the very same code.
-- ``<!-- output: NAME -->``: exactly what example NAME prints.
+- ``<!-- output: NAME -->``: exactly what example NAME prints, or, with lines of ``...``
+  standing for what is left out, the lines it prints in that order.
 - ``<!-- not-run: WHY -->``: a command that is shown, not run (it installs, needs Docker, ...).
 
 Every shell, Python or TypeScript block must carry one of them, so that no example is left

@@ -169,3 +169,138 @@ def test_screenshot(page: tuple[str, Page, Path], tmp_path: Path) -> None:
     for data in (whole, first):
         assert data[:8] == b"\x89PNG\r\n\x1a\n"
         assert len(data) > 20_000  # a page of tables and charts, not a blank one
+
+
+def test_the_confusion_matrix_shows_counts_and_rates(page: tuple[str, Page, Path]) -> None:
+    task, opened, _ = page
+    if task not in ("binary", "multiclass"):
+        pytest.skip("the confusion matrix: tasks binary and multiclass")
+    texts = opened.evaluate(
+        "Array.from(document.querySelectorAll('#chart-confusion .role-mark text'))"
+        ".map(t => t.textContent)"
+    )
+    rates = [text for text in texts if text.endswith("%")]
+    counts = [text for text in texts if text and not text.endswith("%")]
+    cells = 4 if task == "binary" else 16
+    assert len(rates) == len(counts) == cells, texts
+    if task == "binary":
+        assert {text.split()[0] for text in rates} == {"TPR", "FNR", "FPR", "TNR"}
+    # Coloured by the rate: the cells of a row are as dark as their share of the row says,
+    # whatever the row's size; the darkest cell of each row is never the palest colour.
+    fills = opened.evaluate(
+        "Array.from(document.querySelectorAll('#chart-confusion .mark-rect path'))"
+        ".map(p => p.getAttribute('fill'))"
+    )
+    assert len(set(fills)) > 2, fills
+
+
+def test_the_threshold_and_optimum_markers_differ_and_have_a_legend(
+    page: tuple[str, Page, Path],
+) -> None:
+    task, opened, _ = page
+    if not task.startswith("binary"):
+        pytest.skip("the marked points: task binary")
+    for chart in ("roc", "pr"):
+        legend = opened.evaluate(
+            f"""(() => {{
+              const legends = Array.from(document.querySelectorAll('#chart-{chart} .role-legend'));
+              const marked = legends.find(l => l.textContent.includes('Marked'));
+              if (!marked) return null;
+              const labels = Array.from(marked.querySelectorAll('.role-legend-label text'));
+              const symbols = Array.from(marked.querySelectorAll('.role-legend-symbol path'));
+              return labels.map((label, i) => [label.textContent,
+                symbols[i].getAttribute('fill'), symbols[i].getAttribute('d')]);
+            }})()"""
+        )
+        assert legend is not None, f"{chart}: no legend of the marked points"
+        assert len(legend) == 2, legend
+        (threshold, colour_a, shape_a), (optimum, colour_b, shape_b) = legend
+        assert threshold.startswith("At threshold") and "optimum" in optimum
+        assert colour_a != colour_b and shape_a != shape_b
+        # The points on the curve carry the legend's colours.
+        drawn = opened.evaluate(
+            f"Array.from(document.querySelectorAll('#chart-{chart} .mark-symbol path'))"
+            ".map(p => p.getAttribute('fill'))"
+        )
+        assert colour_a in drawn and colour_b in drawn
+
+
+def test_the_gain_and_lift_charts_are_drawn_with_their_axes(page: tuple[str, Page, Path]) -> None:
+    task, opened, _ = page
+    if not task.startswith("binary"):
+        pytest.skip("gain and lift: task binary")
+    for chart, title in (("gain", "Share of positives captured (gain)"), ("lift", "Lift")):
+        found = opened.evaluate(
+            f"""(() => {{
+              const svg = document.querySelector('#chart-{chart} svg');
+              const titles = Array.from(svg.querySelectorAll('.role-axis-title text'))
+                .map(t => t.textContent);
+              const lines = Array.from(svg.querySelectorAll('.mark-line path'))
+                .map(p => (p.getAttribute('d') || '').length);
+              return [titles, lines];
+            }})()"""
+        )
+        titles, lines = found
+        assert "Share of rows flagged (ranked by score)" in titles
+        assert any(text.startswith(title) for text in titles), titles
+        assert max(lines) > 1000  # the curve, not only the reference lines
+
+
+def test_multiclass_draws_each_class_roc_curve(page: tuple[str, Page, Path]) -> None:
+    task, opened, _ = page
+    if task != "multiclass":
+        pytest.skip("the per-class ROC curves: task multiclass")
+    found = opened.evaluate(
+        """(() => {
+          const svg = document.querySelector('#chart-roc_per_class svg');
+          const labels = Array.from(svg.querySelectorAll('.role-legend-label text'))
+            .map(t => t.textContent);
+          const strokes = Array.from(svg.querySelectorAll('.mark-line path'))
+            .filter(p => (p.getAttribute('d') || '').length > 200)
+            .map(p => p.getAttribute('stroke'));
+          return [labels, strokes];
+        })()"""
+    )
+    labels, strokes = found
+    assert sorted(label.split(" (AUC")[0] for label in labels) == ["bird", "cat", "dog", "fish"]
+    assert len(set(strokes)) >= 5, strokes  # four classes in their colours and the average
+
+
+def test_a_baseline_payload_draws_the_reference_curves(browser: Browser, tmp_path: Path) -> None:
+    """A baseline of labels and scores: ROC, precision-recall, score distributions and the
+    reliability diagram each show the "current" and the "reference" series in a legend."""
+    from evalserve import evaluate
+    from tests.report.cases import binary_rows
+
+    labels, scores = binary_rows(3000, seed=1)
+    ref_labels, ref_scores = binary_rows(2000, seed=2)
+    baseline = {"labels": ref_labels.tolist(), "scores": (ref_scores**0.7).tolist()}
+    options = {"threshold": 0.4, "bootstrap_replicates": 0}
+    result = evaluate("binary", labels, scores, options=options, baseline=baseline)
+    path = tmp_path / "baseline.html"
+    path.write_text(render_report(result, options=options, baseline=baseline), encoding="utf-8")
+    opened = browser.open(path.as_uri())
+    try:
+        expected = opened.evaluate("document.querySelectorAll('.chart').length")
+        opened.until(f"document.querySelectorAll('.chart svg').length === {expected}")
+        assert opened.exceptions == []
+        for chart in ("roc", "pr", "distributions", "calibration"):
+            legends = opened.evaluate(
+                f"""Array.from(document.querySelectorAll('#chart-{chart} .role-legend'))
+                  .filter(l => l.querySelector('.role-legend-title text')
+                    && l.querySelector('.role-legend-title text').textContent === 'Data')
+                  .map(l => Array.from(l.querySelectorAll('.role-legend-label text'))
+                    .map(t => t.textContent))"""
+            )
+            assert legends == [["current", "reference"]], (chart, legends)
+        # The reference's curve is drawn: the ROC chart has a grey dashed line of many points.
+        dashed = opened.evaluate(
+            "Array.from(document.querySelectorAll('#chart-roc .mark-line path'))"
+            ".filter(p => p.getAttribute('stroke') === '#7A7A7A'"
+            " && (p.getAttribute('stroke-dasharray') || '').length > 0)"
+            ".map(p => (p.getAttribute('d') || '').length)"
+        )
+        assert dashed and max(dashed) > 1000, dashed
+        assert opened.axe() == []
+    finally:
+        opened.socket.close()

@@ -105,3 +105,40 @@ def test_the_segment_flags_add_the_segments_section(tmp_path: Path) -> None:
     assert 'class="segment"' in page
     for country in ("de", "fr", "us"):
         assert f">{country}<" in page
+
+
+def test_a_baseline_payload_file_draws_the_reference_curves(tmp_path: Path) -> None:
+    path, _, _ = _file(tmp_path)
+    ref_labels, ref_scores = binary_rows(2000, seed=21)
+    baseline = tmp_path / "reference.json"
+    baseline.write_text(json.dumps({"labels": ref_labels.tolist(), "scores": ref_scores.tolist()}))
+    done = _run(
+        str(path), "--label-column", "y", "--score-column", "p", "--baseline", str(baseline),
+        "-o", "-",
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    expected = evaluate("binary", ref_labels, ref_scores)
+    assert "reference: the baseline&#x27;s 2,000 samples" in done.stdout
+    assert f"AUC {expected.metrics['roc_auc']:.4f}), the blue one the current data" in done.stdout
+    assert '"series":"reference"' in done.stdout
+
+
+def test_title_and_model_name_name_the_page(tmp_path: Path) -> None:
+    path, _, _ = _file(tmp_path)
+    out = tmp_path / "named.html"
+    done = _run(
+        str(path), "--label-column", "y", "--score-column", "p", "--title", "Churn <weekly>",
+        "--model-name", "churn-gbm v3", "-o", str(out),
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    page = out.read_text(encoding="utf-8")
+    assert "<title>Churn &lt;weekly&gt;</title>" in page
+    assert "<h1>Churn &lt;weekly&gt;</h1>" in page
+    assert "model churn-gbm v3 · task binary" in page
+    # The model's name alone titles the page.
+    named = _run(
+        str(path), "--label-column", "y", "--score-column", "p", "--model-name", "churn-gbm",
+        "-o", "-",
+    )  # fmt: skip
+    assert named.returncode == 0, named.stderr
+    assert "<title>Evaluation report: churn-gbm</title>" in named.stdout

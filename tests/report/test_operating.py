@@ -192,7 +192,9 @@ def test_each_target_is_a_point_on_the_roc_and_pr_curves(
     layer = _own_layer(charts["roc"].spec, "option")
     assert layer["mark"]["filled"] is False
     assert layer["mark"]["color"] != "#D55E00"
-    assert charts["roc"].spec["resolve"] == {"scale": {"shape": "independent"}}
+    assert charts["roc"].spec["resolve"] == {
+        "scale": {"shape": "independent", "color": "independent", "strokeDash": "independent"}
+    }
 
 
 def test_the_threshold_view_draws_precision_recall_and_share_flagged(

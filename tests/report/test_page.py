@@ -134,8 +134,18 @@ def test_each_chart_has_its_figure_and_spec(rendered: tuple[str, Any, dict[str, 
     parsed = _parse(page)
     specs = _specs(parsed)
     expected = {
-        "binary": ["roc", "pr", "threshold", "det", "distributions", "calibration", "confusion"],
-        "multiclass": ["confusion", "roc_macro"],
+        "binary": [
+            "roc",
+            "pr",
+            "threshold",
+            "det",
+            "gain",
+            "lift",
+            "distributions",
+            "calibration",
+            "confusion",
+        ],
+        "multiclass": ["confusion", "roc_macro", "roc_per_class"],
         "multilabel": ["per_class_roc_auc"],
         "regression": ["predicted_actual", "residuals", "rec"],
         "detection": ["per_class_ap", "pr_iou50"],

@@ -182,8 +182,8 @@ def test_lower_is_better_puts_the_largest_error_first() -> None:
 def test_each_segment_has_its_charts_on_demand(result: EvaluationResult, page: str) -> None:
     specs = _specs(page)
     overall = [spec["key"] for spec in specs if "segment" not in spec]
-    assert overall == ["roc", "pr", "threshold", "det", "distributions", "calibration",
-                       "confusion"]  # fmt: skip
+    assert overall == ["roc", "pr", "threshold", "det", "gain", "lift", "distributions",
+                       "calibration", "confusion"]  # fmt: skip
     by_segment: dict[str, list[str]] = {}
     for spec in specs:
         if "segment" in spec:
@@ -255,7 +255,7 @@ def opened(page: str, tmp_path_factory: pytest.TempPathFactory) -> Iterator[tupl
     with Browser() as browser:
         tab = browser.open(path.as_uri())
         overall = tab.evaluate("document.querySelectorAll('#h-charts ~ .charts .chart').length")
-        assert overall == 7
+        assert overall == 9
         tab.until(
             f"document.querySelectorAll('#h-charts ~ .charts .chart svg').length === {overall}"
         )

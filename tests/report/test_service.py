@@ -116,3 +116,25 @@ def test_the_report_draws_each_segments_curves(client: httpx.Client) -> None:
     )
     assert streamed.status_code == 200, streamed.text
     assert "chart-s0-roc" in streamed.text
+
+
+def test_a_baseline_payload_is_drawn_as_the_reference(client: httpx.Client) -> None:
+    reference = {"labels": FAWCETT_LABELS, "scores": [s * 0.9 for s in FAWCETT_SCORES]}
+    answer = client.post(
+        "/v1/evaluate",
+        content=orjson.dumps({**BODY, "baseline": reference}),
+        headers={"content-type": "application/json", "accept": "text/html"},
+    )
+    assert answer.status_code == 200, answer.text
+    page = answer.text
+    assert "reference: the baseline&#x27;s 20 samples" in page
+    assert '"series":"reference"' in page
+    summary = client.post(
+        "/v1/evaluate",
+        content=orjson.dumps(
+            {**BODY, "baseline": {"roc_auc": 0.8, "n_positive": 10, "n_negative": 10}}
+        ),
+        headers={"content-type": "application/json", "accept": "text/html"},
+    )
+    assert summary.status_code == 200, summary.text
+    assert '"series":"reference"' not in summary.text  # a summary has no curves to draw

@@ -45,15 +45,17 @@ def render(
     *,
     options: Mapping[str, Any] | None = None,
     source: str | None = None,
+    page: Mapping[str, Any] | None = None,
 ) -> str:
     """The result as the REST response's JSON, as a table, or as the HTML report (``html``;
-    ``options`` and ``source`` are named in it)."""
+    ``options`` and ``source`` are named in it; ``page``: more of ``render_report``'s
+    arguments: ``title``, ``model``, ``baseline``)."""
     if output_format == "table":
         return table(result)
     if output_format == "html":
         from evalserve.report import render_report  # Altair: the report extra
 
-        return render_report(result, options=options, source=source)
+        return render_report(result, options=options, source=source, **(page or {}))
     return json.dumps(result.to_dict(), indent=2, allow_nan=False)
 
 
@@ -80,12 +82,15 @@ def run(
     fold_segments: bool = False,
     out: TextIO = sys.stdout,
     err: TextIO = sys.stderr,
+    page: Mapping[str, Any] | None = None,
 ) -> int:
     """``evalserve evaluate`` and ``evalserve report``: evaluate ``paths`` and print the
     result (or write it to ``output``); the exit status (2 for input that cannot be
     evaluated, with one line on ``err`` naming file, row and column). With ``monitor``, the
     AUC monitor's state is read from its file and the new one written back. With
-    ``spec.segment``, ``max_segments`` and ``fold_segments`` as in ``evaluate``."""
+    ``spec.segment``, ``max_segments`` and ``fold_segments`` as in ``evaluate``; ``page``:
+    the report's ``title`` and ``model`` (output format html; a baseline payload is drawn as
+    the report's reference)."""
     progress = Progress(err, files=0)
     try:
         state = None if monitor is None else _read_state(monitor)
@@ -101,7 +106,8 @@ def run(
         print(f"evalserve: error: {error}", file=err)
         return 2
     progress.close()
-    text = render(result, output_format, options=options, source=", ".join(paths))
+    page = {**(page or {}), "baseline": baseline}
+    text = render(result, output_format, options=options, source=", ".join(paths), page=page)
     try:
         emit(text, output, out)
     except OSError as error:

@@ -18,6 +18,7 @@ from evalserve.report._parts import (
     COLOURS,
     GREY,
     Chart,
+    confusion_rows,
     diagonal,
     heatmap,
     inline,
@@ -28,29 +29,44 @@ from evalserve.report._parts import (
     tooltips,
 )
 
-__all__ = ["binary_charts"]
+__all__ = [
+    "SERIES",
+    "binary_charts",
+    "calibration_rows",
+    "distribution_rows",
+    "gain_rows",
+    "series_rows",
+]
 
 
 def binary_charts(
-    result: EvaluationResult, options: Options, skip: frozenset[str] = frozenset()
+    result: EvaluationResult,
+    options: Options,
+    skip: frozenset[str] = frozenset(),
+    reference: EvaluationResult | None = None,
 ) -> list[Chart]:
-    """Task binary's charts, but those whose key is in ``skip`` (made only when wanted)."""
+    """Task binary's charts, but those whose key is in ``skip`` (made only when wanted);
+    ``reference``: the baseline payload's result, whose ROC, precision-recall, score
+    distribution and calibration curves are drawn beside the current ones."""
     charts = []
     metrics = result.metrics
     at = f"threshold {options.threshold:g}"
     if "roc" in result.curves:
-        charts.append(_roc(result, at, options))
-        charts.append(_pr(result, at, options))
+        charts.append(_roc(result, at, options, reference))
+        charts.append(_pr(result, at, options, reference))
         view = None if "threshold" in skip else threshold_view(result, options)
         if view is not None:
             charts.append(view)
         det = None if "det" in skip else det_chart(result)
         if det is not None:
             charts.append(det)
+        if "gain" not in skip:
+            charts += _gain_and_lift(result)
         if "distributions" not in skip:
-            charts.append(_distributions(result))
+            charts.append(_distributions(result, reference))
     if "calibration" in result.curves:
-        charts.append(_calibration(result.curves["calibration"]))
+        other = None if reference is None else reference.curves.get("calibration")
+        charts.append(_calibration(result.curves["calibration"], other))
     counts = [metrics.get(name) for name in ("tp", "fp", "tn", "fn")]
     numbers = [float(value) for value in counts if isinstance(value, int | float)]
     if len(numbers) == 4:
@@ -58,7 +74,39 @@ def binary_charts(
     return charts
 
 
-def _roc(result: EvaluationResult, at: str, options: Options) -> Chart:
+# The series of a chart with a reference (the baseline payload's curves beside the current).
+SERIES = ("current", "reference")
+SERIES_COLOURS = (COLOURS[0], "#7A7A7A")  # blue; the reference a grey of 4.3:1 on white
+
+
+def series_rows(
+    current: list[dict[str, Any]], reference: list[dict[str, Any]]
+) -> list[dict[str, Any]]:
+    """The rows of both series, each marked ``series``: "current" or "reference"."""
+    return [{**row, "series": SERIES[0]} for row in current] + [
+        {**row, "series": SERIES[1]} for row in reference
+    ]
+
+
+def _series_encoding() -> dict[str, Any]:
+    """Colour and dash by series, one legend ("Data")."""
+    return {
+        "color": alt.Color(
+            "series:N",
+            title="Data",
+            scale=alt.Scale(domain=list(SERIES), range=list(SERIES_COLOURS)),
+        ),
+        "strokeDash": alt.StrokeDash(
+            "series:N",
+            title="Data",
+            scale=alt.Scale(domain=list(SERIES), range=[[1, 0], [6, 3]]),
+        ),
+    }
+
+
+def _roc(
+    result: EvaluationResult, at: str, options: Options, reference: EvaluationResult | None
+) -> Chart:
     roc = result.curves["roc"]
     fpr, tpr, thresholds = roc["fpr"], roc["tpr"], roc["thresholds"]
     n_positive = float(result.metrics.get("n_positive") or 0.0)
@@ -78,6 +126,25 @@ def _roc(result: EvaluationResult, at: str, options: Options) -> Chart:
     hover = base.mark_point(opacity=0, size=60).encode(
         x=x, y=y, tooltip=tooltips("threshold", "fpr", "tpr")
     )
+    if reference is not None and "roc" in reference.curves:
+        other = reference.curves["roc"]
+        both = series_rows(
+            table_rows(fpr=fpr, tpr=tpr, threshold=thresholds),
+            table_rows(fpr=other["fpr"], tpr=other["tpr"], threshold=other["thresholds"]),
+        )
+        line = (
+            alt.Chart(inline(both))
+            .mark_line(interpolate="linear")
+            .encode(
+                x=x,
+                y=y,
+                **_series_encoding(),
+                tooltip=[
+                    alt.Tooltip("series:N", title="Data"),
+                    *tooltips("threshold", "fpr", "tpr"),
+                ],
+            )
+        )
     layers: list[Any] = [band, diagonal(), line, hover]
     marks = _roc_marks(result, at)
     if marks:
@@ -95,15 +162,23 @@ def _roc(result: EvaluationResult, at: str, options: Options) -> Chart:
             title += f" ({_interval_text(interval)})"
     description += (
         f"; the shaded band is the {_level(result):.0%} pointwise Wilson interval of the true "
-        "positive rate; the dashed diagonal is a random ranking; filled points mark the "
-        "threshold and the optimal thresholds"
+        "positive rate; the dashed diagonal is a random ranking; the vermillion circle marks "
+        "the threshold, the black square Youden's optimum"
         + (", hollow symbols the operating points." if operating is not None else ".")
     )
+    reference_auc = None if reference is None else reference.metrics.get("roc_auc")
+    if reference is not None and isinstance(reference_auc, float) and "roc" in reference.curves:
+        description += (
+            " The grey dashed curve is the reference (the baseline's rows, AUC "
+            f"{reference_auc:.4f}), the blue one the current data."
+        )
     spec = layered(layers, title, description, rows, own_shapes=True)
     return Chart("roc", title, description, spec)
 
 
-def _pr(result: EvaluationResult, at: str, options: Options) -> Chart:
+def _pr(
+    result: EvaluationResult, at: str, options: Options, reference: EvaluationResult | None
+) -> Chart:
     pr = result.curves["pr"]
     rows = table_rows(recall=pr["recall"], precision=pr["precision"], threshold=pr["thresholds"])
     base = alt.Chart()
@@ -115,6 +190,27 @@ def _pr(result: EvaluationResult, at: str, options: Options) -> Chart:
     hover = base.mark_point(opacity=0, size=60).encode(
         x=x, y=y, tooltip=tooltips("threshold", "recall", "precision")
     )
+    if reference is not None and "pr" in reference.curves:
+        other = reference.curves["pr"]
+        both = series_rows(
+            table_rows(recall=pr["recall"], precision=pr["precision"], threshold=pr["thresholds"]),
+            table_rows(
+                recall=other["recall"], precision=other["precision"], threshold=other["thresholds"]
+            ),
+        )
+        line = (
+            alt.Chart(inline(both))
+            .mark_line(interpolate="step-before")
+            .encode(
+                x=x,
+                y=y,
+                **_series_encoding(),
+                tooltip=[
+                    alt.Tooltip("series:N", title="Data"),
+                    *tooltips("threshold", "recall", "precision"),
+                ],
+            )
+        )
     layers: list[Any] = [line, hover]
     prevalence = result.metrics.get("prevalence")
     if isinstance(prevalence, float):
@@ -135,20 +231,146 @@ def _pr(result: EvaluationResult, at: str, options: Options) -> Chart:
         title += f", average precision {ap:.4f}"
     description = (
         "Precision against recall; the dashed line is the prevalence (a random ranking's "
-        "precision); filled points mark the threshold and the F1-optimal threshold"
+        "precision); the vermillion circle marks the threshold, the black square the "
+        "F1-optimal threshold"
         + (", hollow symbols the operating points." if operating is not None else ".")
     )
+    reference_ap = None if reference is None else reference.metrics.get("average_precision")
+    if reference is not None and isinstance(reference_ap, float) and "pr" in reference.curves:
+        description += (
+            " The grey dashed curve is the reference (the baseline's rows, average precision "
+            f"{reference_ap:.4f}; its prevalence may differ), the blue one the current data."
+        )
     spec = layered(layers, title, description, rows, own_shapes=True)
     return Chart("pr", title, description, spec)
 
 
-def _distributions(result: EvaluationResult) -> Chart:
+def gain_rows(result: EvaluationResult) -> list[dict[str, Any]]:
+    """The cumulative gain and the lift at each point of the ROC curve: rows ranked by score
+    from the top, ``share`` the share of rows flagged at the point's threshold,
+    (TP + FP) / N = (TPR * P + FPR * (N - P)) / N by weight, ``gain`` the share of the
+    positives among them (the TPR) and ``lift`` = gain / share (None at share 0)."""
     roc = result.curves["roc"]
-    finite = np.isfinite(roc["thresholds"])
-    rows = table_rows(
-        threshold=roc["thresholds"][finite],
-        positive=roc["tpr"][finite],
-        negative=roc["fpr"][finite],
+    positives = float(result.metrics.get("n_positive") or 0.0)
+    negatives = float(result.metrics.get("n_negative") or 0.0)
+    total = positives + negatives
+    if total <= 0:
+        return []
+    tpr, fpr = roc["tpr"].astype(float), roc["fpr"].astype(float)
+    share = (tpr * positives + fpr * negatives) / total
+    lift = np.divide(tpr, share, out=np.full(share.shape, np.nan), where=share > 0)
+    return table_rows(share=share, gain=tpr, lift=lift, threshold=roc["thresholds"])
+
+
+def _gain_and_lift(result: EvaluationResult) -> list[Chart]:
+    rows = gain_rows(result)
+    positives = float(result.metrics.get("n_positive") or 0.0)
+    if not rows or positives <= 0:
+        return []
+    prevalence = positives / (positives + float(result.metrics.get("n_negative") or 0.0))
+    share = alt.X(
+        "share:Q", title="Share of rows flagged (ranked by score)", scale=alt.Scale(domain=[0, 1])
+    )
+    tip = [
+        alt.Tooltip("threshold:Q", title="Threshold", format=".6~g"),
+        alt.Tooltip("share:Q", title="Share flagged", format=".4f"),
+        alt.Tooltip("gain:Q", title="Share of positives captured", format=".4f"),
+        alt.Tooltip("lift:Q", title="Lift", format=".3f"),
+    ]
+    perfect = (
+        alt.Chart(
+            inline(
+                [{"a": 0.0, "b": 0.0}, {"a": rounded(prevalence), "b": 1.0}, {"a": 1.0, "b": 1.0}]
+            )
+        )
+        .mark_line(color=GREY, strokeDash=[1, 3])
+        .encode(x="a:Q", y="b:Q")
+    )
+    gain_line = (
+        alt.Chart()
+        .mark_line(color=COLOURS[0], interpolate="linear")
+        .encode(
+            x=share,
+            y=alt.Y(
+                "gain:Q", title="Share of positives captured (gain)", scale=alt.Scale(domain=[0, 1])
+            ),
+            tooltip=tip,
+        )
+    )
+    how = (
+        "computed from the ROC curve's points: the share of rows flagged at a threshold is "
+        "(TP + FP) / N = (TPR x positives + FPR x negatives) / rows, by weight, and the gain "
+        "is the TPR"
+    )
+    gain_title = "Cumulative gain"
+    gain_description = (
+        "The share of all positives captured (gain) against the share of rows flagged, "
+        f"highest scores first, {how}; the dashed diagonal is a random ranking, the dotted "
+        "line a perfect one."
+    )
+    gain = Chart(
+        "gain",
+        gain_title,
+        gain_description,
+        layered([diagonal(), perfect, gain_line], gain_title, gain_description, rows),
+    )
+    lift_rows = [row for row in rows if row["lift"] is not None]
+    one = (
+        alt.Chart(inline([{"lift": 1.0}]))
+        .mark_rule(color=GREY, strokeDash=[4, 4])
+        .encode(y="lift:Q")
+    )
+    lift_line = (
+        alt.Chart()
+        .mark_line(color=COLOURS[0], interpolate="linear")
+        .encode(x=share, y=alt.Y("lift:Q", title="Lift (gain / share flagged)"), tooltip=tip)
+    )
+    lift_title = f"Lift (at most {1 / prevalence:.3g}, the inverse of the prevalence)"
+    lift_description = (
+        "The lift, the gain divided by the share of rows flagged: how many times more "
+        "positives the top-ranked rows hold than a random pick of the same size (from the "
+        "gain chart's points); the dashed rule is a random ranking's lift of 1."
+    )
+    lift = Chart(
+        "lift",
+        lift_title,
+        lift_description,
+        layered([one, lift_line], lift_title, lift_description, lift_rows),
+    )
+    return [gain, lift]
+
+
+def distribution_rows(
+    result: EvaluationResult, reference: EvaluationResult | None = None
+) -> list[dict[str, Any]]:
+    """Per distinct score of the ROC curve, the share of positives and of negatives scored at
+    or above it; with a ``reference``, both results' rows marked by ``series``."""
+
+    def rows_of(each: EvaluationResult) -> list[dict[str, Any]]:
+        roc = each.curves["roc"]
+        finite = np.isfinite(roc["thresholds"])
+        return table_rows(
+            threshold=roc["thresholds"][finite],
+            positive=roc["tpr"][finite],
+            negative=roc["fpr"][finite],
+        )
+
+    if reference is None or "roc" not in reference.curves:
+        return rows_of(result)
+    return series_rows(rows_of(result), rows_of(reference))
+
+
+def _distributions(result: EvaluationResult, reference: EvaluationResult | None) -> Chart:
+    rows = distribution_rows(result, reference)
+    compared = bool(rows) and "series" in rows[0]
+    dash = (
+        alt.StrokeDash(
+            "series:N",
+            title="Data",
+            scale=alt.Scale(domain=list(SERIES), range=[[1, 0], [6, 3]]),
+        )
+        if compared
+        else alt.StrokeDash("cls:N", legend=None)
     )
     lines = (
         alt.Chart()
@@ -168,8 +390,9 @@ def _distributions(result: EvaluationResult) -> Chart:
                 title="Class",
                 scale=alt.Scale(domain=["positive", "negative"], range=[COLOURS[0], COLOURS[1]]),
             ),
-            strokeDash=alt.StrokeDash("cls:N", legend=None),
+            strokeDash=dash,
             tooltip=[
+                *([alt.Tooltip("series:N", title="Data")] if compared else []),
                 alt.Tooltip("cls:N", title="Class"),
                 alt.Tooltip("threshold:Q", title="Score", format=".6~g"),
                 alt.Tooltip("share:Q", title="Share at or above", format=".4f"),
@@ -196,18 +419,40 @@ def _distributions(result: EvaluationResult) -> Chart:
         "For each score, the share of positives and of negatives scored at or above it (the "
         "classes' cumulative score distributions, read from the top); the dashed rule marks "
         "the Kolmogorov-Smirnov statistic, their largest gap."
+        + (
+            " Solid lines are the current data, dashed ones the reference (the baseline's "
+            "rows): a shift between them is the scores' drift."
+            if compared
+            else ""
+        )
     )
     return Chart("distributions", title, description, layered(layers, title, description, rows))
 
 
-def _calibration(curve: Mapping[str, np.ndarray]) -> Chart:
-    rows = table_rows(
-        mean_score=curve["mean_score"],
-        fraction_positive=curve["fraction_positive"],
-        weight=curve["weight"],
-        lower=curve["lower"],
-        upper=curve["upper"],
-    )
+def calibration_rows(
+    curve: Mapping[str, np.ndarray], reference: Mapping[str, np.ndarray] | None = None
+) -> list[dict[str, Any]]:
+    """The reliability diagram's bins; with a ``reference`` curve, both marked by
+    ``series``."""
+
+    def rows_of(each: Mapping[str, np.ndarray]) -> list[dict[str, Any]]:
+        return table_rows(
+            mean_score=each["mean_score"],
+            fraction_positive=each["fraction_positive"],
+            weight=each["weight"],
+            lower=each["lower"],
+            upper=each["upper"],
+        )
+
+    if reference is None:
+        return rows_of(curve)
+    return series_rows(rows_of(curve), rows_of(reference))
+
+
+def _calibration(
+    curve: Mapping[str, np.ndarray], reference: Mapping[str, np.ndarray] | None = None
+) -> Chart:
+    rows = calibration_rows(curve, reference)
     base = alt.Chart()
     x = alt.X("mean_score:Q", title="Mean predicted probability", scale=alt.Scale(domain=[0, 1]))
     y = alt.Y("fraction_positive:Q", title="Fraction of positives", scale=alt.Scale(domain=[0, 1]))
@@ -218,36 +463,59 @@ def _calibration(curve: Mapping[str, np.ndarray]) -> Chart:
         alt.Tooltip("fraction_positive:Q", title="Fraction positive", format=".4f"),
         alt.Tooltip("weight:Q", title="Rows (weight)", format=",.6~g"),
     ]
-    line = base.mark_line(color=COLOURS[0]).encode(x=x, y=y)
-    points = base.mark_circle(color=COLOURS[0], opacity=0.9).encode(
-        x=x, y=y, size=alt.Size("weight:Q", title="Rows (weight)", legend=None), tooltip=tooltip
-    )
+    size = alt.Size("weight:Q", title="Rows (weight)", legend=None)
+    if reference is None:
+        line = base.mark_line(color=COLOURS[0]).encode(x=x, y=y)
+        points = base.mark_circle(color=COLOURS[0], opacity=0.9).encode(
+            x=x, y=y, size=size, tooltip=tooltip
+        )
+    else:
+        series = _series_encoding()
+        line = base.mark_line().encode(x=x, y=y, **series)
+        points = base.mark_circle(opacity=0.9).encode(
+            x=x,
+            y=y,
+            size=size,
+            color=series["color"],
+            tooltip=[alt.Tooltip("series:N", title="Data"), *tooltip],
+        )
     title = "Reliability diagram"
     description = (
         "Per probability bin, the fraction of positives against the mean predicted probability "
         "(point size: the bin's rows); the dashed diagonal is perfect calibration."
+        + (
+            " The blue points are the current data, the grey ones on the dashed line the "
+            "reference (the baseline's rows)."
+            if reference is not None
+            else ""
+        )
     )
     layers = [diagonal(), line, points]
     return Chart("calibration", title, description, layered(layers, title, description, rows))
 
 
+# The 2x2 matrix's cells (rows: actual positive, negative; columns: predicted positive,
+# negative): each cell's name, its share of the actual class and its share of the predicted.
+CONFUSION_NAMES = (
+    (("true positives", "TPR", "precision"), ("false negatives", "FNR", "FOR")),
+    (("false positives", "FPR", "FDR"), ("true negatives", "TNR", "NPV")),
+)
+
+
 def _confusion_2x2(counts: Sequence[float], at: str) -> Chart:
     tp, fp, tn, fn = counts
-    cells = [
-        ("positive", "positive", tp, "true positives"),
-        ("positive", "negative", fn, "false negatives"),
-        ("negative", "positive", fp, "false positives"),
-        ("negative", "negative", tn, "true negatives"),
-    ]
-    rows = [{"actual": a, "predicted": p, "count": c, "name": n} for a, p, c, n in cells]
+    order = ["positive", "negative"]
+    rows = confusion_rows([[tp, fn], [fp, tn]], order, CONFUSION_NAMES)
     title = f"Confusion matrix at {at}"
-    description = "Counts (weights) of actual against predicted class at the threshold."
-    return Chart(
-        "confusion",
-        title,
-        description,
-        heatmap(rows, ["positive", "negative"], title, description),
+    description = (
+        "Counts (weights) of actual against predicted class at the threshold, each cell "
+        "coloured by its share of the actual class (its row): the true positive rate (TPR) "
+        "and false negative rate (FNR) of the positives, the false positive rate (FPR) and "
+        "true negative rate (TNR) of the negatives, so that the minority class's cells are "
+        "as readable as the majority's. The tooltip adds each cell's share of its predicted "
+        "class (precision, FDR, FOR, NPV)."
     )
+    return Chart("confusion", title, description, heatmap(rows, order, title, description))
 
 
 def _roc_marks(result: EvaluationResult, at: str) -> list[dict[str, Any]]:

@@ -21,6 +21,7 @@ from evalserve.report._parts import (
     COLOURS,
     GREY,
     Chart,
+    confusion_rows,
     diagonal,
     finished,
     heatmap,
@@ -31,14 +32,19 @@ from evalserve.report._parts import (
     tooltips,
 )
 
-__all__ = ["CHART_MAKERS", "Chart", "charts_of"]
+__all__ = ["CHART_MAKERS", "Chart", "charts_of", "class_roc_rows"]
 
 
 def charts_of(
-    result: EvaluationResult, options: Mapping[str, Any] | Options | None = None
+    result: EvaluationResult,
+    options: Mapping[str, Any] | Options | None = None,
+    reference: EvaluationResult | None = None,
 ) -> list[Chart]:
     """The charts of a result, by task; ``options``: the evaluation's (task binary: the
-    threshold, the operating points' targets)."""
+    threshold, the operating points' targets); ``reference`` (task binary): the baseline
+    payload's result, drawn beside the current curves."""
+    if reference is not None and result.task == "binary":
+        return binary_charts(result, parse_options(options), reference=reference)
     return CHART_MAKERS[result.task](result, parse_options(options))
 
 
@@ -52,18 +58,14 @@ def _multiclass(result: EvaluationResult, options: Options) -> list[Chart]:
     classes = [entry.class_name for entry in result.per_class]
     if matrix is not None and classes:
         values = np.asarray(matrix["matrix"]).reshape(len(classes), len(classes))
-        rows = [
-            {
-                "actual": classes[i],
-                "predicted": classes[j],
-                "count": rounded(float(values[i, j])),
-                "name": "",
-            }
-            for i in range(len(classes))
-            for j in range(len(classes))
-        ]
+        rows = confusion_rows(values, classes)
         title = "Confusion matrix"
-        description = "Counts (weights) of actual class (rows) against predicted class (columns)."
+        description = (
+            "Counts (weights) of actual class (rows) against predicted class (columns), each "
+            "cell coloured and labelled by its share of the actual class: the diagonal is each "
+            "class's recall, so a rare class reads as clearly as a common one. The tooltip "
+            "adds the share of the predicted class (the diagonal: each class's precision)."
+        )
         charts.append(
             Chart("confusion", title, description, heatmap(rows, classes, title, description))
         )
@@ -84,7 +86,77 @@ def _multiclass(result: EvaluationResult, options: Options) -> list[Chart]:
         charts.append(
             Chart("roc_macro", title, description, layered([diagonal(), line], title, description))
         )
+    per_class = result.curves.get("roc_per_class")
+    if per_class is not None and per_class["fpr"].size:
+        charts.append(_class_rocs(result, per_class, macro))
     return charts
+
+
+MAX_ROC_CLASSES = 12  # per-class ROC curves drawn: the classes with the most rows
+
+
+def class_roc_rows(
+    result: EvaluationResult, curve: Mapping[str, np.ndarray]
+) -> tuple[list[dict[str, Any]], int]:
+    """The rows of the per-class ROC chart: each drawn class's points, ``cls`` its name with
+    its AUC (one-vs-rest), for the ``MAX_ROC_CLASSES`` classes with the most positives; and
+    how many classes have a curve."""
+    indices = curve["class_index"].astype(int)
+    present = list(dict.fromkeys(indices.tolist()))
+
+    def support(index: int) -> float:
+        value = result.per_class[index].metrics.get("support")
+        return float(value) if isinstance(value, int | float) else 0.0
+
+    shown = sorted(present, key=lambda index: (-support(index), index))[:MAX_ROC_CLASSES]
+    names = {}
+    for index in shown:
+        entry = result.per_class[index]
+        auc = entry.metrics.get("roc_auc")
+        names[index] = entry.class_name + (f" (AUC {auc:.3f})" if isinstance(auc, float) else "")
+    rows = [
+        {"fpr": rounded(float(f)), "tpr": rounded(float(t)), "cls": names[int(i)], "order": k}
+        for k, (f, t, i) in enumerate(zip(curve["fpr"], curve["tpr"], indices, strict=True))
+        if int(i) in names
+    ]
+    return rows, len(present)
+
+
+def _class_rocs(
+    result: EvaluationResult,
+    curve: Mapping[str, np.ndarray],
+    macro: Mapping[str, np.ndarray] | None,
+) -> Chart:
+    rows, count = class_roc_rows(result, curve)
+    x = alt.X("fpr:Q", title="False positive rate", scale=alt.Scale(domain=[0, 1]))
+    y = alt.Y("tpr:Q", title="True positive rate", scale=alt.Scale(domain=[0, 1]))
+    lines = (
+        alt.Chart(inline(rows))
+        .mark_line(strokeWidth=1.5, interpolate="linear")
+        .encode(
+            x=x,
+            y=y,
+            order="order:Q",
+            color=alt.Color("cls:N", title="Class (one-vs-rest)", sort=None),
+            tooltip=[alt.Tooltip("cls:N", title="Class"), *tooltips("fpr", "tpr")],
+        )
+    )
+    layers: list[Any] = [diagonal(), lines]
+    if macro is not None:
+        layers.append(
+            alt.Chart(inline(table_rows(fpr=macro["fpr"], tpr=macro["tpr"])))
+            .mark_line(color="#000000", strokeWidth=2.5, strokeDash=[6, 3])
+            .encode(x=x, y=y, tooltip=tooltips("fpr", "tpr"))
+        )
+    title = "ROC curve of each class (one-vs-rest)"
+    description = (
+        "Each class's ROC curve against the rest, its AUC in the legend"
+        + ("; the thick dashed black line is their macro average" if macro is not None else "")
+        + "; the grey dashed diagonal is a random ranking."
+    )
+    if count > MAX_ROC_CLASSES:
+        description += f" The {MAX_ROC_CLASSES} classes with the most rows of {count}."
+    return Chart("roc_per_class", title, description, layered(layers, title, description))
 
 
 def _multilabel(result: EvaluationResult, options: Options) -> list[Chart]:

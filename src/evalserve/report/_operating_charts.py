@@ -32,7 +32,7 @@ from evalserve.report._parts import (
 __all__ = ["MARK_COLOUR", "SHAPES", "det_chart", "operating_marks", "threshold_view"]
 
 # The operating points are hollow symbols in bluish green, one shape per option; the threshold's
-# and the optima's points are filled, in vermillion (``_parts.point_marks``).
+# point is a filled vermillion circle, the optima's filled black squares (``_parts.point_marks``).
 MARK_COLOUR = COLOURS[2]
 SHAPES = {
     "recall_at_precision": "triangle-up",

@@ -10,6 +10,7 @@ and the conventions.
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 import json
 from collections.abc import Mapping, Sequence
@@ -26,6 +27,7 @@ from evalserve.core import (
     MonitorVerdict,
     Options,
     catalog_entry,
+    evaluate,
     parse_options,
     task_spec,
 )
@@ -116,17 +118,29 @@ def render_report(
     title: str | None = None,
     source: str | None = None,
     now: dt.datetime | None = None,
+    baseline: Mapping[str, Any] | None = None,
+    model: str | None = None,
 ) -> str:
     """The page of ``result``. ``options``: those of the evaluation (the threshold is named in
-    the page); ``title``: the page's heading (default: the task); ``source``: what was
-    evaluated (files, a model), shown under the heading."""
+    the page); ``title``: the page's title and heading (default: the task, or the model);
+    ``source``: what was evaluated (files), shown under the heading; ``baseline``: the
+    request's baseline: a payload (labels and scores, task binary) is evaluated with the same
+    options and its curves drawn beside the current ones as the reference; ``model``: the
+    model's name, shown under the heading."""
     parsed = parse_options(options)
-    charts = charts_of(result, parsed)
+    reference = reference_result(result, baseline, options)
+    charts = charts_of(result, parsed, reference)
     segments, segment_specs = _segments_section(result, parsed)
-    heading = title or f"Evaluation report: {result.task}"
+    heading = title or (
+        f"Evaluation report: {model}" if model else f"Evaluation report: {result.task}"
+    )
     stamp = (now or dt.datetime.now(dt.UTC)).strftime("%Y-%m-%d %H:%M UTC")
     unit = "images" if task_spec(result.task).inputs.images else "samples"
     facts = [f"task {result.task}", f"{result.n_samples:,} {unit}", f"made {stamp}"]
+    if model:
+        facts.insert(0, f"model {model}")
+    if reference is not None:
+        facts.append(f"reference: the baseline's {reference.n_samples:,} {unit}")
     if source:
         facts.append(source)
     body = [
@@ -168,6 +182,25 @@ def render_report(
             "</html>",
         ]
     )
+
+
+def reference_result(
+    result: EvaluationResult,
+    baseline: Mapping[str, Any] | None,
+    options: Mapping[str, Any] | Options | None,
+) -> EvaluationResult | None:
+    """The baseline's rows evaluated as the current ones were (same options, no intervals'
+    bootstrap, no segments), when the baseline is a payload of labels and scores of task
+    binary; None otherwise (a summary, or no baseline). The evaluation that made ``result``
+    has checked the payload already."""
+    if result.task != "binary" or not baseline:
+        return None
+    labels, scores = baseline.get("labels"), baseline.get("scores")
+    if labels is None or scores is None:
+        return None
+    parsed = parse_options(options)
+    same = dataclasses.replace(parsed, bootstrap_replicates=0)
+    return evaluate("binary", labels, scores, sample_weight=baseline.get("weights"), options=same)
 
 
 def _headline_section(result: EvaluationResult) -> str:

@@ -47,10 +47,10 @@ _THINNED = ("roc", "pr", "det", "rec", "roc_macro", "sample")
 # Their arrays of rates in [0, 1], rounded for a segment's charts.
 _RATES = frozenset({"fpr", "tpr", "fnr", "precision", "recall", "share"})
 # Charts of the overall result a segment's section leaves out, by task: task binary's threshold
-# view, DET curve and score distributions redraw the ROC curve's points (the ROC and
-# precision-recall curves, the calibration and the confusion matrix stay).
+# view, DET curve, gain and lift charts and score distributions redraw the ROC curve's points
+# (the ROC and precision-recall curves, the calibration and the confusion matrix stay).
 LEFT_OUT: Mapping[str, frozenset[str]] = MappingProxyType(
-    {"binary": frozenset({"threshold", "det", "distributions"})}
+    {"binary": frozenset({"threshold", "det", "gain", "distributions"})}
 )
 INSUFFICIENT = "insufficient_data"
 
