@@ -99,10 +99,10 @@ def classes_of_rows(
     threads = threads_for(scores.size)
     if threads > 1:
         return _threaded(labels, scores, weights, threads)
-    negative = ~labels
     if weights is None:
-        return unweighted_class(scores[labels]), unweighted_class(scores[negative])
-    return _weighted(scores, weights, labels), _weighted(scores, weights, negative)
+        positives, negatives = split_classes(labels, scores, 1)
+        return unweighted_class(positives), unweighted_class(negatives)
+    return _weighted(scores, weights, labels), _weighted(scores, weights, ~labels)
 
 
 def _threaded(

@@ -14,6 +14,7 @@ its share of the rows into each class's array, at the offset its earlier shares 
 
 from __future__ import annotations
 
+import bisect
 import itertools
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -24,7 +25,7 @@ from numpy.typing import NDArray
 
 from evalserve.core._threads import run_all
 
-__all__ = ["Piece", "cut_by_rank", "sort_columns", "sort_pieces", "split_classes"]
+__all__ = ["Piece", "cut_by_rank", "sort_columns", "split_classes"]
 
 Floats = NDArray[np.float64]
 Bools = NDArray[np.bool_]
@@ -32,27 +33,28 @@ Bools = NDArray[np.bool_]
 
 @dataclass(frozen=True, slots=True)
 class Piece:
-    """``parts`` pieces still to come from ``scores[start:stop]`` (with its ``weights``)."""
+    """``scores[start:stop]`` (with its ``weights``), still to be cut at ``cuts`` (positions
+    in the column, each strictly inside the piece, ascending)."""
 
     scores: Floats
     weights: Floats | None
     start: int
     stop: int
-    parts: int
+    cuts: tuple[int, ...] = ()
 
     @property
     def size(self) -> int:
         return self.stop - self.start
 
     def halves(self) -> tuple[Piece, Piece, int]:
-        """The two pieces the next selection makes, and the rank it selects (in the piece)."""
-        left = self.parts // 2
-        rank = self.size * left // self.parts
-        middle = self.start + rank
+        """The two pieces the selection at the middle cut makes, and the rank it selects (in
+        the piece)."""
+        middle = len(self.cuts) // 2
+        cut = self.cuts[middle]
         return (
-            Piece(self.scores, self.weights, self.start, middle, left),
-            Piece(self.scores, self.weights, middle, self.stop, self.parts - left),
-            rank,
+            Piece(self.scores, self.weights, self.start, cut, self.cuts[:middle]),
+            Piece(self.scores, self.weights, cut, self.stop, self.cuts[middle + 1 :]),
+            cut - self.start,
         )
 
     def select(self, rank: int) -> None:
@@ -81,15 +83,15 @@ def _permute(column: Floats, order: NDArray[np.intp]) -> None:
 
 
 def cut_by_rank(pieces: list[Piece], threads: int) -> list[Piece]:
-    """Each piece cut into its ``parts`` pieces of (nearly) equal size by selection, level by
-    level; the selections of one level run on ``threads`` threads."""
+    """Each piece cut at its ``cuts`` by selection, the middle cut first, level by level;
+    the selections of one level run on ``threads`` threads."""
     done: list[Piece] = []
     while pieces:
         calls: list[Callable[[], None]] = []
         following: list[Piece] = []
         for piece in pieces:
-            if piece.parts <= 1 or piece.size < 2:
-                done.append(Piece(piece.scores, piece.weights, piece.start, piece.stop, 1))
+            if not piece.cuts:
+                done.append(piece)
                 continue
             left, right, rank = piece.halves()
             calls.append(partial(piece.select, rank))
@@ -99,33 +101,44 @@ def cut_by_rank(pieces: list[Piece], threads: int) -> list[Piece]:
     return done
 
 
-def sort_pieces(pieces: list[Piece], threads: int) -> None:
-    """Sort every piece in place on ``threads`` threads, the largest first."""
-    ordered = sorted(pieces, key=lambda piece: piece.size, reverse=True)
-    run_all([piece.sort for piece in ordered], threads)
-
-
-def pieces_of(columns: list[tuple[Floats, Floats | None]], threads: int) -> list[Piece]:
-    """The pieces the columns (each a class's scores and weights) are cut into for
-    ``threads`` threads: each column in pieces of about its share of the rows."""
-    total = sum(scores.size for scores, _ in columns)
-    share = max(1, -(-total // threads))
-    return [
-        Piece(scores, weights, 0, scores.size, max(1, -(-scores.size // share)))
-        for scores, weights in columns
-        if scores.size
-    ]
-
-
 def sort_columns(columns: list[tuple[Floats, Floats | None]], threads: int) -> None:
-    """Sort each column in place (weights alongside) on ``threads`` threads."""
-    pieces = cut_by_rank(pieces_of(columns, threads), threads)
-    sort_pieces(pieces, threads)
+    """Sort each column in place (weights alongside) on ``threads`` threads: the columns side
+    by side are cut by selection where each thread's equal share of their rows ends, then
+    each thread sorts the pieces of its share."""
+    total = sum(scores.size for scores, _ in columns)
+    bounds = [total * part // threads for part in range(threads + 1)]
+    offsets: dict[int, int] = {}
+    whole: list[Piece] = []
+    offset = 0
+    for scores, weights in columns:
+        if scores.size:
+            inside = tuple(
+                sorted({b - offset for b in bounds[1:-1] if offset < b < offset + scores.size})
+            )
+            whole.append(Piece(scores, weights, 0, scores.size, inside))
+            offsets[id(scores)] = offset
+        offset += scores.size
+    jobs: list[list[Piece]] = [[] for _ in range(threads)]
+    for piece in cut_by_rank(whole, threads):
+        start = offsets[id(piece.scores)] + piece.start
+        jobs[bisect.bisect_right(bounds, start) - 1].append(piece)
+    run_all([partial(_sort_all, job) for job in jobs if job], threads)
+
+
+def _sort_all(pieces: list[Piece]) -> None:
+    for piece in pieces:
+        piece.sort()
+
+
+# Rows a block of the class split takes: its index arrays stay in the CPU's cache.
+SPLIT_BLOCK = 1 << 16
 
 
 def split_classes(labels: Bools, column: Floats, threads: int) -> tuple[Floats, Floats]:
     """The positives' and the negatives' values of ``column`` (in the rows' order, fresh
-    arrays), each thread copying its share of the rows."""
+    arrays), each of ``threads`` threads copying its share of the rows, block by block: a
+    ``take`` at the ``flatnonzero`` of the block's labels is a third faster than a boolean
+    mask, and releases the interpreter lock."""
     n = column.size
     bounds = [n * part // threads for part in range(threads + 1)]
     ones = [int(np.count_nonzero(labels[a:b])) for a, b in itertools.pairwise(bounds)]
@@ -133,12 +146,18 @@ def split_classes(labels: Bools, column: Floats, threads: int) -> tuple[Floats, 
     negatives = np.empty(n - positives.size, dtype=np.float64)
 
     def share(part: int) -> None:
-        a, b = bounds[part], bounds[part + 1]
         p = sum(ones[:part])
-        q = a - p  # the negatives among the rows before this share
-        rows = labels[a:b]
-        np.compress(rows, column[a:b], out=positives[p : p + ones[part]])
-        np.compress(~rows, column[a:b], out=negatives[q : q + (b - a) - ones[part]])
+        q = bounds[part] - p  # the negatives among the rows before this share
+        for a in range(bounds[part], bounds[part + 1], SPLIT_BLOCK):
+            b = min(a + SPLIT_BLOCK, bounds[part + 1])
+            rows = labels[a:b]
+            block = column[a:b]
+            taken = np.flatnonzero(rows)
+            np.take(block, taken, out=positives[p : p + taken.size], mode="clip")
+            p += taken.size
+            taken = np.flatnonzero(~rows)
+            np.take(block, taken, out=negatives[q : q + taken.size], mode="clip")
+            q += taken.size
 
     run_all([partial(share, part) for part in range(threads)], threads)
     return positives, negatives

@@ -13,7 +13,7 @@ from numpy.typing import NDArray
 
 from evalserve.core._options import Options
 from evalserve.core._result import MetricSink
-from evalserve.core._threads import Ahead, threads_for
+from evalserve.core._threads import Ahead, Later, threads_for
 from evalserve.core.binary._bootstrap import bootstrap_intervals
 from evalserve.core.binary._calibration import (
     BinSums,
@@ -33,7 +33,7 @@ from evalserve.core.binary._operating import (
     write_flagged,
 )
 from evalserve.core.binary._points import curve_points
-from evalserve.core.binary._precision_recall import head_counts, pr_areas
+from evalserve.core.binary._precision_recall import PrAreas, head_counts, pr_areas
 from evalserve.core.binary._ranking import (
     f1_optimal_threshold,
     ks_and_youden,
@@ -121,13 +121,17 @@ def _compute(
     curves: Curves = {}
     classes = Classes(sweep.positives, sweep.negatives)
     total = positives + negatives
-    calibration = ahead.start(partial(_calibration, sweep, options.calibration_bins))
     if positives == 0 or negatives == 0:
+        calibration = ahead.start(partial(_calibration, sweep, options.calibration_bins))
         undefine_ranking(sink, positives, options)
         write_flagged(sink, options, classes, total=total, positives=positives)
     else:
+        # Started in the order this thread needs them.
+        areas = ahead.start(partial(pr_areas, sweep))
+        ks = ahead.start(partial(ks_and_youden, sweep))
         placed = ahead.start(partial(placements, sweep))
-        curves = _ranking_metrics(sink, sweep, options)
+        calibration = ahead.start(partial(_calibration, sweep, options.calibration_bins))
+        curves = _ranking_metrics(sink, sweep, options, areas, ks)
         add_operating_points(sink, Hits.of(sweep), classes, options)
         write_flagged(sink, options, classes, total=total, positives=positives)
         _ranking_intervals(sink, sweep, options, (tp, fp), n_rows, placed.result())
@@ -166,24 +170,30 @@ def undefine_ranking(sink: MetricSink, positives: float, options: Options) -> No
     sink.warn(f"ranking metrics are undefined: {reason}")
 
 
-def _ranking_metrics(sink: MetricSink, sweep: Sweep, options: Options) -> Curves:
+def _ranking_metrics(
+    sink: MetricSink,
+    sweep: Sweep,
+    options: Options,
+    areas: Later[PrAreas],
+    ks: Later[tuple[float, float, float]],
+) -> Curves:
+    """The ranking metrics and the curves (``areas``: ``pr_areas``, ``ks``: ``ks_and_youden``,
+    possibly computed on another thread meanwhile)."""
     sink.set("roc_auc", roc_auc(sweep))
     if options.max_fpr is not None:
         sink.set("roc_auc_partial", partial_roc_auc(sweep, options.max_fpr))
-    areas = pr_areas(sweep)
-    for name, value in areas._asdict().items():
+    curves = {} if options.max_curve_points == 0 else _curves(sweep, options.max_curve_points)
+    for name, value in areas.result()._asdict().items():
         sink.set(name, value)
     # Break-even point as R-precision: precision at k = P, where precision equals recall.
     positives = sweep.n_positive
     sink.set("break_even_point", head_counts(sweep, positives) / positives)
-    statistic, ks_threshold, youden_threshold = ks_and_youden(sweep)
+    statistic, ks_threshold, youden_threshold = ks.result()
     sink.set("ks_statistic", statistic)
     sink.set("ks_threshold", ks_threshold)
     sink.set("optimal_threshold_youden", youden_threshold)
     sink.set("optimal_threshold_f1", f1_optimal_threshold(sweep))
-    if options.max_curve_points == 0:
-        return {}
-    return _curves(sweep, options.max_curve_points)
+    return curves
 
 
 def _ranking_intervals(

@@ -31,7 +31,6 @@ from evalserve.core.binary._parallel_sort import (
     Piece,
     cut_by_rank,
     sort_columns,
-    sort_pieces,
     split_classes,
 )
 
@@ -179,28 +178,49 @@ def test_ahead_raises_a_calls_error_where_its_result_is_asked() -> None:
 @settings(max_examples=200, deadline=None)
 @given(
     values=st.lists(st.integers(-5, 5) | st.floats(-1e3, 1e3, width=64), max_size=60),
-    parts=st.integers(1, 9),
+    data=st.data(),
     weighted=st.booleans(),
 )
-def test_cut_by_rank_then_sort_is_a_sort(values: list[float], parts: int, weighted: bool) -> None:
+def test_cut_by_rank_then_sort_is_a_sort(
+    values: list[float], data: st.DataObject, weighted: bool
+) -> None:
     scores = np.array(values, dtype=np.float64)
     weights = np.arange(scores.size, dtype=np.float64) if weighted else None
     pairs = sorted(zip(scores.tolist(), [] if weights is None else weights.tolist(), strict=False))
-    pieces = cut_by_rank([Piece(scores, weights, 0, scores.size, parts)], threads=3)
-    bounds = [(piece.start, piece.stop) for piece in sorted(pieces, key=lambda p: p.start)]
+    inside = list(range(1, scores.size))
+    cuts = tuple(sorted(data.draw(st.sets(st.sampled_from(inside)))) if inside else ())
+    pieces = cut_by_rank([Piece(scores, weights, 0, scores.size, cuts)], threads=3)
+    bounds = sorted((piece.start, piece.stop) for piece in pieces)
+    assert [stop for _, stop in bounds[:-1]] == list(cuts)  # cut where asked, nowhere else
     assert bounds[0][0] == 0 and bounds[-1][1] == scores.size
     assert all(a[1] == b[0] for a, b in itertools.pairwise(bounds))
-    if scores.size >= parts:
-        assert len(pieces) == parts
-        sizes = [b - a for a, b in bounds]
-        assert max(sizes) - min(sizes) <= 1 + scores.size // parts
     for (a, b), (c, d) in itertools.pairwise(bounds):
-        if b > a and d > c:
-            assert scores[a:b].max() <= scores[c:d].min()
-    sort_pieces(pieces, threads=3)
+        assert scores[a:b].max() <= scores[c:d].min()
+    for piece in pieces:
+        piece.sort()
     np.testing.assert_array_equal(scores, np.sort(np.array(values, dtype=np.float64)))
     if weights is not None:  # each weight still beside its own score
         assert sorted(zip(scores.tolist(), weights.tolist(), strict=True)) == pairs
+
+
+@settings(max_examples=100, deadline=None)
+@given(
+    sizes=st.lists(st.integers(0, 40), min_size=1, max_size=3),
+    threads=st.integers(1, 7),
+    weighted=st.booleans(),
+)
+def test_sort_columns_sorts_every_column(sizes: list[int], threads: int, weighted: bool) -> None:
+    rng = np.random.default_rng(sum(sizes) + threads)
+    columns = [(rng.integers(0, 9, size).astype(float), rng.random(size) if weighted else None)
+               for size in sizes]  # fmt: skip
+    pairs = [sorted(zip(s.tolist(), [] if w is None else w.tolist(), strict=False))
+             for s, w in columns]  # fmt: skip
+    wanted = [np.sort(scores) for scores, _ in columns]
+    sort_columns(columns, threads)
+    for (scores, weights), want, pair in zip(columns, wanted, pairs, strict=True):
+        np.testing.assert_array_equal(scores, want)
+        if weights is not None:
+            assert sorted(zip(scores.tolist(), weights.tolist(), strict=True)) == pair
 
 
 def test_sort_columns_shares_the_threads_among_columns() -> None:
