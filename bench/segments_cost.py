@@ -7,7 +7,9 @@ dictionary-encoded column (integer codes into ``segment_names``: what Parquet, A
 hold, what both clients can send, ``segment_codes`` on the wire) and as names (a string per
 row); the difference is the cost of reading a million Python strings into codes. The data:
 10% positives, continuous scores, segments drawn uniformly. Tasks run once to warm up, then in
-interleaved rounds; each keeps its best time.
+interleaved rounds; each keeps its best time. Every call takes ``evaluate``'s default threads
+(every CPU: the unsegmented sorts run on them, each segment's small evaluation on one); the
+codes are also timed with both on one thread (reported).
 
     python bench/segments_cost.py [--rows 1000000] [--segments 50] [--repeats 5] [--quick]
         [--no-fail] [--results PATH]
@@ -51,13 +53,17 @@ def tasks(rows: int, segments: int, seed: int) -> dict[str, Callable[[], object]
         "segments as codes": lambda: evaluate(
             "binary", labels, scores, segments=codes, segment_names=names
         ),
+        "unsegmented, 1 thread": lambda: evaluate("binary", labels, scores, threads=1),
+        "segments as codes, 1 thread": lambda: evaluate(
+            "binary", labels, scores, segments=codes, segment_names=names, threads=1
+        ),
     }
 
 
 def check(first: Mapping[str, object]) -> None:
     """The segmented answers have every segment, and the overall result of the unsegmented."""
     plain = first["unsegmented"]
-    for name in ("segments as names", "segments as codes"):
+    for name in ("segments as names", "segments as codes", "segments as codes, 1 thread"):
         result = first[name]
         assert getattr(result, "segments", None), name
         assert result.metrics == plain.metrics, name  # type: ignore[attr-defined]
@@ -109,6 +115,10 @@ def main(argv: Sequence[str] | None = None) -> int:
             "unsegmented", plain, wall["segments as codes"] / plain, LIMIT, gate=True),
         Row(f"{args.segments} segments as names / unsegmented", rows, wall["segments as names"],
             "unsegmented", plain, wall["segments as names"] / plain, LIMIT),
+        Row(f"{args.segments} segments as codes / unsegmented, both on 1 thread", rows,
+            wall["segments as codes, 1 thread"], "unsegmented, 1 thread",
+            wall["unsegmented, 1 thread"],
+            wall["segments as codes, 1 thread"] / wall["unsegmented, 1 thread"], LIMIT),
     ]  # fmt: skip
     command = "python bench/segments_cost.py" + (
         " " + shlex.join(argv if argv is not None else sys.argv[1:])

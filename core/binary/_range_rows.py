@@ -23,11 +23,13 @@ from evalserve.core._grouping import grouped
 from evalserve.core._validation import WEIGHTLESS_BATCHES, binary_inputs
 from evalserve.core.binary._classes import ClassScores, RawScores, merge_classes
 from evalserve.core.binary._state import BYTES_PER_ENTRY
-from evalserve.core.binary._sweep import Sweep, sweep
+from evalserve.core.binary._sweep import Sweep, place, placed_sweep
 
 __all__ = ["RangeClasses", "RangeRows", "range_classes", "range_rows"]
 
 Floats = NDArray[np.float64]
+Indices = NDArray[np.intp]
+Bools = NDArray[np.bool_]
 
 
 @dataclass(frozen=True, slots=True, eq=False)
@@ -44,15 +46,18 @@ class RangeRows:
 class RangeClasses:
     """One range's classes (every batch's rows in it), as its worker keeps them for the three
     passes: each pass sweeps them anew (``sweep``), so that between passes a worker holds
-    its ranges' states (16 bytes a distinct score), not their sweeps (several times that)."""
+    its ranges' states (16 bytes a distinct score), not their sweeps (several times that).
+    The positives' places among the negatives (9 bytes a distinct positive score), the
+    sweep's binary search and most of its time, are found once and kept."""
 
     positives: ClassScores
     negatives: ClassScores
     n_rows: int
     weighted: bool
+    placement: tuple[Indices, Bools]
 
     def sweep(self) -> Sweep:
-        return sweep(self.positives, self.negatives)
+        return placed_sweep(self.positives, self.negatives, self.placement)
 
 
 def range_rows(
@@ -105,4 +110,5 @@ def range_classes(pieces: Sequence[RangeRows], max_bytes: int | None = None) -> 
             "bytes: cut the scores into more ranges, raise the cap, or round the scores",
         )
     n_rows = sum(piece.n_rows for piece in pieces)
-    return RangeClasses(positives, negatives, n_rows, any(piece.weighted for piece in pieces))
+    weighted = any(piece.weighted for piece in pieces)
+    return RangeClasses(positives, negatives, n_rows, weighted, place(positives, negatives))

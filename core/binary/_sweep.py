@@ -27,6 +27,8 @@ from evalserve.core.binary._stats import BinaryStats
 
 __all__ = [
     "Sweep",
+    "place",
+    "placed_sweep",
     "sweep",
     "sweep_of",
     "sweep_of_rows",
@@ -127,6 +129,13 @@ class Sweep:
 
 def sweep(positives: ClassScores, negatives: ClassScores) -> Sweep:
     """The sweep of two classes (either may be empty)."""
+    return placed_sweep(positives, negatives, place(positives, negatives))
+
+
+def place(positives: ClassScores, negatives: ClassScores) -> tuple[Indices, Bools]:
+    """Where each positive score sits among the negative ones: the negative scores below it,
+    and whether one equals it (one binary search, in slices on threads when large). A sweep
+    built again from the same classes (the ranges' passes) keeps this and skips the search."""
     ascending = positives.scores
     below = np.empty(ascending.size, dtype=np.intp)
     tied = np.zeros(ascending.size, dtype=np.bool_)
@@ -137,7 +146,14 @@ def sweep(positives: ClassScores, negatives: ClassScores) -> Sweep:
         for a, b in itertools.pairwise(bounds)
     ]
     run_all(calls, threads)
-    return _placed(positives, negatives, below, tied)
+    return below, tied
+
+
+def placed_sweep(
+    positives: ClassScores, negatives: ClassScores, placement: tuple[Indices, Bools]
+) -> Sweep:
+    """The sweep of two classes, given ``place``'s answer for them."""
+    return _placed(positives, negatives, *placement)
 
 
 def _place(negatives: Floats, scores: Floats, below: Indices, tied: Bools) -> None:
