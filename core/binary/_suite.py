@@ -6,7 +6,9 @@ negatives' scores for the probability metrics."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from functools import partial
+from typing import TypeVar
 
 import numpy as np
 from numpy.typing import NDArray
@@ -60,6 +62,7 @@ __all__ = [
 ]
 
 Floats = NDArray[np.float64]
+T = TypeVar("T")
 Curves = dict[str, dict[str, Floats]]
 
 RANKING_METRICS = (
@@ -126,9 +129,11 @@ def _compute(
         undefine_ranking(sink, positives, options)
         write_flagged(sink, options, classes, total=total, positives=positives)
     else:
-        # Started in the order this thread needs them.
-        areas = ahead.start(partial(pr_areas, sweep))
-        ks = ahead.start(partial(ks_and_youden, sweep))
+        # Started in the order this thread needs them. The PR areas and KS make temporaries
+        # of every hit's size: beside this thread's own, only while those stay small.
+        early = ahead.start if sweep.size <= AHEAD_HITS else _when_asked
+        areas = early(partial(pr_areas, sweep))
+        ks = early(partial(ks_and_youden, sweep))
         placed = ahead.start(partial(placements, sweep))
         calibration = ahead.start(partial(_calibration, sweep, options.calibration_bins))
         curves = _ranking_metrics(sink, sweep, options, areas, ks)
@@ -142,6 +147,14 @@ def _compute(
         sink.absorb(part)
         add_calibration_curve(curves, sums, options.max_curve_points)
     return curves
+
+
+# The most hits whose PR areas and KS run beside the rest (their temporaries: tens of MB).
+AHEAD_HITS = 4_000_000
+
+
+def _when_asked(call: Callable[[], T]) -> Later[T]:
+    return Later(call, None)
 
 
 def _calibration(sweep: Sweep, bins: int) -> tuple[MetricSink, BinSums | None]:

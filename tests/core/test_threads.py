@@ -26,6 +26,7 @@ from hypothesis import strategies as st
 from evalserve import core
 from evalserve.core import _threads
 from evalserve.core._threads import Ahead, check_threads, current_threads, run_all, using_threads
+from evalserve.core.binary import _suite as suite
 from evalserve.core.binary._classes import RawScores, merge_classes
 from evalserve.core.binary._parallel_sort import (
     Piece,
@@ -333,3 +334,15 @@ def test_threads_of_the_context_reach_the_accumulator() -> None:
     with tiny_threads(), using_threads(4):
         many = accumulator.result()
     assert _json(many) == _json(one)
+
+
+def test_large_sweeps_keep_the_areas_on_this_thread() -> None:
+    """Past ``AHEAD_HITS`` hits the PR areas and KS are computed when asked (their temporaries
+    do not pile up beside the rest): the same answer."""
+    rng = np.random.default_rng(11)
+    labels, scores = rng.random(4000) < 0.4, rng.random(4000)
+    one = core.evaluate("binary", labels, scores, options=OPTIONS, threads=1)
+    with tiny_threads(), mock.patch.object(suite, "AHEAD_HITS", 0):
+        many = core.evaluate("binary", labels, scores, options=OPTIONS, threads=3)
+    assert _json(many) == _json(one)
+    assert list(many.metrics) == list(one.metrics)
