@@ -291,6 +291,29 @@ def add_segment_arguments(command: argparse.ArgumentParser) -> None:
     )
 
 
+def add_challenger_arguments(command: argparse.ArgumentParser) -> None:
+    """``--challenger-column`` (``evaluate`` and ``report``)."""
+    command.add_argument_group("champion vs challenger").add_argument(
+        "--challenger-column",
+        metavar="C",
+        help="a second model's scores on the same rows (task binary): the result's comparison "
+        "is DeLong's paired test of its AUC against the score column's; holds the rows' "
+        "columns in memory (local engine only)",
+    )
+
+
+def _challenger(args: argparse.Namespace) -> str | None:
+    """``--challenger-column``, refused on the dask engine (its states cannot pair rows)."""
+    column: str | None = getattr(args, "challenger_column", None)
+    if column is not None and args.engine == "dask":
+        _refuse(
+            "--challenger-column pairs each row's two scores, which the dask engine's merged "
+            "states cannot: leave out --engine dask (the local engine holds the columns in "
+            "memory)"
+        )
+    return column
+
+
 def option_values(args: argparse.Namespace) -> dict[str, Any] | None:
     """--options with the option flags on top."""
     values = dict(args.options or {})
@@ -322,6 +345,7 @@ def build_parser(settings: type[Settings] | None) -> argparse.ArgumentParser:
     )
     add_input_arguments(offline_cmd)
     add_segment_arguments(offline_cmd)
+    add_challenger_arguments(offline_cmd)
     offline_cmd.add_argument(
         "--format",
         dest="output_format",
@@ -337,6 +361,7 @@ def build_parser(settings: type[Settings] | None) -> argparse.ArgumentParser:
     )
     add_input_arguments(report_cmd)
     add_segment_arguments(report_cmd)
+    add_challenger_arguments(report_cmd)
     report_cmd.add_argument(
         "-o",
         "--output",
@@ -472,7 +497,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.threads is not None and args.engine == "dask":
         parser.error("--threads sets the local engine's threads: the Dask workers' own "
                      "--nthreads decide on the dask engine")  # fmt: skip
-    status = _evaluate(args, output, options, baseline, monitor, page)
+    status = _evaluate(args, output, options, baseline, monitor, page, _challenger(args))
     if status == 0 and args.command == "report" and output not in (None, "-"):
         print(f"evalserve: wrote {output}", file=sys.stderr)  # stdout: the results alone
     return status
@@ -498,6 +523,7 @@ def _evaluate(
     baseline: dict[str, Any] | None,
     monitor: MonitorFile | None,
     page: dict[str, str | None] | None = None,
+    challenger: str | None = None,
 ) -> int:
     """The evaluation on the engine asked for; the exit status."""
     max_segments = getattr(args, "max_segments", DEFAULT_MAX_SEGMENTS)
@@ -535,6 +561,7 @@ def _evaluate(
             max_segments=max_segments,
             fold_segments=fold_segments,
             page=page,
+            challenger=challenger,
         )
 
 

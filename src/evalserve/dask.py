@@ -16,6 +16,10 @@ worker, and each range is summarised there with the class totals of the ranges a
 (:mod:`evalserve.core.ranges`); the client adds up one small summary per range. No worker and
 not the client ever holds all distinct scores, and no step grows with the rows on the client.
 
+``progress`` (a ``distributed.Client`` open): a callback told, on the client, how many
+partitions are done and their rows as the cluster computes (``evalserve evaluate --engine
+dask`` draws it as a line on a terminal).
+
 ``segment="COLUMN"`` (method tree): each partition's state holds one state per segment, the
 merges keep their union, and the result has ``result.segments`` as ``evaluate(...,
 segments=...)`` has. The ranges method takes no segments; folding (``fold_segments``) needs
@@ -26,10 +30,11 @@ Needs the ``dask`` extra: ``pip install 'evalserve[dask]'``.
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import os
 import sys
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from typing import Any, TypeVar, cast
 
 import dask.dataframe as dd
@@ -73,6 +78,7 @@ from evalserve.offline import (
     MonitorFile,
     OfflineError,
     Plan,
+    Progress,
     emit,
     plan,
     render,
@@ -99,6 +105,10 @@ def _one_thread(task: F) -> F:
     return cast(F, run)
 
 
+ProgressCallback = Callable[[str, int, int, int], None]
+"""``progress(step, partitions_done, partitions, rows_done)``; ``step``: ``"sampling"`` (the
+ranges method's pass for its cut points) or ``"evaluating"``."""
+
 SPLIT_EVERY = 8
 RETRIES = 3  # a task whose worker died runs again elsewhere (Dask reschedules it)
 
@@ -124,6 +134,7 @@ def evaluate(
     segment: str | None = None,
     max_segments: int | None = DEFAULT_MAX_SEGMENTS,
     segment_monitor_states: Mapping[str, bytes] | None = None,
+    progress: ProgressCallback | None = None,
 ) -> EvaluationResult:
     """The result of ``evaluate(task, ...)`` on every row of ``dataframe``.
 
@@ -135,8 +146,9 @@ def evaluate(
     ``baseline``, ``monitor_state`` and ``window`` (method tree, task binary): the drift test
     and the AUC monitor, as in ``evaluate``.
     ``segment`` (method tree): the column naming each row's segment; ``max_segments`` and
-    ``segment_monitor_states`` as in ``evaluate``. Computes on the current Dask scheduler (a
-    ``distributed.Client`` when one is open)."""
+    ``segment_monitor_states`` as in ``evaluate``. ``progress`` (needs a ``distributed.Client``):
+    called on the client as each partition's rows are done (``ProgressCallback``). Computes on
+    the current Dask scheduler (a ``distributed.Client`` when one is open)."""
     spec = ColumnSpec(
         task=task,
         label=_names(label),
@@ -156,8 +168,11 @@ def evaluate(
     Accumulator(task, options, table_plan.classes)  # options and classes checked here, once
     frame = dataframe[table_plan.columns]
     if method == "tree":
-        final = _tree(frame, table_plan, options, split_every, max_state_bytes, max_segments)
-        (state,) = compute(final, retries=retries)
+        final, counts = _tree(
+            frame, table_plan, options, split_every, max_state_bytes, max_segments,
+            counted=progress is not None,
+        )  # fmt: skip
+        (state,) = _compute([final], counts, retries, progress, "evaluating")
         accumulator = Accumulator.from_bytes(state)
         return accumulator.result(
             baseline=baseline, monitor_state=monitor_state, window=window,
@@ -175,7 +190,7 @@ def evaluate(
     if not task_spec(task).ranges:
         with_ranges = ", ".join(repr(spec.name) for spec in REGISTRY if spec.ranges)
         raise InvalidInputError("method", f"the ranges path takes task {with_ranges}, not {task!r}")
-    return _ranges(frame, table_plan, options, ranges, max_state_bytes, retries)
+    return _ranges(frame, table_plan, options, ranges, max_state_bytes, retries, progress)
 
 
 def _names(value: str | Sequence[str] | None) -> tuple[str, ...]:
@@ -194,15 +209,28 @@ def _tree(
     split_every: int,
     cap: int | None,
     max_segments: int | None = DEFAULT_MAX_SEGMENTS,
-) -> Delayed:
+    *,
+    counted: bool = False,
+) -> tuple[Delayed, list[Delayed]]:
+    """The merged state, and with ``counted`` each partition's rows, known once its state is
+    built (for the progress line)."""
     parts = frame.to_delayed()
+    if counted:
+        pairs = [
+            delayed(_counted_state, pure=True, nout=2)(
+                part, index, table_plan, options, cap, max_segments=max_segments
+            )
+            for index, part in enumerate(parts)
+        ]
+        states, counts = [pair[0] for pair in pairs], [pair[1] for pair in pairs]
+        return _reduced(states, split_every, cap, max_segments), counts
     states = [
         delayed(_partition_state, pure=True)(
             part, index, table_plan, options, cap, max_segments=max_segments
         )
         for index, part in enumerate(parts)
     ]
-    return _reduced(states, split_every, cap, max_segments)
+    return _reduced(states, split_every, cap, max_segments), []
 
 
 def _reduced(
@@ -262,6 +290,65 @@ def _partition_state(
             f"partition {index}: {error.message} (rows count from the partition's first row)",
         ) from None
     return accumulator.to_bytes()
+
+
+def _counted_state(
+    part: Any,
+    index: int,
+    table_plan: Plan,
+    options: Mapping[str, Any] | None,
+    cap: int | None,
+    *,
+    max_segments: int | None = DEFAULT_MAX_SEGMENTS,
+) -> tuple[bytes, int]:
+    """``_partition_state`` and the partition's rows."""
+    state = _partition_state(part, index, table_plan, options, cap, max_segments=max_segments)
+    return state, len(part)
+
+
+def _counted_range_rows(
+    part: Any, index: int, table_plan: Plan, cuts: Sequence[float]
+) -> tuple[Any, ...]:
+    """``_range_rows``'s pieces, then the partition's rows."""
+    return (*_range_rows(part, index, table_plan, cuts), len(part))
+
+
+def _compute(
+    targets: Sequence[Delayed | list[Delayed]],
+    counts: list[Delayed],
+    retries: int,
+    progress: ProgressCallback | None,
+    step: str,
+) -> tuple[Any, ...]:
+    """``compute(*targets)``; with ``progress``, on the open ``distributed`` client, told as
+    each of ``counts`` (a partition's rows, once its work is done) arrives. An error of the
+    cluster's is raised as ``compute`` raises it."""
+    if progress is None:
+        return tuple(compute(*targets, retries=retries))
+    from distributed import as_completed, get_client
+
+    try:
+        client = get_client()
+    except ValueError:
+        raise InvalidInputError("progress", "needs a distributed.Client") from None
+    flat = [each for target in targets for each in _as_list(target)]
+    futures = client.compute([*flat, *counts], retries=retries)
+    done, rows = 0, 0
+    progress(step, done, len(counts), rows)
+    for future in as_completed(futures[len(flat) :]):
+        if future.status != "finished":
+            break  # failed: gathering the targets raises its error
+        done, rows = done + 1, rows + int(future.result())
+        progress(step, done, len(counts), rows)
+    values = iter(client.gather(futures[: len(flat)]))
+    return tuple(
+        [next(values) for _ in target] if isinstance(target, list) else next(values)
+        for target in targets
+    )
+
+
+def _as_list(target: Delayed | list[Delayed]) -> list[Delayed]:
+    return target if isinstance(target, list) else [target]
 
 
 @_one_thread
@@ -331,16 +418,25 @@ def _ranges(
     ranges: int | None,
     cap: int | None,
     retries: int,
+    progress: ProgressCallback | None = None,
 ) -> EvaluationResult:
     parts = frame.to_delayed()
-    cuts = _cuts(frame[table_plan.score[0]], ranges, retries)
+    cuts = _cuts(frame[table_plan.score[0]], ranges, retries, progress)
     # Ranges (low, high], from the highest scores down: the order the passes take them in. Each
     # partition is split into all of them by one task; each range's pieces are joined by one
     # task, whose classes stay on its worker for the range's passes.
-    split = [
-        delayed(_range_rows, pure=True, nout=len(cuts) + 1)(part, i, table_plan, cuts)
-        for i, part in enumerate(parts)
-    ]
+    if progress is None:
+        split = [
+            delayed(_range_rows, pure=True, nout=len(cuts) + 1)(part, i, table_plan, cuts)
+            for i, part in enumerate(parts)
+        ]
+        counts = []
+    else:  # each partition's rows after its pieces, for the progress line
+        split = [
+            delayed(_counted_range_rows, pure=True, nout=len(cuts) + 2)(part, i, table_plan, cuts)
+            for i, part in enumerate(parts)
+        ]
+        counts = [pieces[len(cuts) + 1] for pieces in split]
     classes = [
         delayed(_range_classes, pure=True)(cap, *(pieces[j] for pieces in split))
         for j in range(len(cuts) + 1)
@@ -357,13 +453,15 @@ def _ranges(
         delayed(_finish, pure=True)(each, context, bests, i)
         for i, (each, context) in enumerate(zip(classes, contexts, strict=True))
     ]
-    got_totals, got_contexts, got_passes, got_finishes, got_bests = compute(
-        totals, contexts, passes, finishes, bests, retries=retries
+    got_totals, got_contexts, got_passes, got_finishes, got_bests = _compute(
+        [totals, contexts, passes, finishes, bests], counts, retries, progress, "evaluating"
     )
     return combine_ranges(got_totals, got_contexts, got_passes, got_finishes, got_bests, parsed)
 
 
-def _cuts(scores: dd.Series, count: int | None, retries: int) -> list[float]:
+def _cuts(
+    scores: dd.Series, count: int | None, retries: int, progress: ProgressCallback | None = None
+) -> list[float]:
     """Cut points at the quantiles of a sample of the scores (every partition's, evenly spaced:
     the ranges need not be even to be exact, only to share the work), distinct and in
     ascending order; ``count`` ranges, or by default as many as the rows need
@@ -373,9 +471,9 @@ def _cuts(scores: dd.Series, count: int | None, retries: int) -> list[float]:
     if not parts:
         return []
     each = max(MIN_PART_SAMPLE, CUT_SAMPLE // len(parts))
-    (samples,) = compute(
-        [delayed(_sample, pure=True)(part, each) for part in parts], retries=retries
-    )
+    sampled = [delayed(_sample, pure=True)(part, each) for part in parts]
+    counts = [] if progress is None else [pair[1] for pair in sampled]
+    (samples,) = _compute([sampled], counts, retries, progress, "sampling")
     sample = np.concatenate([values for values, _ in samples])
     rows = sum(size for _, size in samples)
     quantiles = np.linspace(0, 1, (count or _default_ranges(rows)) + 1)[1:-1]
@@ -445,6 +543,28 @@ def _finish(
 # --- the command line: files through Dask -------------------------------------------------------
 
 
+@contextlib.contextmanager
+def _progress_line() -> Iterator[ProgressCallback | None]:
+    """The progress callback that draws the offline evaluator's line on stderr (partitions
+    for files), ended on a line of its own when the computation ends; None (no callback, no
+    futures watched) when stderr is not a terminal."""
+    line = Progress(sys.stderr, files=0, unit="partition")
+    if not line.enabled:
+        yield None
+        return
+
+    def show(step: str, done: int, total: int, rows: int) -> None:
+        if step != line.step:
+            line.restart(step, total)
+        line.files, line.files_done = total, done
+        line.add_rows(rows - line.rows)
+
+    try:
+        yield show
+    finally:
+        line.close()
+
+
 def run_files(
     paths: Sequence[str],
     spec: ColumnSpec,
@@ -462,7 +582,8 @@ def run_files(
 ) -> int:
     """``evalserve evaluate --engine dask``: the files read by Dask, on the cluster at
     ``scheduler`` (or a local cluster of processes); the exit status. ``page``: the report's
-    ``title`` and ``model`` (as ``offline.run``)."""
+    ``title`` and ``model`` (as ``offline.run``). On a terminal, a progress line on stderr
+    (partitions done, rows, rows/s), ended before the result is printed."""
     from distributed import Client, LocalCluster
 
     try:
@@ -490,7 +611,7 @@ def run_files(
             # Its own workers keep freed pages for the next large array, as the command's own
             # process and the server do (a fresh array faults in its pages otherwise).
             client.run(retain_freed_memory)
-        with client:
+        with client, _progress_line() as progress:
             result = evaluate(
                 frame,
                 task=spec.task,
@@ -506,6 +627,7 @@ def run_files(
                 window=None if monitor is None else monitor.window,
                 segment=spec.segment,
                 max_segments=max_segments,
+                progress=progress,
             )
         if monitor is not None and result.monitor_state is not None:
             monitor.write(result.monitor_state)

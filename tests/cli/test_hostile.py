@@ -92,6 +92,27 @@ CASES = [
          ("{dir}/good.csv", "no segment column 'country'")),
     Case("dask-method-without-dask", ("evaluate", GOOD, "--dask-method", "ranges"),
          ("--engine dask",)),
+    # --challenger-column
+    Case("missing-challenger-column", ("evaluate", GOOD, "--challenger-column", "score_b"),
+         ("{dir}/good.csv", "no challenger column 'score_b'", "'label', 'score'")),
+    Case("text-in-challenger", ("evaluate", "{dir}/challenger-text.csv", "--challenger-column",
+                                "score_b"),
+         ("{dir}/challenger-text.csv, line 3, column score_b", "expected a number, got 'x'")),
+    Case("nan-in-challenger-csv", ("evaluate", "{dir}/challenger-nan.csv", "--challenger-column",
+                                   "score_b"),
+         ("{dir}/challenger-nan.csv, line 4, column score_b", "missing")),
+    Case("nan-in-challenger-parquet", ("evaluate", "{dir}/challenger-nan.parquet",
+                                       "--challenger-column", "score_b"),
+         ("{dir}/challenger-nan.parquet, row 1, column score_b", "finite", "nan")),
+    Case("inf-in-challenger", ("evaluate", "{dir}/challenger-inf.csv", "--challenger-column",
+                               "score_b"),
+         ("{dir}/challenger-inf.csv, line 2, column score_b", "inf")),
+    Case("challenger-on-dask", ("evaluate", "{dir}/challenger-text.csv", "--challenger-column",
+                                "score_b", "--engine", "dask"),
+         ("--challenger-column", "--engine dask")),
+    Case("challenger-for-multiclass", ("evaluate", "--task", "multiclass", GOOD,
+                                       "--challenger-column", "score"),
+         ("--challenger-column", "'multiclass'")),
     Case("bad-engine", ("evaluate", GOOD, "--engine", "spark"), ("--engine", "'spark'")),
     Case("bad-format", ("evaluate", GOOD, "--format", "xml"), ("--format", "'xml'")),
     Case("report-into-a-directory", ("report", GOOD, "-o", "{dir}"), ("is a directory",)),
@@ -117,6 +138,14 @@ def _corpus(root: Path) -> None:
     (root / "fields.csv").write_text("label,score\n0,0.1\n1,0.8,3\n")
     (root / "label.csv").write_text("label,score\n0,0.1\n2,0.8\n")
     (root / "weights.csv").write_text("label,score,weight\n0,0.1,1\n1,0.8,-1\n")
+    (root / "challenger-text.csv").write_text("label,score,score_b\n0,0.1,0.2\n1,0.8,x\n")
+    (root / "challenger-nan.csv").write_text(
+        "label,score,score_b\n0,0.1,0.2\n1,0.8,0.7\n1,0.6,NaN\n"
+    )
+    (root / "challenger-inf.csv").write_text("label,score,score_b\n0,0.1,-inf\n1,0.8,0.7\n")
+    pq.write_table(pa.table({"label": [0, 1, 1], "score": [0.1, 0.8, 0.6],
+                             "score_b": [0.2, float("nan"), 0.5]}),
+                   root / "challenger-nan.parquet")  # fmt: skip
     (root / "baseline.json").write_text('{"roc_auc": 0.8, "n_positive": 50, "n_negative": 50}')
 
 

@@ -342,6 +342,7 @@ CHECKS_WITH_CODE: dict[str, Callable[[str, str], None]] = {
     "python-stats": check_python_stats,
     "offline-error": check_printed_as_commented,
     "offline-segments": check_printed_as_commented,
+    "offline-challenger": check_printed_as_commented,
     "offline-delimiter": check_printed_as_commented,
     "report-title": check_printed_as_commented,
 }

@@ -1,12 +1,15 @@
 """``evalserve.dask`` on a real cluster: ``distributed.LocalCluster`` with two worker processes,
 Parquet files written here, every task against ``evaluate`` on the same rows in memory; a
 worker killed during a run; the exact ranges path with every state capped below the size of
-the whole state."""
+the whole state; the command's progress line on a terminal."""
 
 from __future__ import annotations
 
 import json
 import os
+import pty
+import re
+import select
 import signal
 import subprocess
 import sys
@@ -386,3 +389,82 @@ def test_every_task_of_the_cluster_sorts_on_one_thread(task: str) -> None:
 def test_the_cluster_computes_with_one_thread_a_task(client: Client) -> None:
     seen = client.submit(evalserve_dask._one_thread(current_threads), pure=False).result()
     assert seen == 1
+
+
+def _on_a_terminal(command: list[str], stdout: Path) -> tuple[int, str]:
+    """``command`` run with its stderr on a pseudo-terminal (stdout to a file): its status and
+    what the terminal got."""
+    leader, follower = pty.openpty()
+    with stdout.open("w") as out:
+        process = subprocess.Popen(command, stdout=out, stderr=follower)
+    os.close(follower)
+    seen = b""
+    deadline = time.monotonic() + 300
+    while time.monotonic() < deadline:
+        ready, _, _ = select.select([leader], [], [], 1.0)
+        if ready:
+            try:
+                chunk = os.read(leader, 4096)
+            except OSError:  # the process closed its end
+                break
+            if not chunk:
+                break
+            seen += chunk
+        elif process.poll() is not None:
+            break
+    process.wait(timeout=60)
+    os.close(leader)
+    return process.returncode, seen.decode()
+
+
+@pytest.mark.skipif(not hasattr(pty, "openpty"), reason="needs a pseudo-terminal")
+@pytest.mark.parametrize("method", ["tree", "ranges"])
+def test_a_progress_line_on_a_terminal(client: Client, tmp_path: Path, method: str) -> None:
+    data, frame = _binary_frame(5000, tmp_path, partitions=4)
+    partitions = data.npartitions
+    command = [
+        sys.executable, "-m", "evalserve", "evaluate", str(tmp_path / "binary"), "--engine",
+        "dask", "--scheduler", str(client.scheduler_info()["address"]), "--dask-method", method,
+    ]  # fmt: skip
+    status, text = _on_a_terminal(command, tmp_path / "out.json")
+    assert status == 0, text
+    got = json.loads((tmp_path / "out.json").read_text())
+    assert got["metrics"]["roc_auc"] == pytest.approx(_in_process(frame).metrics["roc_auc"])
+    # The last drawing of the line: every partition and row, then the cursor on a fresh line.
+    last = text.rstrip("\r\n").split("\r")[-1].strip()
+    assert re.fullmatch(
+        rf"evaluating: 5,000 rows, [\d,]+ rows/s, {partitions}/{partitions} partitions", last
+    ), text
+    assert text.endswith("\n") and "Traceback" not in text
+    if method == "ranges":  # its first pass samples the scores: that line ends, then the next
+        sampled = r"\rsampling: 5,000 rows, [\d,]+ rows/s, (\d+)/\1 partitions\r?\n\revaluating: "
+        assert re.search(sampled, text), text
+
+
+def test_no_progress_line_when_stderr_is_not_a_terminal(client: Client, tmp_path: Path) -> None:
+    _binary_frame(2000, tmp_path, partitions=3)
+    done = subprocess.run(
+        [
+            sys.executable, "-m", "evalserve", "evaluate", str(tmp_path / "binary"), "--engine",
+            "dask", "--scheduler", str(client.scheduler_info()["address"]),
+        ],
+        capture_output=True, text=True, timeout=300, check=False,
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    assert "rows/s" not in done.stderr and "partition" not in done.stderr
+    assert json.loads(done.stdout)["n_samples"] == 2000
+
+
+def test_the_progress_callback_counts_every_partition(client: Client, tmp_path: Path) -> None:
+    data, frame = _binary_frame(3000, tmp_path, partitions=3)
+    calls: list[tuple[str, int, int, int]] = []
+    got = evalserve_dask.evaluate(data, task="binary", progress=lambda *call: calls.append(call))
+    assert _json(got) == _json(_in_process(frame))
+    total = data.npartitions
+    assert calls[0] == ("evaluating", 0, total, 0)
+    assert calls[-1] == ("evaluating", total, total, 3000)
+    assert [call[1] for call in calls] == list(range(total + 1))
+    # A bad row: the cluster's error, as without the callback.
+    broken = dd.from_pandas(pd.DataFrame({"label": [0, 2], "score": [0.1, 0.2]}), npartitions=1)
+    with pytest.raises(InvalidInputError, match="partition 0"):
+        evalserve_dask.evaluate(broken, progress=lambda *call: None)

@@ -15,6 +15,7 @@ from typing import Any, TextIO
 
 from evalserve.core import EvaluationResult
 from evalserve.core._segments import DEFAULT_MAX_SEGMENTS
+from evalserve.offline._challenger import evaluate_paired
 from evalserve.offline._columns import DETECTION_COLUMNS, ColumnError, ColumnSpec, Plan, plan
 from evalserve.offline._monitor_file import MonitorFile
 from evalserve.offline._progress import Progress
@@ -32,6 +33,7 @@ __all__ = [
     "accumulate_files",
     "emit",
     "evaluate_files",
+    "evaluate_paired",
     "plan",
     "read_rows",
     "render",
@@ -83,6 +85,7 @@ def run(
     out: TextIO = sys.stdout,
     err: TextIO = sys.stderr,
     page: Mapping[str, Any] | None = None,
+    challenger: str | None = None,
 ) -> int:
     """``evalserve evaluate`` and ``evalserve report``: evaluate ``paths`` and print the
     result (or write it to ``output``); the exit status (2 for input that cannot be
@@ -90,15 +93,23 @@ def run(
     AUC monitor's state is read from its file and the new one written back. With
     ``spec.segment``, ``max_segments`` and ``fold_segments`` as in ``evaluate``; ``page``:
     the report's ``title`` and ``model`` (output format html; a baseline payload is drawn as
-    the report's reference)."""
+    the report's reference). With ``challenger`` (a column of a second model's scores), the
+    paired comparison: the rows' columns are held in memory (``evaluate_paired``)."""
     progress = Progress(err, files=0)
     try:
         state = None if monitor is None else _read_state(monitor)
-        result = evaluate_files(
-            paths, spec, options, progress=progress, baseline=baseline, monitor_state=state,
-            window=None if monitor is None else monitor.window, max_segments=max_segments,
-            fold_segments=fold_segments,
-        )  # fmt: skip
+        window = None if monitor is None else monitor.window
+        if challenger is None:
+            result = evaluate_files(
+                paths, spec, options, progress=progress, baseline=baseline, monitor_state=state,
+                window=window, max_segments=max_segments, fold_segments=fold_segments,
+            )  # fmt: skip
+        else:
+            result = evaluate_paired(
+                paths, spec, challenger, options, progress=progress, baseline=baseline,
+                monitor_state=state, window=window, max_segments=max_segments,
+                fold_segments=fold_segments,
+            )  # fmt: skip
         if monitor is not None:
             _write_state(monitor, result)
     except OfflineError as error:

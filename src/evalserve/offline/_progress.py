@@ -1,5 +1,6 @@
-"""A progress line on a terminal: rows, rows/s and files, redrawn at most a few times a second;
-nothing at all when the stream is not a terminal (piped, redirected, under CI)."""
+"""A progress line on a terminal: rows, rows/s and files (the dask engine: partitions), redrawn
+at most a few times a second; nothing at all when the stream is not a terminal (piped,
+redirected, under CI)."""
 
 from __future__ import annotations
 
@@ -12,9 +13,13 @@ REDRAW_SECONDS = 0.2
 
 
 class Progress:
-    def __init__(self, stream: TextIO, files: int, *, enabled: bool | None = None) -> None:
+    def __init__(
+        self, stream: TextIO, files: int, *, enabled: bool | None = None, unit: str = "file"
+    ) -> None:
         self.stream = stream
         self.files = files
+        self.unit = unit  # what ``files`` counts: file, or the dask engine's partition
+        self.step = ""  # shown first when set (the dask engine: sampling, evaluating)
         self.enabled = stream.isatty() if enabled is None else enabled
         self.rows = 0
         self.files_done = 0
@@ -32,10 +37,22 @@ class Progress:
 
     def line(self) -> str:
         elapsed = max(time.monotonic() - self.started, 1e-9)
+        step = f"{self.step}: " if self.step else ""
         return (
-            f"{self.rows:,} rows, {self.rows / elapsed:,.0f} rows/s, "
-            f"{self.files_done}/{self.files} file{'s' if self.files != 1 else ''}"
+            f"{step}{self.rows:,} rows, {self.rows / elapsed:,.0f} rows/s, "
+            f"{self.files_done}/{self.files} {self.unit}{'s' if self.files != 1 else ''}"
         )
+
+    def restart(self, step: str, files: int) -> None:
+        """A new step over ``files`` units: its own rows and rate, from now; the step before
+        it keeps its final figures on a line of its own."""
+        if self.step and self.enabled:
+            self.close()
+            self._width = 0
+        self.step, self.files = step, files
+        self.rows = self.files_done = 0
+        self.started = time.monotonic()
+        self._draw(force=True)
 
     def _draw(self, *, force: bool = False) -> None:
         if not self.enabled:
