@@ -55,8 +55,8 @@ pytestmark = [pytest.mark.slow, pytest.mark.image]
 
 ROOT = Path(__file__).resolve().parents[2]
 IMAGE = "localhost/evalserve-test:image"
-# What the image adds to its base (the virtualenv and the user; measured about 305 MB, of which
-# pyarrow is 163 MB): the bound docs/deployment.md states.
+# What the image adds to its base (the virtualenv, less the base's pip; measured 284 MB, of which
+# pyarrow is 169 MB): the bound docs/deployment.md states.
 ADDED_BYTES_BOUND = 350_000_000
 GRACE = float(Settings.model_fields["shutdown_grace_seconds"].default)
 READY_LINE = re.compile(r"REST on http://([\d.]+):(\d+), gRPC on ([\d.]+):(\d+)")
