@@ -11,7 +11,7 @@ BIN := $(VENV)/bin
 FILE ?= examples/fawcett.csv
 
 .PHONY: install install-test run evaluate proto test check quick lint typecheck unit bench clean
-.PHONY: prometheus-tools browser-tools report-vendor docs docs-build
+.PHONY: prometheus-tools browser-tools image-tools image report-vendor docs docs-build
 .PHONY: proto-check proto-release
 
 $(BIN)/python:
@@ -74,7 +74,7 @@ check: lint typecheck
 # Every test, in parallel, with the coverage gate on evalserve.core and evalserve.service
 # (pyproject.toml [tool.coverage.report] fail_under). Coverage takes their folders: given as
 # package names, it imports them (and numpy) before the tests and then unloads them again.
-unit: install-test prometheus-tools browser-tools client-envs ts-install
+unit: install-test prometheus-tools browser-tools image-tools client-envs ts-install
 	$(BIN)/pytest -n auto -m "not alone" --cov=core --cov=service --cov-report=term:skip-covered
 	$(BIN)/pytest -m alone
 
@@ -125,6 +125,57 @@ browser-tools:
 	@test -f .browser-tools/node_modules/axe-core/axe.min.js || \
 		npm install --silent --no-save --no-package-lock --prefix .browser-tools \
 			axe-core@$(AXE_CORE_VERSION)
+
+# buildah (builds and runs OCI images without a daemon, for `make image` and the image's test,
+# tests/deploy/test_image.py) and mmdebstrap (that test's stand-in base image, made from Debian
+# packages): Debian packages, installed only when missing, as above.
+image-tools:
+	@missing=; \
+	command -v buildah >/dev/null 2>&1 || missing="buildah"; \
+	command -v mmdebstrap >/dev/null 2>&1 || missing="$$missing mmdebstrap"; \
+	if [ -n "$$missing" ]; then \
+		if [ "$$(id -u)" = 0 ]; then SUDO=; \
+		elif command -v sudo >/dev/null 2>&1; then SUDO=sudo; \
+		else echo "missing Debian packages: $$missing (install them as root)" >&2; exit 1; fi; \
+		$$SUDO apt-get update && \
+		$$SUDO env DEBIAN_FRONTEND=noninteractive \
+			apt-get install -y --no-install-recommends $$missing; \
+	fi
+
+# The image (deploy/Dockerfile), tagged $(IMAGE): `docker build` when a Docker daemon answers,
+# else buildah (`make image-tools` installs it), whose images live in containers-storage
+# (`buildah images`). PYTHON_IMAGE=... replaces the python:3.11-slim base (a digest, a mirror,
+# a local image). WHEELHOUSE=1 first builds the wheels with the host's pip and its configuration
+# into deploy/wheelhouse, which the build then installs from offline (and which is emptied
+# after it): for hosts whose package index or proxy the build cannot reach; the host's Python
+# must be the image's (3.11). The image's format is Docker's, which keeps the HEALTHCHECK.
+# IMAGE_BUILDER=buildah or docker skips the choice.
+IMAGE ?= evalserve:$(VERSION)
+PYTHON_IMAGE ?=
+WHEELHOUSE ?=
+WHEELHOUSE_PYTHON ?= $(BIN)/python
+IMAGE_BUILDER ?=
+
+image:
+	rm -f deploy/wheelhouse/*.whl
+ifneq ($(WHEELHOUSE),)
+	$(WHEELHOUSE_PYTHON) -m pip wheel --quiet --wheel-dir deploy/wheelhouse '.[service]' \
+		$$($(WHEELHOUSE_PYTHON) -c 'import tomllib; \
+			print(*tomllib.load(open("pyproject.toml", "rb"))["build-system"]["requires"])')
+	rm -f deploy/wheelhouse/evalserve-*.whl
+endif
+	@builder='$(IMAGE_BUILDER)'; \
+	if [ -z "$$builder" ]; then \
+		if docker info >/dev/null 2>&1; then builder=docker; else builder=buildah; fi; \
+	fi; \
+	set -- $(if $(PYTHON_IMAGE),--build-arg PYTHON_IMAGE=$(PYTHON_IMAGE)) -t '$(IMAGE)' .; \
+	if [ "$$builder" = docker ]; then \
+		set -x; docker build -f deploy/Dockerfile "$$@"; \
+	else \
+		set -x; buildah build --isolation chroot --format docker -f deploy/Dockerfile \
+			--ignorefile deploy/Dockerfile.dockerignore "$$@"; \
+	fi; \
+	status=$$?; rm -f deploy/wheelhouse/*.whl; exit $$status
 
 # The report's vendored charting scripts, again from the npm registry (versions pinned in
 # src/evalserve/report/_vendor.py).

@@ -209,8 +209,13 @@ def test_dockerfile_builds_a_wheel_then_copies_it_into_a_slim_runtime() -> None:
     assert builder_image == runtime_image == "python:3.11-slim"
     assert any("pip wheel" in run for run in _instructions(builder_steps, "RUN"))
     assert any(copy.startswith("--from=builder ") for copy in _instructions(runtime_steps, "COPY"))
-    # The runtime installs nothing with pip: the builder's virtualenv is copied whole.
-    assert not any("pip" in run for run in _instructions(runtime_steps, "RUN"))
+    # The virtualenv has no pip of its own; the runtime installs nothing with pip (the builder's
+    # virtualenv is copied whole) and removes the base image's pip (tests/deploy/test_image.py
+    # checks the built image).
+    assert any("venv --without-pip" in run for run in _instructions(builder_steps, "RUN"))
+    runs = _instructions(runtime_steps, "RUN")
+    assert not any(re.search(r"pip\s+(install|wheel|download)", run) for run in runs)
+    assert any("pip uninstall" in run for run in runs)
 
 
 def test_dockerfile_builder_copies_everything_the_wheel_is_built_from() -> None:
