@@ -90,7 +90,7 @@ def test_names_without_the_flag_say_to_give_it(tmp_path: Path) -> None:
     assert_refused(
         evalserve("evaluate", str(path)),
         f"{path}, line 2, column label: expected a number, got 'yes'",
-        "--positive-label NAME",
+        "(label names need --positive-label NAME, the positive class's name)",
     )
 
 

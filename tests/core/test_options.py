@@ -90,9 +90,9 @@ def edges(spec: OptionSpec) -> list[Edge]:
     found: list[tuple[str, Any, bool]] = []
     if spec.kind == "string":
         # Texts that read as the number 1, so that numeric labels can be evaluated with them.
-        longest = "0" * (MAX_STRING_OPTION - 1) + "1"
+        text = "0" * (MAX_STRING_OPTION - 1) + "1"
         found += [("shortest", "1", True), ("empty", "", False)]
-        found += [("longest-text", longest, True), ("too-long-text", "0" + longest, False)]
+        found += [("longest-text", text, True), ("too-long-text", "0" + text, False)]
         return [Edge(spec.name, label, value, passes) for label, value, passes in found] + [
             Edge(spec.name, "whole-number", 1, True, expected="1"),
             Edge(spec.name, "whole-float", 1.0, True, expected="1"),

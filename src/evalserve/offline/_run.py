@@ -290,7 +290,7 @@ def _cell_error(batch: Batch, table_plan: Plan, error: NullValueError | TextValu
     text = f"{batch.source.name}, {_where(batch, error.row)}, column {error.column}: {error}"
     binary_label = table_plan.task == "binary" and error.column in table_plan.label
     if isinstance(error, TextValueError) and binary_label:
-        text += " (label names need --positive-label NAME, the name of the positive class)"
+        text += " (label names need --positive-label NAME, the positive class's name)"
     return text
 
 
