@@ -2,9 +2,9 @@
 
 The fields of ``Options`` are the table: each is declared with ``_option`` (its default, bounds,
 the tasks that use it and its doc string) and typed by its annotation (``float``, ``int``,
-``float | None``, ``tuple[int, ...]``, ``Literal[...]``). ``OPTIONS`` reads them into one
-``OptionSpec`` per option, and everything else derives from it: ``parse_options`` (one
-validation path, the same messages for every option of a kind), the REST model of
+``float | None``, ``str | None``, ``tuple[int, ...]``, ``Literal[...]``). ``OPTIONS`` reads
+them into one ``OptionSpec`` per option, and everything else derives from it: ``parse_options``
+(one validation path, the same messages for every option of a kind), the REST model of
 ``service.rest_models``, the proto check in the tests, and ``docs/reference/options.md``
 (``docs/generate_options.py``).
 
@@ -35,8 +35,9 @@ MAX_COUNT = 1_000_000  # top-k, detections per image
 # Curve points: each curve of the answer holds up to this many points per array (multiclass: a
 # curve per class), so the bound keeps a small request's answer small.
 MAX_CURVE_POINTS = 100_000
+MAX_STRING_OPTION = 256  # characters of a string option (a class name)
 
-Kind = Literal["number", "integer", "choice"]
+Kind = Literal["number", "integer", "choice", "string"]
 # The tasks whose classes (or labels) have scores: binary and one-vs-rest per class.
 OPERATING_TASKS = ("binary", "multiclass", "multilabel")
 
@@ -310,6 +311,16 @@ class Options:
         high=MAX_CURVE_POINTS,
         zero_means="no curves for the segments",
     )
+    positive_label: str | None = _option(
+        None,
+        "The label of the positive class of task binary, as scikit-learn's pos_label: labels "
+        "equal to it are positive, every other label negative, so labels may be names "
+        '("yes"/"no") or two numbers other than 0/1 (1 and 2, -1 and 1). A number (or a '
+        "string that reads as one) is compared with numeric labels as a number. At most two "
+        "distinct labels, and with two one of them must be it; null: labels are 0 or 1. Hard "
+        "predictions stay 0 or 1.",
+        tasks=("binary",),
+    )
 
 
 def _bound(value: float) -> str:
@@ -324,7 +335,9 @@ class OptionSpec:
     """One option of ``evaluate``: its row of the options table.
 
     ``kind``: what one value is: ``"number"`` (a finite float; an int is taken), ``"integer"``
-    (an int; a whole float is taken) or ``"choice"`` (one of ``choices``). ``repeated``: a
+    (an int; a whole float is taken), ``"choice"`` (one of ``choices``) or ``"string"`` (a
+    non-empty string of at most ``MAX_STRING_OPTION`` characters; a finite number is taken
+    as its text, 2 and 2.0 both as "2"). ``repeated``: a
     list of at most ``max_items`` such values (a single number is a list of one), kept sorted
     without duplicates. ``nullable``: the default is None, and what the option tunes is
     skipped (or undefined) unless it is sent; for every option None means the default.
@@ -357,7 +370,9 @@ class OptionSpec:
     @property
     def type_text(self) -> str:
         """The type in words: "number", "list of integers", "integer or null", "string"."""
-        one = {"number": "number", "integer": "integer", "choice": "string"}[self.kind]
+        one = {"number": "number", "integer": "integer", "choice": "string", "string": "string"}[
+            self.kind
+        ]
         text = f"list of {one}s" if self.repeated else one
         return f"{text} or null" if self.nullable else text
 
@@ -372,6 +387,8 @@ class OptionSpec:
         """The allowed values: "(0, 1]", "> 0", "0 (no bootstrap) or [2, 100000]", ..."""
         if self.kind == "choice":
             text = ", ".join(f'"{choice}"' for choice in self.choices)
+        elif self.kind == "string":
+            text = f"a string of 1 to {MAX_STRING_OPTION} characters, or a number"
         elif self.zero_means is not None:
             text = f"0 ({self.zero_means}) or [2, {_bound(self.high or 0)}]"
         else:
@@ -418,7 +435,23 @@ class OptionSpec:
             return value
         if self.kind == "integer":
             return self._integer(value)
+        if self.kind == "string":
+            return self._string(value)
         return self._number(value)
+
+    def _string(self, value: Any) -> str:
+        if isinstance(value, (int, float)) and not isinstance(value, bool):
+            number = self._number(value)
+            return str(int(number)) if number.is_integer() else repr(number)
+        if not isinstance(value, str):
+            raise InvalidInputError(self.field, f"expected a string or a number, but got {value!r}")
+        if not value or len(value) > MAX_STRING_OPTION:
+            raise InvalidInputError(
+                self.field,
+                f"expected a string of 1 to {MAX_STRING_OPTION} characters, but got "
+                f"{len(value)} characters",
+            )
+        return value
 
     def _number(self, value: Any) -> float:
         if isinstance(value, bool) or not isinstance(value, (int, float)):
@@ -475,7 +508,7 @@ def _shape(annotation: Any) -> tuple[Kind, bool, bool, tuple[str, ...]]:
         annotation = get_args(annotation)[0]
     if get_origin(annotation) is Literal:
         return "choice", repeated, nullable, get_args(annotation)
-    kinds: dict[Any, Kind] = {float: "number", int: "integer"}
+    kinds: dict[Any, Kind] = {float: "number", int: "integer", str: "string"}
     if annotation not in kinds:
         raise TypeError(f"an option cannot have type {annotation!r}")
     return kinds[annotation], repeated, nullable, ()

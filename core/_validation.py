@@ -20,6 +20,7 @@ __all__ = [
     "binary_inputs",
     "binary_labels",
     "finite_floats",
+    "labels_of_positive",
     "same_length",
     "sample_weights",
 ]
@@ -65,17 +66,21 @@ def finite_floats(field: str, values: Any) -> Floats:
     return array
 
 
-def binary_labels(field: str, values: Any) -> Bools:
-    """Binary ground truth as booleans: accepts bool, or numbers equal to 0 or 1."""
+def binary_labels(field: str, values: Any, positive_label: str | None = None) -> Bools:
+    """Binary ground truth as booleans: accepts bool, or numbers equal to 0 or 1; with
+    ``positive_label`` (the option), any two labels, names or numbers, of which the ones equal
+    to it are positive (see ``labels_of_positive``)."""
     array = _as_array(field, values)
     if array.ndim != 1:
         raise InvalidInputError(field, f"expected a 1-d array, but got shape {array.shape}")
     if array.size == 0:
         raise InvalidInputError(field, "is empty; expected at least one label")
+    if positive_label is not None:
+        return labels_of_positive(field, array, positive_label)
     if array.dtype == np.bool_:
         return array
     if array.dtype.kind in "USO":
-        raise InvalidInputError(field, _names_for_binary(array))
+        raise InvalidInputError(field, _names_for_binary(field, array))
     if array.dtype.kind not in "iuf":
         raise InvalidInputError(
             field, f"expected labels 0 or 1 for task 'binary', but got values of type {array.dtype}"
@@ -89,14 +94,90 @@ def binary_labels(field: str, values: Any) -> Bools:
     valid = positive | (array == 0)
     if not valid.all():
         row = int(np.argmin(valid))
+        # Only labels take the option; hard predictions are always 0 or 1.
+        hint = " (or set options.positive_label)" if field.endswith("labels") else ""
         raise InvalidInputError(
             field,
-            f"expected labels 0 or 1 for task 'binary', but row {row} is {array[row].item()!r}",
+            f"expected labels 0 or 1 for task 'binary'{hint}, but row {row} is "
+            f"{array[row].item()!r}",
         )
     return np.asarray(positive, dtype=np.bool_)
 
 
-def _names_for_binary(array: NDArray[Any]) -> str:
+POSITIVE_FIELD = "options.positive_label"
+
+
+def labels_of_positive(field: str, array: NDArray[Any], positive_label: str) -> Bools:
+    """``array == positive_label``, as scikit-learn's ``pos_label``: names are compared as
+    text, numbers (and booleans, as 0 and 1) with the option read as a number. At most two
+    distinct labels, and with two one of them must be ``positive_label``; one (every row
+    positive, or every row negative) is taken. One pass per check, no sort."""
+    if array.dtype.kind in "USO":
+        text = array if array.dtype.kind == "U" else array.astype(str)
+        return _two_labels(field, text, text == positive_label, repr(positive_label))
+    if array.dtype.kind not in "biuf":
+        raise InvalidInputError(
+            field, f"expected labels (names or numbers), but got values of type {array.dtype}"
+        )
+    try:
+        target = float(positive_label)
+    except ValueError:
+        raise InvalidInputError(
+            POSITIVE_FIELD,
+            f"the labels are numbers, so expected a number, but got {positive_label!r}",
+        ) from None
+    numbers = array.astype(np.float64, copy=False)
+    finite = np.isfinite(numbers)
+    if not finite.all():
+        row = int(np.argmin(finite))
+        raise InvalidInputError(
+            field, f"expected finite labels, but row {row} is {float(numbers[row])}"
+        )
+    return _two_labels(field, numbers, numbers == target, _shown(target))
+
+
+def _two_labels(field: str, array: NDArray[Any], positive: Bools, shown: str) -> Bools:
+    """``positive`` once ``array`` is known to hold at most two distinct values, one of them
+    the positive label (``shown`` as messages show it) when there are two."""
+    rest = ~positive
+    if not rest.any():
+        return positive
+    first = array[int(np.argmax(rest))]
+    other = rest & (array != first)
+    if not other.any():
+        return positive
+    row = int(np.argmax(other))
+    second = array[row]
+    if positive.any():
+        raise InvalidInputError(
+            field,
+            f"expected two distinct labels for task 'binary', but row {row} is "
+            f"{_shown(second)}, a third after {shown} and {_shown(first)}",
+        )
+    third = other & (array != second)
+    if third.any():
+        row = int(np.argmax(third))
+        raise InvalidInputError(
+            field,
+            f"expected two distinct labels for task 'binary', but row {row} is "
+            f"{_shown(array[row])}, a third after {_shown(first)} and {_shown(second)}",
+        )
+    raise InvalidInputError(
+        POSITIVE_FIELD,
+        f"is {shown}, but the {field} are {_shown(first)} and {_shown(second)}: "
+        "expected one of them",
+    )
+
+
+def _shown(value: Any) -> str:
+    """A label as messages show it: names quoted, whole numbers without ".0"."""
+    item = value.item() if isinstance(value, np.generic) else value
+    if isinstance(item, float) and item.is_integer():
+        return str(int(item))
+    return repr(item)
+
+
+def _names_for_binary(field: str, array: NDArray[Any]) -> str:
     """Why names (strings) are no binary labels by themselves, in the caller's words."""
     seen: list[str] = []
     for value in array[:10_000].flat:  # the first few distinct names; no sort of every row
@@ -105,9 +186,16 @@ def _names_for_binary(array: NDArray[Any]) -> str:
             if len(seen) == 3:
                 break
     shown = ", ".join(repr(str(value)) for value in seen[:2]) + (", ..." if len(seen) > 2 else "")
+    example = repr(str(seen[0]))
+    if not field.endswith("labels"):
+        return (
+            f"expected labels 0 or 1 for task 'binary', but got names ({shown}): hard "
+            "predictions are numbers; send 1 for the positive class and 0 for the other"
+        )
     return (
-        f"expected labels 0 or 1 for task 'binary', but got names ({shown}): labels are "
-        "numbers; send 1 for the positive class and 0 for the other"
+        f"expected labels 0 or 1 for task 'binary', but got names ({shown}): set "
+        f"options.positive_label to the name of the positive class (for example {example}), "
+        "or send 1 for the positive class and 0 for the other"
     )
 
 
@@ -163,11 +251,18 @@ class BinaryInputs:
 
 
 def binary_inputs(
-    y_true: Any, y_score: Any, y_pred: Any, sample_weight: Any, *, prefix: str = ""
+    y_true: Any,
+    y_score: Any,
+    y_pred: Any,
+    sample_weight: Any,
+    *,
+    prefix: str = "",
+    positive_label: str | None = None,
 ) -> BinaryInputs:
     """Every check of one batch of binary rows; without scores, predictions serve as scores.
-    ``prefix`` names where the rows sit in the request (``baseline.``)."""
-    labels = binary_labels(f"{prefix}labels", y_true)
+    ``prefix`` names where the rows sit in the request (``baseline.``); ``positive_label``
+    (the option) reads the labels, not the hard predictions, which stay 0/1."""
+    labels = binary_labels(f"{prefix}labels", y_true, positive_label)
     if y_score is None and y_pred is None:
         raise InvalidInputError(
             f"{prefix}scores", "is required for task 'binary' (or send predictions)"

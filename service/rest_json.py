@@ -63,7 +63,8 @@ def _model_label(default: str | None = None) -> JsonField:
 TASK = JsonField(type=Task, required=True, nullable=False)
 LABELS = JsonField(
     type=Labels,
-    note="In JSON also class names (multiclass, as `label_names`) or n x k rows (multilabel).",
+    note="In JSON also names (multiclass class names, binary labels with "
+    "`options.positive_label`; `label_names` in protobuf) or n x k rows (multilabel).",
 )
 SCORES = JsonField(type=Scores, note="In JSON an n x k matrix may also come as n rows of k.")
 POSITIVE = {"ge": 1}

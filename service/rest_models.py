@@ -13,10 +13,20 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Literal, cast
 
-from pydantic import BaseModel, ConfigDict, Field, confloat, conint, conlist, create_model
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    confloat,
+    conint,
+    conlist,
+    constr,
+    create_model,
+)
 from pydantic.json_schema import models_json_schema
 
 from evalserve.core import OPTIONS, OptionSpec
+from evalserve.core._options import MAX_STRING_OPTION
 from evalserve.service.rest_json import ENUMS, MESSAGES, raw_column
 from evalserve.service.rest_schema import derive
 from evalserve.v1 import evaluation_pb2 as pb
@@ -69,6 +79,9 @@ def _option_field(spec: OptionSpec) -> tuple[Any, Any]:
         value = Literal.__getitem__(spec.choices)
     elif spec.kind == "integer":
         value = conint(**bounds)
+    elif spec.kind == "string":  # a number is taken as its text
+        text = constr(strict=True, min_length=1, max_length=MAX_STRING_OPTION)
+        value = text | confloat(strict=True, allow_inf_nan=False)
     else:
         value = confloat(**bounds, allow_inf_nan=False)
     if spec.repeated:

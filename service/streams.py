@@ -290,9 +290,8 @@ class StreamAccumulator:
         if images:
             targets, predictions = images_of(task, batch)
             return _Rows(len(targets), targets, predictions, None, None, _Layout(), batch.segments)
-        values = self.spec.inputs.label_values
-        if values is not None and batch.label_names is not None:
-            raise InvalidInputError("labels", f"expected {values} labels for task {task!r}")
+        # Names as binary labels: the core reads them with options.positive_label, or says to
+        # set it, as for a one-shot request.
         batch = with_task_matrices(self.header, batch, self.settings)
         # With the header's classes the core checks every batch's width against them.
         optional = self.spec.inputs.optional

@@ -118,7 +118,7 @@ def drift_against(
 def _from_payload(baseline: Mapping[str, Any], options: Options) -> BaselineEstimate:
     rows = binary_inputs(
         baseline.get("labels"), baseline.get("scores"), None, baseline.get("weights"),
-        prefix="baseline.",
+        prefix="baseline.", positive_label=options.positive_label,
     )  # fmt: skip
     reference_sweep = sweep_of_rows(rows.labels, rows.scores, rows.weights)
     if reference_sweep.n_positive == 0 or reference_sweep.n_negative == 0:

@@ -61,10 +61,16 @@ class RangeClasses:
 
 
 def range_rows(
-    y_true: Any, y_score: Any, sample_weight: Any, cuts: Sequence[float]
+    y_true: Any,
+    y_score: Any,
+    sample_weight: Any,
+    cuts: Sequence[float],
+    *,
+    positive_label: str | None = None,
 ) -> tuple[RangeRows, ...]:
     """The batch's rows in each range, from the highest range down (``len(cuts) + 1``
-    ranges: (cuts[-1], inf] first, (-inf, cuts[0]] last); raises ``InvalidInputError``
+    ranges: (cuts[-1], inf] first, (-inf, cuts[0]] last); ``positive_label``: the option that
+    reads the labels; raises ``InvalidInputError``
     naming the field and the row, as ``evaluate`` does (a batch's weights may all be 0; a
     batch may be empty, as an ``Accumulator``'s)."""
     count = len(cuts) + 1
@@ -74,7 +80,7 @@ def range_rows(
         return tuple(RangeRows(empty, empty, 0, weighted) for _ in range(count))
     token = WEIGHTLESS_BATCHES.set(True)
     try:
-        rows = binary_inputs(y_true, y_score, None, sample_weight)
+        rows = binary_inputs(y_true, y_score, None, sample_weight, positive_label=positive_label)
     finally:
         WEIGHTLESS_BATCHES.reset(token)
     edges = np.asarray(cuts, dtype=np.float64)

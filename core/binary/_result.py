@@ -54,7 +54,9 @@ def evaluate_binary_rows(
     """``evaluate`` for task binary."""
     if classes is not None:
         raise InvalidInputError("classes", "task 'binary' takes no class names")
-    rows = binary_inputs(y_true, y_score, y_pred, sample_weight)
+    rows = binary_inputs(
+        y_true, y_score, y_pred, sample_weight, positive_label=options.positive_label
+    )
     sweep = sweep_of_rows(rows.labels, rows.scores, rows.weights)
     predictions = None
     if rows.predicted is not None:

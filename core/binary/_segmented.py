@@ -65,7 +65,9 @@ def evaluate_binary_segments(
     """The overall result and each segment's (see the module's docstring)."""
     if y_pred is not None or challenger is not None or classes is not None:
         return None
-    rows = binary_inputs(y_true, y_score, None, sample_weight)
+    rows = binary_inputs(
+        y_true, y_score, None, sample_weight, positive_label=options.positive_label
+    )
     k = len(segmentation.names)
     key = rows.labels.astype(np.intp) * k + segmentation.codes
     order, bounds = grouped(key, 2 * k)  # group label * k + code

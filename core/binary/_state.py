@@ -229,7 +229,9 @@ def _of_batch(
     options: Options,
     classes: tuple[str, ...] | None,
 ) -> BinaryState:
-    rows = binary_inputs(y_true, y_score, y_pred, sample_weight)
+    rows = binary_inputs(
+        y_true, y_score, y_pred, sample_weight, positive_label=options.positive_label
+    )
     predictions = None
     if rows.predicted is not None:
         predictions = Classes.of_rows(rows.labels, rows.predicted.astype(np.float64), rows.weights)

@@ -208,7 +208,8 @@ def _baseline(args: argparse.Namespace, options: dict[str, Any] | None) -> dict[
     where = f"--baseline {path}"
     if path.lower().endswith(PARQUET_SUFFIXES + CSV_SUFFIXES):
         try:
-            rows = read_rows(path, replace(column_spec(args), prediction=None, segment=None))
+            spec = replace(column_spec(args), prediction=None, segment=None)
+            rows = read_rows(path, spec, options=options)
         except OfflineError as error:
             _refuse(f"--baseline {error}")
         value: Any = {"labels": rows["y_true"], "scores": rows.get("y_score")}

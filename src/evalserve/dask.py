@@ -307,10 +307,10 @@ def _counted_state(
 
 
 def _counted_range_rows(
-    part: Any, index: int, table_plan: Plan, cuts: Sequence[float]
+    part: Any, index: int, table_plan: Plan, cuts: Sequence[float], positive_label: str | None
 ) -> tuple[Any, ...]:
     """``_range_rows``'s pieces, then the partition's rows."""
-    return (*_range_rows(part, index, table_plan, cuts), len(part))
+    return (*_range_rows(part, index, table_plan, cuts, positive_label), len(part))
 
 
 def _compute(
@@ -353,7 +353,7 @@ def _as_list(target: Delayed | list[Delayed]) -> list[Delayed]:
 
 @_one_thread
 def _range_rows(
-    part: Any, index: int, table_plan: Plan, cuts: Sequence[float]
+    part: Any, index: int, table_plan: Plan, cuts: Sequence[float], positive_label: str | None
 ) -> tuple[RangeRows, ...]:
     """One partition's rows in each score range (``range_rows``: read once, whatever the
     number of ranges); bad rows raise ``InvalidInputError`` naming the partition and the row
@@ -363,8 +363,9 @@ def _range_rows(
             raise InvalidInputError("predictions", "the ranges path takes scores only")
         arguments = table_plan.arguments(lambda name: _column(part, name))
         return range_rows(
-            arguments["y_true"], arguments["y_score"], arguments.get("sample_weight"), cuts
-        )
+            arguments["y_true"], arguments["y_score"], arguments.get("sample_weight"), cuts,
+            positive_label=positive_label,
+        )  # fmt: skip
     except InvalidInputError as error:
         raise InvalidInputError(
             error.field,
@@ -425,15 +426,19 @@ def _ranges(
     # Ranges (low, high], from the highest scores down: the order the passes take them in. Each
     # partition is split into all of them by one task; each range's pieces are joined by one
     # task, whose classes stay on its worker for the range's passes.
+    parsed = parse_options(options)
+    label = parsed.positive_label
     if progress is None:
         split = [
-            delayed(_range_rows, pure=True, nout=len(cuts) + 1)(part, i, table_plan, cuts)
+            delayed(_range_rows, pure=True, nout=len(cuts) + 1)(part, i, table_plan, cuts, label)
             for i, part in enumerate(parts)
         ]
         counts = []
     else:  # each partition's rows after its pieces, for the progress line
         split = [
-            delayed(_counted_range_rows, pure=True, nout=len(cuts) + 2)(part, i, table_plan, cuts)
+            delayed(_counted_range_rows, pure=True, nout=len(cuts) + 2)(
+                part, i, table_plan, cuts, label
+            )
             for i, part in enumerate(parts)
         ]
         counts = [pieces[len(cuts) + 1] for pieces in split]
@@ -441,7 +446,6 @@ def _ranges(
         delayed(_range_classes, pure=True)(cap, *(pieces[j] for pieces in split))
         for j in range(len(cuts) + 1)
     ]
-    parsed = parse_options(options)
     totals = [delayed(_totals, pure=True)(each, parsed) for each in classes]
     contexts = [delayed(range_context, pure=True)(totals, i, parsed) for i in range(len(classes))]
     passes = [

@@ -170,6 +170,32 @@ def test_an_input_over_the_threshold_streams(limited: Service, transport: str) -
 
 
 @pytest.mark.parametrize("transport", ["grpc", "rest"])
+@pytest.mark.parametrize(
+    ("positive", "negative", "option"),
+    [("yes", "no", "yes"), (2, 1, 2), (2.0, 1.0, np.float64(2.0)), (1, -1, "1")],
+    ids=["names", "numbers-option-int", "numbers-option-numpy", "minus-1-1"],
+)
+def test_positive_label_one_shot_and_streamed(
+    limited: Service, transport: str, positive: Any, negative: Any, option: Any
+) -> None:
+    """options.positive_label through the client: names go as label names (protobuf) or JSON
+    strings, a number as the option's text; the one-shot and the streamed answers are the
+    answer of the same rows as 1/0 labels."""
+    labels, scores = _rows(2500, seed=4)
+    named = np.where(labels == 1, positive, negative)
+    expected = evaluate("binary", labels, scores, options={"max_curve_points": 0}).to_dict()
+    options = {"max_curve_points": 0, "positive_label": option}
+    target = targets(limited)[transport]
+    with Client(target) as client:
+        result = client.evaluate("binary", named[:1500], scores[:1500], options=options)
+    part = evaluate("binary", labels[:1500], scores[:1500], options={"max_curve_points": 0})
+    assert_same(result.to_dict(), part.to_dict())
+    with Client(target, stream_threshold=1000, chunk_rows=700) as client:
+        result = client.evaluate("binary", named, scores, options=options)
+    assert_same(result.to_dict(), expected)
+
+
+@pytest.mark.parametrize("transport", ["grpc", "rest"])
 @pytest.mark.parametrize("name", stream_cases.CASES)
 def test_every_task_streams_to_the_one_shot_answer(
     service: Service, name: str, transport: str

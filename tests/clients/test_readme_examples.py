@@ -344,6 +344,7 @@ CHECKS_WITH_CODE: dict[str, Callable[[str, str], None]] = {
     "offline-segments": check_printed_as_commented,
     "offline-challenger": check_printed_as_commented,
     "offline-delimiter": check_printed_as_commented,
+    "offline-positive-label": check_printed_as_commented,
     "report-title": check_printed_as_commented,
 }
 

@@ -1,7 +1,8 @@
 """The TypeScript client's ``Options`` interface (clients/typescript/src/types.ts, written by
 hand for its doc comments) has exactly the options of the core's table, with matching types:
 ``number`` for a number or an integer, ``readonly number[]`` for a list, the union of the
-choices for a choice; every one optional and nullable (null is the default)."""
+choices for a choice, ``string`` for a string; every one optional and nullable (null is the
+default)."""
 
 from __future__ import annotations
 
@@ -25,6 +26,8 @@ def _typescript(spec: OptionSpec) -> set[str]:
     """The type the interface must give the option, as the set of its union's members."""
     if spec.kind == "choice":
         return {f'"{choice}"' for choice in spec.choices}
+    if spec.kind == "string":  # a number goes as its text: the proto field is a string
+        return {"string"}
     return {"readonly number[]" if spec.repeated else "number"}
 
 

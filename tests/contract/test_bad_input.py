@@ -154,8 +154,48 @@ CASES: dict[str, Bad] = {
     "label-half": Bad(fawcett(labels=[0.5, *FAWCETT_LABELS[1:]]), 422, INVALID, "labels",
                       "0 or 1"),
     "label-names-for-binary": Bad(fawcett(labels=["p", "n"] * 10), 422, INVALID, "labels",
-                                  "got names ('p', 'n'): labels are numbers; send 1 for "
-                                  "the positive class and 0 for the other"),
+                                  "got names ('p', 'n'): set options.positive_label to the "
+                                  "name of the positive class (for example 'p'), or send 1 "
+                                  "for the positive class and 0 for the other"),
+    # --- options.positive_label: labels read as scikit-learn's pos_label
+    "positive-label-three-names": Bad(
+        fawcett(labels=["yes", "no", "maybe", "no"] * 5, options={"positive_label": "yes"}),
+        422, INVALID, "labels",
+        "expected two distinct labels for task 'binary', but row 2 is 'maybe', a third after "
+        "'yes' and 'no'",
+    ),
+    "positive-label-none-of-two": Bad(
+        fawcett(labels=["no", "maybe"] * 10, options={"positive_label": "yes"}), 422, INVALID,
+        "options.positive_label", "is 'yes', but the labels are 'no' and 'maybe': expected one "
+        "of them",
+    ),
+    "positive-label-name-for-numbers": Bad(
+        options(positive_label="yes"), 422, INVALID, "options.positive_label",
+        "the labels are numbers, so expected a number, but got 'yes'",
+    ),
+    "positive-label-three-numbers": Bad(
+        fawcett(labels=[1, 2, 3, 2] * 5, options={"positive_label": "1"}), 422, INVALID,
+        "labels", "row 2 is 3, a third after 1 and 2",
+    ),
+    "positive-label-empty": Bad(options(positive_label=""), *OPTION, "options.positive_label",
+                                "expected a string of 1 to 256 characters"),
+    "positive-label-too-long": Bad(options(positive_label="y" * 257), *OPTION,
+                                   "options.positive_label",
+                                   "expected a string of 1 to 256 characters"),
+    "positive-label-object": Bad(options(positive_label={"name": "yes"}), *OPTION,
+                                 "options.positive_label", "expected a string or a number",
+                                 only="json"),
+    "stream-positive-label-third-name-in-batch-3": Bad(
+        [{**HEADER, "options": {"positive_label": "yes"}},
+         {"labels": ["yes", "no"], "scores": [0.9, 0.1]},
+         {"labels": ["no", "yes", "maybe"], "scores": [0.2, 0.3, 0.4]}],
+        422, INVALID, "line 3.labels", "row 2 is 'maybe', a third after 'yes' and 'no'",
+        grpc_field="batch 3.labels", stream=True,
+    ),
+    "stream-label-names-for-binary-without-the-option": Bad(
+        [HEADER, {"labels": ["yes", "no"], "scores": [0.9, 0.1]}], 422, INVALID,
+        "line 2.labels", "set options.positive_label", grpc_field="batch 2.labels", stream=True,
+    ),
     "prediction-outside-0-1": Bad(fawcett(predictions=[3.0] * 20), 422, INVALID,
                                   "predictions", "0 or 1"),
     # --- weights

@@ -256,6 +256,22 @@ REQUESTS: dict[str, Callable[[], dict[str, Any]]] = {
     "challenger": lambda: _fawcett(
         challenger={"scores": CHALLENGER}, options={"drift_min_samples": 5, "alpha": 0.1}
     ),
+    # --- options.positive_label: names (label_names on protobuf), numbers other than 0/1
+    "positive-label-names": lambda: _fawcett(
+        labels=["yes" if label else "no" for label in FAWCETT_LABELS],
+        weights=INTEGER_WEIGHTS,
+        options={"positive_label": "yes"},
+    ),
+    "positive-label-1-2": lambda: _fawcett(
+        labels=[2.0 if label else 1.0 for label in FAWCETT_LABELS],
+        options={"positive_label": "2", "head_k": [3]},
+    ),
+    "positive-label-minus-1-1-raw": lambda: {
+        "task": "binary",
+        "labels_f64": f64([1.0 if label else -1.0 for label in FAWCETT_LABELS]),
+        "scores_f64": f64(FAWCETT_SCORES),
+        "options": {"positive_label": "1"},
+    },
     # --- the other tasks
     "task-regression": lambda: {
         "task": "regression",
@@ -427,6 +443,13 @@ def test_the_table_covers_what_it_should() -> None:
     for case in ("drift-payload", "drift-summary-variance", "drift-summary-counts"):
         assert answers[case]["drift"]["roc_auc"]["status"] == "ok", case
     assert answers["challenger"]["comparison"]["roc_auc"]["status"] == "ok"
+    # positive_label reads the labels as 1/0 labels would be
+    assert answers["positive-label-names"] == answers["fawcett-integer-weights"]
+    assert answers["positive-label-minus-1-1-raw"] == fawcett
+    assert (
+        answers["positive-label-1-2"]["metrics"]
+        == core_answer(_fawcett(options={"head_k": [3]}))["metrics"]
+    )
 
 
 DOORS: dict[str, Callable[[Service, Mapping[str, Any]], dict[str, Any]]] = {

@@ -24,6 +24,7 @@ from hypothesis import strategies as st
 
 from evalserve.core import OPTIONS, TASKS, InvalidInputError, Options, OptionSpec, evaluate
 from evalserve.core import parse_options as parse
+from evalserve.core._options import MAX_STRING_OPTION
 from tests.core.test_worked_examples import FAWCETT_LABELS, FAWCETT_SCORES
 
 SPECS = [pytest.param(spec, id=name) for name, spec in OPTIONS.items()]
@@ -40,6 +41,7 @@ class Edge:
     label: str
     value: Any
     passes: bool
+    expected: Any = None  # what the parser makes of it, when not the value itself
 
     @property
     def id(self) -> str:
@@ -49,8 +51,10 @@ class Edge:
     def parsed(self) -> Any:
         """What the parser makes of ``value`` when it passes."""
         spec = OPTIONS[self.option]
+        if self.expected is not None:
+            return self.expected
         values = self.value if spec.repeated else [self.value]
-        kind = {"number": float, "integer": int, "choice": str}[spec.kind]
+        kind = {"number": float, "integer": int, "choice": str, "string": str}[spec.kind]
         one = [kind(v) for v in values]
         return tuple(sorted(set(one))) if spec.repeated else one[0]
 
@@ -84,6 +88,15 @@ def edges(spec: OptionSpec) -> list[Edge]:
     count with ``zero_means`` refuses, the choices, the largest list. Values of a list option
     are sent as a list of one."""
     found: list[tuple[str, Any, bool]] = []
+    if spec.kind == "string":
+        # Texts that read as the number 1, so that numeric labels can be evaluated with them.
+        text = "0" * (MAX_STRING_OPTION - 1) + "1"
+        found += [("shortest", "1", True), ("empty", "", False)]
+        found += [("longest-text", text, True), ("too-long-text", "0" + text, False)]
+        return [Edge(spec.name, label, value, passes) for label, value, passes in found] + [
+            Edge(spec.name, "whole-number", 1, True, expected="1"),
+            Edge(spec.name, "whole-float", 1.0, True, expected="1"),
+        ]
     if spec.kind == "choice":
         found += [(f"choice-{c}", c, True) for c in spec.choices]
         found += [(f"choice-{c.upper()}", c.upper(), False) for c in spec.choices]
@@ -175,6 +188,8 @@ def test_each_bound_holds_at_its_edge(edge: Edge) -> None:
 def _one_inside(spec: OptionSpec) -> st.SearchStrategy[Any]:
     if spec.kind == "choice":
         return st.sampled_from(spec.choices)
+    if spec.kind == "string":
+        return st.text(min_size=1, max_size=MAX_STRING_OPTION)
     if spec.kind == "integer":
         assert spec.low is not None and spec.high is not None, "integers are bounded"
         low, high = int(spec.low), int(spec.high)
@@ -194,6 +209,8 @@ def _one_inside(spec: OptionSpec) -> st.SearchStrategy[Any]:
 def _one_outside(spec: OptionSpec) -> st.SearchStrategy[Any] | None:
     if spec.kind == "choice":
         return st.text(max_size=8).filter(lambda text: text not in spec.choices)
+    if spec.kind == "string":
+        return st.just("") | st.text(min_size=MAX_STRING_OPTION + 1, max_size=MAX_STRING_OPTION + 8)
     sides: list[st.SearchStrategy[Any]] = []
     if spec.kind == "integer":
         assert spec.low is not None and spec.high is not None
@@ -251,6 +268,9 @@ def _wrong_types(spec: OptionSpec) -> Iterator[Any]:
     yield {"value": 1}
     if spec.kind == "choice":
         yield 1.0
+    elif spec.kind == "string":
+        yield ["yes"]
+        yield math.nan
     else:
         yield "1"
     if spec.kind == "integer":
@@ -427,6 +447,7 @@ CHANGED: dict[str, tuple[Any, Mapping[str, Any]]] = {
     "flagged_share": ([0.25], {}),
     "quantiles": ([0.9], {}),
     "segment_curve_points": (5, {}),
+    "positive_label": ("0", {}),  # the Fawcett example's classes swapped
 }
 # Options that matter only for a request with segments (every row in one segment here).
 SEGMENTED = frozenset({"segment_curve_points"})

@@ -217,6 +217,25 @@ def test_a_bad_label_in_a_range_names_its_row_in_the_partition(client: Client) -
         evalserve_dask.evaluate(data, task="binary", method="ranges", ranges=4)
 
 
+@pytest.mark.parametrize("method", ["tree", "ranges"])
+def test_label_names_with_positive_label_equal_1_0_labels(client: Client, method: str) -> None:
+    """options.positive_label reads a text label column on both methods: the answer of the
+    same rows with 1/0 labels on the same method (the tree's is the in-process answer)."""
+    rng = np.random.default_rng(9)
+    labels = rng.integers(0, 2, 3000)
+    scores = np.round(rng.random(3000) * 0.6 + labels * 0.3, 3)
+    frame = pd.DataFrame({"label": np.where(labels == 1, "yes", "no"), "score": scores})
+    data = dd.from_pandas(frame, npartitions=3)
+    options = {"positive_label": "yes", "max_curve_points": 0}
+    got = evalserve_dask.evaluate(data, task="binary", options=options, method=method, ranges=3)
+    plain = dd.from_pandas(pd.DataFrame({"label": labels, "score": scores}), npartitions=3)
+    same = {"max_curve_points": 0}
+    want = evalserve_dask.evaluate(plain, task="binary", options=same, method=method, ranges=3)
+    assert _json(got) == _json(want)
+    if method == "tree":
+        assert _json(got) == _json(evaluate("binary", labels, scores, options=same))
+
+
 def _slow_part(seed: int) -> pd.DataFrame:
     time.sleep(1.0)
     rng = np.random.default_rng(seed)

@@ -17,6 +17,7 @@ from google.protobuf.descriptor import FieldDescriptor
 from pydantic import ValidationError
 
 from evalserve.core import OPTIONS, OptionSpec, parse_options
+from evalserve.core._options import MAX_STRING_OPTION
 from evalserve.service import json_codec, proto_codec, records, rest_models
 from evalserve.service.config import Settings
 from evalserve.v1 import evaluation_pb2 as pb
@@ -28,8 +29,9 @@ PROTO_TYPES = {
     "number": FieldDescriptor.TYPE_DOUBLE,
     "integer": FieldDescriptor.TYPE_INT64,
     "choice": FieldDescriptor.TYPE_STRING,
+    "string": FieldDescriptor.TYPE_STRING,
 }
-JSON_TYPES = {"number": "number", "integer": "integer", "choice": "string"}
+JSON_TYPES = {"number": "number", "integer": "integer", "choice": "string", "string": "string"}
 
 
 # --- protobuf ---------------------------------------------------------------------------------
@@ -103,8 +105,14 @@ def _expected_bounds(spec: OptionSpec) -> dict[str, Any]:
 @pytest.mark.parametrize("spec", SPECS)
 def test_the_rest_model_documents_each_option_from_the_table(spec: OptionSpec) -> None:
     prop = _schema()["properties"][spec.name]
-    value, null = prop["anyOf"]
+    *values, null = prop["anyOf"]
     assert null == {"type": "null"}  # null is the default
+    if spec.kind == "string":  # a string, or a number taken as its text
+        text, number = values
+        assert number == {"type": "number"}
+        assert (text["minLength"], text["maxLength"]) == (1, MAX_STRING_OPTION)
+        values = [text]
+    (value,) = values
     if spec.repeated:
         assert value["type"] == "array"
         assert value["maxItems"] == spec.max_items

@@ -116,7 +116,7 @@ def test_the_row_limit_names_the_batch() -> None:
         pytest.param(
             Batch(label_names=("a", "b"), scores=np.array([0.1, 0.2])),
             "batch 2.labels",
-            "0/1 labels",
+            "set options.positive_label",
             id="names",
         ),
         pytest.param(

@@ -79,6 +79,10 @@ export interface Options {
   readonly quantiles?: readonly number[] | null;
   /** With segments: each segment's curves thinned to at most this many points (default 0: none). */
   readonly segment_curve_points?: number | null;
+  /** Binary: the label of the positive class, as scikit-learn's `pos_label`: labels equal to
+   * it are positive, the rest negative, so labels may be names ("yes"/"no") or two numbers
+   * other than 0/1; a number goes as its text ("2"). Hard predictions stay 0/1. */
+  readonly positive_label?: string | null;
 }
 
 /** The evaluated model; a request that names one updates its Prometheus gauges. */

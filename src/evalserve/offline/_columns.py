@@ -18,13 +18,13 @@ a JSON array), as the REST request's images. ``--segment-column`` names each row
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
 import numpy as np
 
-from evalserve.core import InvalidInputError, TaskInputs, task_spec
+from evalserve.core import InvalidInputError, Options, TaskInputs, parse_options, task_spec
 
 __all__ = ["DETECTION_COLUMNS", "ColumnError", "ColumnSpec", "Plan", "plan"]
 
@@ -60,6 +60,8 @@ class Plan:
     prediction: str | None
     classes: tuple[str, ...] | None
     segment: str | None = None
+    # Binary labels may be text (names read with options.positive_label, see ``text_labels``).
+    text_labels: bool = False
 
     @property
     def inputs(self) -> TaskInputs:
@@ -73,11 +75,12 @@ class Plan:
 
     @property
     def numeric(self) -> list[str]:
-        """The columns that must hold numbers (multiclass labels may be class names)."""
+        """The columns that must hold numbers (multiclass labels may be class names, binary
+        labels too with ``options.positive_label``)."""
         if self.inputs.images:
             return []
         names = [name for name in self.columns if name != self.segment]
-        if self.inputs.named_labels:
+        if self.inputs.named_labels or self.text_labels:
             names = [name for name in names if name not in self.label]
         return names
 
@@ -118,6 +121,18 @@ class Plan:
         if self.weight is not None:
             arguments["sample_weight"] = get(self.weight)
         return arguments
+
+
+def text_labels(task: str, options: Mapping[str, Any] | Options | None) -> bool:
+    """Whether the label column may hold text: task binary with ``options.positive_label``
+    (the core compares each label with it). Options that do not parse say no here: the
+    accumulator refuses them, naming the option."""
+    if task != "binary":
+        return False
+    try:
+        return parse_options(options).positive_label is not None
+    except InvalidInputError:
+        return False
 
 
 def plan(spec: ColumnSpec, names: Sequence[str]) -> Plan:

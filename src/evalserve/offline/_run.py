@@ -10,13 +10,14 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping, Sequence
+from dataclasses import replace
 from typing import Any
 
 import numpy as np
 
-from evalserve.core import Accumulator, EvaluationResult, InvalidInputError
+from evalserve.core import Accumulator, EvaluationResult, InvalidInputError, Options
 from evalserve.core._segments import DEFAULT_MAX_SEGMENTS
-from evalserve.offline._columns import ColumnError, ColumnSpec, Plan, plan
+from evalserve.offline._columns import ColumnError, ColumnSpec, Plan, plan, text_labels
 from evalserve.offline._files import (
     BATCH_ROWS,
     STDIN,
@@ -135,19 +136,20 @@ def accumulate_files(
         raise OfflineError(str(error)) from None
     if progress is not None:
         progress.files = len(found)
+    text = text_labels(spec.task, options)
     accumulator: Accumulator | None = None
     first: Plan | None = None
     for source in found:
         try:
             names = _names(source)
-            table_plan = None if names is None else _plan(source, spec, names)
+            table_plan = None if names is None else _plan(source, spec, names, text)
             dictionary = () if spec.segment is None else (spec.segment,)
             for batch in batches(
                 source, None if table_plan is None else table_plan.columns,
                 batch_rows=batch_rows, dictionary=dictionary,
             ):  # fmt: skip
                 if table_plan is None:
-                    table_plan = _plan(source, spec, list(batch.table.schema.names))
+                    table_plan = _plan(source, spec, list(batch.table.schema.names), text)
                 if first is None:
                     first = table_plan
                     accumulator = _accumulator(spec, table_plan, options, max_segments)
@@ -169,32 +171,38 @@ def accumulate_files(
     return accumulator
 
 
-def read_rows(path: str, spec: ColumnSpec, batch_rows: int = BATCH_ROWS) -> dict[str, Any]:
+def read_rows(
+    path: str,
+    spec: ColumnSpec,
+    batch_rows: int = BATCH_ROWS,
+    *,
+    options: Mapping[str, Any] | Options | None = None,
+) -> dict[str, Any]:
     """Every row of one CSV or Parquet file (not stdin, not a directory) as the arguments of
     ``evaluate`` (``y_true``, ``y_score``, ``sample_weight`` when there are weights), read
     with ``spec``'s columns; for a baseline read from a data file (its whole rows are the
-    reference payload). Errors name the file, the line or row and the column."""
+    reference payload). ``options``: the evaluation's (with ``positive_label`` binary labels
+    may be text). Errors name the file, the line or row and the column."""
+    text = text_labels(spec.task, options)
     try:
         found = sources([path], spec.delimiter)
         if path == STDIN or len(found) != 1 or found[0].path != path:
             raise OfflineError(f"{display_name(path)}: expected one CSV or Parquet file")
         (source,) = found
         names = _names(source)
-        table_plan = None if names is None else _plan(source, spec, names)
+        table_plan = None if names is None else _plan(source, spec, names, text)
         parts: dict[str, list[Any]] = {}
         for batch in batches(
             source, None if table_plan is None else table_plan.columns, batch_rows=batch_rows
         ):
             if table_plan is None:
-                table_plan = _plan(source, spec, list(batch.table.schema.names))
+                table_plan = _plan(source, spec, list(batch.table.schema.names), text)
             try:
                 for name in table_plan.numeric:
                     batch.check_numbers(name)
                 arguments = table_plan.arguments(batch.column)
             except (NullValueError, TextValueError) as error:
-                raise OfflineError(
-                    f"{source.name}, {_where(batch, error.row)}, column {error.column}: {error}"
-                ) from None
+                raise OfflineError(_cell_error(batch, table_plan, error)) from None
             except InvalidInputError as error:
                 raise OfflineError(located(error, table_plan, batch)) from None
             for name, values in arguments.items():
@@ -212,9 +220,9 @@ def _names(source: Source) -> list[str] | None:
     return None if source.path == STDIN else csv_header(source)
 
 
-def _plan(source: Source, spec: ColumnSpec, names: list[str]) -> Plan:
+def _plan(source: Source, spec: ColumnSpec, names: list[str], text: bool = False) -> Plan:
     try:
-        return plan(spec, names)
+        return replace(plan(spec, names), text_labels=text)
     except ColumnError as error:
         raise OfflineError(f"{source.name}: {error}{delimiter_hint(source, names)}") from None
 
@@ -255,9 +263,7 @@ def _update(
             return
         accumulator.update(**arguments)
     except (NullValueError, TextValueError) as error:
-        raise OfflineError(
-            f"{batch.source.name}, {_where(batch, error.row)}, column {error.column}: {error}"
-        ) from None
+        raise OfflineError(_cell_error(batch, table_plan, error)) from None
     except InvalidInputError as error:
         raise OfflineError(located(error, table_plan, batch)) from None
 
@@ -278,6 +284,16 @@ _IMAGE = re.compile(r"^images\[(\d+)\]\.(\w+)$")
 _ROW = re.compile(r"\brow (\d+)")
 
 
+def _cell_error(batch: Batch, table_plan: Plan, error: NullValueError | TextValueError) -> str:
+    """A bad cell's error: the file, its line or row, the column; a name in a binary label
+    column says how to read names."""
+    text = f"{batch.source.name}, {_where(batch, error.row)}, column {error.column}: {error}"
+    binary_label = table_plan.task == "binary" and error.column in table_plan.label
+    if isinstance(error, TextValueError) and binary_label:
+        text += " (label names need --positive-label NAME, the positive class's name)"
+    return text
+
+
 def located(error: InvalidInputError, table_plan: Plan, batch: Batch) -> str:
     """The core's error with the batch's rows and fields turned into the file's rows and
     columns."""
@@ -288,6 +304,8 @@ def located(error: InvalidInputError, table_plan: Plan, batch: Batch) -> str:
         return f"{batch.source.name}, {where}, column {image.group(2)}: {message}"
     columns = table_plan.field_columns().get(field)
     column = _column_text(columns) if columns else field
+    if field.startswith("options."):  # an option that does not fit the rows (positive_label)
+        column, message = _column_text(table_plan.label), f"{field} {message}"
     if field in ("segments", "segment_names"):
         column = f"{column} (segments)"
     found = _ROW.search(message)

@@ -76,6 +76,7 @@ class Options(_message.Message):
     FLAGGED_SHARE_FIELD_NUMBER: _builtins.int
     QUANTILES_FIELD_NUMBER: _builtins.int
     SEGMENT_CURVE_POINTS_FIELD_NUMBER: _builtins.int
+    POSITIVE_LABEL_FIELD_NUMBER: _builtins.int
     threshold: _builtins.float
     """A score >= threshold is predicted positive."""
     beta: _builtins.float
@@ -113,6 +114,11 @@ class Options(_message.Message):
     segment_curve_points: _builtins.int
     """With segments: each segment's curves are thinned to at most this many points; 0 gives
     the segments no curves.
+    """
+    positive_label: _builtins.str
+    """Binary: the label of the positive class (as scikit-learn's pos_label); labels equal to it
+    are positive, the rest negative, so string labels go in `label_names`. A number in text
+    ("2") is compared with numeric labels as a number.
     """
     @_builtins.property
     def top_k(self) -> _containers.RepeatedScalarFieldContainer[_builtins.int]:
@@ -174,10 +180,11 @@ class Options(_message.Message):
         flagged_share: _abc.Iterable[_builtins.float] | None = ...,
         quantiles: _abc.Iterable[_builtins.float] | None = ...,
         segment_curve_points: _builtins.int | None = ...,
+        positive_label: _builtins.str | None = ...,
     ) -> None: ...
-    _HasFieldArgType: _TypeAlias = _typing.Literal["_alpha", b"_alpha", "_auc_interval", b"_auc_interval", "_beta", b"_beta", "_bootstrap_replicates", b"_bootstrap_replicates", "_bootstrap_seed", b"_bootstrap_seed", "_calibration_bins", b"_calibration_bins", "_confidence_level", b"_confidence_level", "_drift_min_samples", b"_drift_min_samples", "_drift_tolerance", b"_drift_tolerance", "_full_model_variance", b"_full_model_variance", "_max_curve_points", b"_max_curve_points", "_max_detections", b"_max_detections", "_max_fpr", b"_max_fpr", "_monitor_arl_windows", b"_monitor_arl_windows", "_n_params", b"_n_params", "_segment_curve_points", b"_segment_curve_points", "_threshold", b"_threshold", "alpha", b"alpha", "auc_interval", b"auc_interval", "beta", b"beta", "bootstrap_replicates", b"bootstrap_replicates", "bootstrap_seed", b"bootstrap_seed", "calibration_bins", b"calibration_bins", "confidence_level", b"confidence_level", "drift_min_samples", b"drift_min_samples", "drift_tolerance", b"drift_tolerance", "full_model_variance", b"full_model_variance", "max_curve_points", b"max_curve_points", "max_detections", b"max_detections", "max_fpr", b"max_fpr", "monitor_arl_windows", b"monitor_arl_windows", "n_params", b"n_params", "segment_curve_points", b"segment_curve_points", "threshold", b"threshold"]  # noqa: Y015
+    _HasFieldArgType: _TypeAlias = _typing.Literal["_alpha", b"_alpha", "_auc_interval", b"_auc_interval", "_beta", b"_beta", "_bootstrap_replicates", b"_bootstrap_replicates", "_bootstrap_seed", b"_bootstrap_seed", "_calibration_bins", b"_calibration_bins", "_confidence_level", b"_confidence_level", "_drift_min_samples", b"_drift_min_samples", "_drift_tolerance", b"_drift_tolerance", "_full_model_variance", b"_full_model_variance", "_max_curve_points", b"_max_curve_points", "_max_detections", b"_max_detections", "_max_fpr", b"_max_fpr", "_monitor_arl_windows", b"_monitor_arl_windows", "_n_params", b"_n_params", "_positive_label", b"_positive_label", "_segment_curve_points", b"_segment_curve_points", "_threshold", b"_threshold", "alpha", b"alpha", "auc_interval", b"auc_interval", "beta", b"beta", "bootstrap_replicates", b"bootstrap_replicates", "bootstrap_seed", b"bootstrap_seed", "calibration_bins", b"calibration_bins", "confidence_level", b"confidence_level", "drift_min_samples", b"drift_min_samples", "drift_tolerance", b"drift_tolerance", "full_model_variance", b"full_model_variance", "max_curve_points", b"max_curve_points", "max_detections", b"max_detections", "max_fpr", b"max_fpr", "monitor_arl_windows", b"monitor_arl_windows", "n_params", b"n_params", "positive_label", b"positive_label", "segment_curve_points", b"segment_curve_points", "threshold", b"threshold"]  # noqa: Y015
     def HasField(self, field_name: _HasFieldArgType) -> _builtins.bool: ...
-    _ClearFieldArgType: _TypeAlias = _typing.Literal["_alpha", b"_alpha", "_auc_interval", b"_auc_interval", "_beta", b"_beta", "_bootstrap_replicates", b"_bootstrap_replicates", "_bootstrap_seed", b"_bootstrap_seed", "_calibration_bins", b"_calibration_bins", "_confidence_level", b"_confidence_level", "_drift_min_samples", b"_drift_min_samples", "_drift_tolerance", b"_drift_tolerance", "_full_model_variance", b"_full_model_variance", "_max_curve_points", b"_max_curve_points", "_max_detections", b"_max_detections", "_max_fpr", b"_max_fpr", "_monitor_arl_windows", b"_monitor_arl_windows", "_n_params", b"_n_params", "_segment_curve_points", b"_segment_curve_points", "_threshold", b"_threshold", "alpha", b"alpha", "auc_interval", b"auc_interval", "beta", b"beta", "bootstrap_replicates", b"bootstrap_replicates", "bootstrap_seed", b"bootstrap_seed", "calibration_bins", b"calibration_bins", "confidence_level", b"confidence_level", "drift_min_samples", b"drift_min_samples", "drift_tolerance", b"drift_tolerance", "flagged_share", b"flagged_share", "full_model_variance", b"full_model_variance", "head_k", b"head_k", "max_curve_points", b"max_curve_points", "max_detections", b"max_detections", "max_fpr", b"max_fpr", "monitor_arl_windows", b"monitor_arl_windows", "n_params", b"n_params", "precision_at_recall", b"precision_at_recall", "quantiles", b"quantiles", "recall_at_precision", b"recall_at_precision", "segment_curve_points", b"segment_curve_points", "specificity_at_sensitivity", b"specificity_at_sensitivity", "threshold", b"threshold", "top_k", b"top_k", "tpr_at_fpr", b"tpr_at_fpr"]  # noqa: Y015
+    _ClearFieldArgType: _TypeAlias = _typing.Literal["_alpha", b"_alpha", "_auc_interval", b"_auc_interval", "_beta", b"_beta", "_bootstrap_replicates", b"_bootstrap_replicates", "_bootstrap_seed", b"_bootstrap_seed", "_calibration_bins", b"_calibration_bins", "_confidence_level", b"_confidence_level", "_drift_min_samples", b"_drift_min_samples", "_drift_tolerance", b"_drift_tolerance", "_full_model_variance", b"_full_model_variance", "_max_curve_points", b"_max_curve_points", "_max_detections", b"_max_detections", "_max_fpr", b"_max_fpr", "_monitor_arl_windows", b"_monitor_arl_windows", "_n_params", b"_n_params", "_positive_label", b"_positive_label", "_segment_curve_points", b"_segment_curve_points", "_threshold", b"_threshold", "alpha", b"alpha", "auc_interval", b"auc_interval", "beta", b"beta", "bootstrap_replicates", b"bootstrap_replicates", "bootstrap_seed", b"bootstrap_seed", "calibration_bins", b"calibration_bins", "confidence_level", b"confidence_level", "drift_min_samples", b"drift_min_samples", "drift_tolerance", b"drift_tolerance", "flagged_share", b"flagged_share", "full_model_variance", b"full_model_variance", "head_k", b"head_k", "max_curve_points", b"max_curve_points", "max_detections", b"max_detections", "max_fpr", b"max_fpr", "monitor_arl_windows", b"monitor_arl_windows", "n_params", b"n_params", "positive_label", b"positive_label", "precision_at_recall", b"precision_at_recall", "quantiles", b"quantiles", "recall_at_precision", b"recall_at_precision", "segment_curve_points", b"segment_curve_points", "specificity_at_sensitivity", b"specificity_at_sensitivity", "threshold", b"threshold", "top_k", b"top_k", "tpr_at_fpr", b"tpr_at_fpr"]  # noqa: Y015
     def ClearField(self, field_name: _ClearFieldArgType) -> None: ...
     _WhichOneofReturnType__alpha: _TypeAlias = _typing.Literal["alpha"]  # noqa: Y015
     _WhichOneofArgType__alpha: _TypeAlias = _typing.Literal["_alpha", b"_alpha"]  # noqa: Y015
@@ -209,6 +216,8 @@ class Options(_message.Message):
     _WhichOneofArgType__monitor_arl_windows: _TypeAlias = _typing.Literal["_monitor_arl_windows", b"_monitor_arl_windows"]  # noqa: Y015
     _WhichOneofReturnType__n_params: _TypeAlias = _typing.Literal["n_params"]  # noqa: Y015
     _WhichOneofArgType__n_params: _TypeAlias = _typing.Literal["_n_params", b"_n_params"]  # noqa: Y015
+    _WhichOneofReturnType__positive_label: _TypeAlias = _typing.Literal["positive_label"]  # noqa: Y015
+    _WhichOneofArgType__positive_label: _TypeAlias = _typing.Literal["_positive_label", b"_positive_label"]  # noqa: Y015
     _WhichOneofReturnType__segment_curve_points: _TypeAlias = _typing.Literal["segment_curve_points"]  # noqa: Y015
     _WhichOneofArgType__segment_curve_points: _TypeAlias = _typing.Literal["_segment_curve_points", b"_segment_curve_points"]  # noqa: Y015
     _WhichOneofReturnType__threshold: _TypeAlias = _typing.Literal["threshold"]  # noqa: Y015
@@ -243,6 +252,8 @@ class Options(_message.Message):
     def WhichOneof(self, oneof_group: _WhichOneofArgType__monitor_arl_windows) -> _WhichOneofReturnType__monitor_arl_windows | None: ...
     @_typing.overload
     def WhichOneof(self, oneof_group: _WhichOneofArgType__n_params) -> _WhichOneofReturnType__n_params | None: ...
+    @_typing.overload
+    def WhichOneof(self, oneof_group: _WhichOneofArgType__positive_label) -> _WhichOneofReturnType__positive_label | None: ...
     @_typing.overload
     def WhichOneof(self, oneof_group: _WhichOneofArgType__segment_curve_points) -> _WhichOneofReturnType__segment_curve_points | None: ...
     @_typing.overload
@@ -472,7 +483,9 @@ class EvaluateRequest(_message.Message):
 
     @_builtins.property
     def label_names(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
-        """Multiclass ground truth as class names, instead of `labels`."""
+        """Ground truth as names, instead of `labels`: multiclass class names, or binary labels
+        with `options.positive_label`.
+        """
 
     @_builtins.property
     def options(self) -> Global___Options: ...
@@ -767,7 +780,9 @@ class EvaluateStreamRequest(_message.Message):
     def weights(self) -> _containers.RepeatedScalarFieldContainer[_builtins.float]: ...
     @_builtins.property
     def label_names(self) -> _containers.RepeatedScalarFieldContainer[_builtins.str]:
-        """Multiclass ground truth as class names (of the header's classes), instead of `labels`."""
+        """Ground truth as names, instead of `labels`: multiclass class names (of the header's
+        classes), or binary labels with the header's `options.positive_label`.
+        """
 
     @_builtins.property
     def images(self) -> _containers.RepeatedCompositeFieldContainer[Global___DetectionImage]:

@@ -160,7 +160,22 @@ def _options(options: Mapping[str, Any] | None) -> dict[str, Any] | None:
                     field=f"options.{key}",
                     code="invalid_argument",
                 )
+        if _is_text(pb.Options.DESCRIPTOR.fields_by_name[key]) and _is_number(value):
+            # a string option given as a number (positive_label=2): its text, as the server
+            # reads a number there (gRPC carries only the text)
+            number = float(value)
+            sent[key] = str(int(number)) if number.is_integer() else repr(number)
     return sent
+
+
+def _is_text(field: Any) -> bool:
+    return bool(field.type == field.TYPE_STRING)
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, int | float | np.integer | np.floating) and not isinstance(
+        value, bool | np.bool_
+    )
 
 
 def build(

@@ -76,6 +76,7 @@ class Options(google.protobuf.message.Message):
     FLAGGED_SHARE_FIELD_NUMBER: builtins.int
     QUANTILES_FIELD_NUMBER: builtins.int
     SEGMENT_CURVE_POINTS_FIELD_NUMBER: builtins.int
+    POSITIVE_LABEL_FIELD_NUMBER: builtins.int
     threshold: builtins.float
     """A score >= threshold is predicted positive."""
     beta: builtins.float
@@ -113,6 +114,11 @@ class Options(google.protobuf.message.Message):
     segment_curve_points: builtins.int
     """With segments: each segment's curves are thinned to at most this many points; 0 gives
     the segments no curves.
+    """
+    positive_label: builtins.str
+    """Binary: the label of the positive class (as scikit-learn's pos_label); labels equal to it
+    are positive, the rest negative, so string labels go in `label_names`. A number in text
+    ("2") is compared with numeric labels as a number.
     """
     @property
     def top_k(self) -> google.protobuf.internal.containers.RepeatedScalarFieldContainer[builtins.int]:
@@ -174,9 +180,10 @@ class Options(google.protobuf.message.Message):
         flagged_share: collections.abc.Iterable[builtins.float] | None = ...,
         quantiles: collections.abc.Iterable[builtins.float] | None = ...,
         segment_curve_points: builtins.int | None = ...,
+        positive_label: builtins.str | None = ...,
     ) -> None: ...
-    def HasField(self, field_name: typing.Literal["_alpha", b"_alpha", "_auc_interval", b"_auc_interval", "_beta", b"_beta", "_bootstrap_replicates", b"_bootstrap_replicates", "_bootstrap_seed", b"_bootstrap_seed", "_calibration_bins", b"_calibration_bins", "_confidence_level", b"_confidence_level", "_drift_min_samples", b"_drift_min_samples", "_drift_tolerance", b"_drift_tolerance", "_full_model_variance", b"_full_model_variance", "_max_curve_points", b"_max_curve_points", "_max_detections", b"_max_detections", "_max_fpr", b"_max_fpr", "_monitor_arl_windows", b"_monitor_arl_windows", "_n_params", b"_n_params", "_segment_curve_points", b"_segment_curve_points", "_threshold", b"_threshold", "alpha", b"alpha", "auc_interval", b"auc_interval", "beta", b"beta", "bootstrap_replicates", b"bootstrap_replicates", "bootstrap_seed", b"bootstrap_seed", "calibration_bins", b"calibration_bins", "confidence_level", b"confidence_level", "drift_min_samples", b"drift_min_samples", "drift_tolerance", b"drift_tolerance", "full_model_variance", b"full_model_variance", "max_curve_points", b"max_curve_points", "max_detections", b"max_detections", "max_fpr", b"max_fpr", "monitor_arl_windows", b"monitor_arl_windows", "n_params", b"n_params", "segment_curve_points", b"segment_curve_points", "threshold", b"threshold"]) -> builtins.bool: ...
-    def ClearField(self, field_name: typing.Literal["_alpha", b"_alpha", "_auc_interval", b"_auc_interval", "_beta", b"_beta", "_bootstrap_replicates", b"_bootstrap_replicates", "_bootstrap_seed", b"_bootstrap_seed", "_calibration_bins", b"_calibration_bins", "_confidence_level", b"_confidence_level", "_drift_min_samples", b"_drift_min_samples", "_drift_tolerance", b"_drift_tolerance", "_full_model_variance", b"_full_model_variance", "_max_curve_points", b"_max_curve_points", "_max_detections", b"_max_detections", "_max_fpr", b"_max_fpr", "_monitor_arl_windows", b"_monitor_arl_windows", "_n_params", b"_n_params", "_segment_curve_points", b"_segment_curve_points", "_threshold", b"_threshold", "alpha", b"alpha", "auc_interval", b"auc_interval", "beta", b"beta", "bootstrap_replicates", b"bootstrap_replicates", "bootstrap_seed", b"bootstrap_seed", "calibration_bins", b"calibration_bins", "confidence_level", b"confidence_level", "drift_min_samples", b"drift_min_samples", "drift_tolerance", b"drift_tolerance", "flagged_share", b"flagged_share", "full_model_variance", b"full_model_variance", "head_k", b"head_k", "max_curve_points", b"max_curve_points", "max_detections", b"max_detections", "max_fpr", b"max_fpr", "monitor_arl_windows", b"monitor_arl_windows", "n_params", b"n_params", "precision_at_recall", b"precision_at_recall", "quantiles", b"quantiles", "recall_at_precision", b"recall_at_precision", "segment_curve_points", b"segment_curve_points", "specificity_at_sensitivity", b"specificity_at_sensitivity", "threshold", b"threshold", "top_k", b"top_k", "tpr_at_fpr", b"tpr_at_fpr"]) -> None: ...
+    def HasField(self, field_name: typing.Literal["_alpha", b"_alpha", "_auc_interval", b"_auc_interval", "_beta", b"_beta", "_bootstrap_replicates", b"_bootstrap_replicates", "_bootstrap_seed", b"_bootstrap_seed", "_calibration_bins", b"_calibration_bins", "_confidence_level", b"_confidence_level", "_drift_min_samples", b"_drift_min_samples", "_drift_tolerance", b"_drift_tolerance", "_full_model_variance", b"_full_model_variance", "_max_curve_points", b"_max_curve_points", "_max_detections", b"_max_detections", "_max_fpr", b"_max_fpr", "_monitor_arl_windows", b"_monitor_arl_windows", "_n_params", b"_n_params", "_positive_label", b"_positive_label", "_segment_curve_points", b"_segment_curve_points", "_threshold", b"_threshold", "alpha", b"alpha", "auc_interval", b"auc_interval", "beta", b"beta", "bootstrap_replicates", b"bootstrap_replicates", "bootstrap_seed", b"bootstrap_seed", "calibration_bins", b"calibration_bins", "confidence_level", b"confidence_level", "drift_min_samples", b"drift_min_samples", "drift_tolerance", b"drift_tolerance", "full_model_variance", b"full_model_variance", "max_curve_points", b"max_curve_points", "max_detections", b"max_detections", "max_fpr", b"max_fpr", "monitor_arl_windows", b"monitor_arl_windows", "n_params", b"n_params", "positive_label", b"positive_label", "segment_curve_points", b"segment_curve_points", "threshold", b"threshold"]) -> builtins.bool: ...
+    def ClearField(self, field_name: typing.Literal["_alpha", b"_alpha", "_auc_interval", b"_auc_interval", "_beta", b"_beta", "_bootstrap_replicates", b"_bootstrap_replicates", "_bootstrap_seed", b"_bootstrap_seed", "_calibration_bins", b"_calibration_bins", "_confidence_level", b"_confidence_level", "_drift_min_samples", b"_drift_min_samples", "_drift_tolerance", b"_drift_tolerance", "_full_model_variance", b"_full_model_variance", "_max_curve_points", b"_max_curve_points", "_max_detections", b"_max_detections", "_max_fpr", b"_max_fpr", "_monitor_arl_windows", b"_monitor_arl_windows", "_n_params", b"_n_params", "_positive_label", b"_positive_label", "_segment_curve_points", b"_segment_curve_points", "_threshold", b"_threshold", "alpha", b"alpha", "auc_interval", b"auc_interval", "beta", b"beta", "bootstrap_replicates", b"bootstrap_replicates", "bootstrap_seed", b"bootstrap_seed", "calibration_bins", b"calibration_bins", "confidence_level", b"confidence_level", "drift_min_samples", b"drift_min_samples", "drift_tolerance", b"drift_tolerance", "flagged_share", b"flagged_share", "full_model_variance", b"full_model_variance", "head_k", b"head_k", "max_curve_points", b"max_curve_points", "max_detections", b"max_detections", "max_fpr", b"max_fpr", "monitor_arl_windows", b"monitor_arl_windows", "n_params", b"n_params", "positive_label", b"positive_label", "precision_at_recall", b"precision_at_recall", "quantiles", b"quantiles", "recall_at_precision", b"recall_at_precision", "segment_curve_points", b"segment_curve_points", "specificity_at_sensitivity", b"specificity_at_sensitivity", "threshold", b"threshold", "top_k", b"top_k", "tpr_at_fpr", b"tpr_at_fpr"]) -> None: ...
     @typing.overload
     def WhichOneof(self, oneof_group: typing.Literal["_alpha", b"_alpha"]) -> typing.Literal["alpha"] | None: ...
     @typing.overload
@@ -207,6 +214,8 @@ class Options(google.protobuf.message.Message):
     def WhichOneof(self, oneof_group: typing.Literal["_monitor_arl_windows", b"_monitor_arl_windows"]) -> typing.Literal["monitor_arl_windows"] | None: ...
     @typing.overload
     def WhichOneof(self, oneof_group: typing.Literal["_n_params", b"_n_params"]) -> typing.Literal["n_params"] | None: ...
+    @typing.overload
+    def WhichOneof(self, oneof_group: typing.Literal["_positive_label", b"_positive_label"]) -> typing.Literal["positive_label"] | None: ...
     @typing.overload
     def WhichOneof(self, oneof_group: typing.Literal["_segment_curve_points", b"_segment_curve_points"]) -> typing.Literal["segment_curve_points"] | None: ...
     @typing.overload
@@ -414,7 +423,9 @@ class EvaluateRequest(google.protobuf.message.Message):
 
     @property
     def label_names(self) -> google.protobuf.internal.containers.RepeatedScalarFieldContainer[builtins.str]:
-        """Multiclass ground truth as class names, instead of `labels`."""
+        """Ground truth as names, instead of `labels`: multiclass class names, or binary labels
+        with `options.positive_label`.
+        """
 
     @property
     def options(self) -> global___Options: ...
@@ -687,7 +698,9 @@ class EvaluateStreamRequest(google.protobuf.message.Message):
     def weights(self) -> google.protobuf.internal.containers.RepeatedScalarFieldContainer[builtins.float]: ...
     @property
     def label_names(self) -> google.protobuf.internal.containers.RepeatedScalarFieldContainer[builtins.str]:
-        """Multiclass ground truth as class names (of the header's classes), instead of `labels`."""
+        """Ground truth as names, instead of `labels`: multiclass class names (of the header's
+        classes), or binary labels with the header's `options.positive_label`.
+        """
 
     @property
     def images(self) -> google.protobuf.internal.containers.RepeatedCompositeFieldContainer[global___DetectionImage]:
