@@ -189,9 +189,16 @@ def test_a_certificate_without_its_key_or_a_missing_file_is_refused(tmp_path: Pa
         Settings(tls_cert_file=cert, tls_key_file=tmp_path / "missing.pem")
 
 
-def test_the_command_line_says_which_tls_file_is_missing(tmp_path: Path) -> None:
+def test_the_command_line_says_which_tls_file_is_missing(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
     from evalserve.cli import main
 
     missing = tmp_path / "missing.pem"
-    with pytest.raises(SystemExit, match="tls_key_file: Path does not point to a file"):
+    with pytest.raises(SystemExit) as stopped:
         main(["serve", "--tls-cert-file", str(missing), "--tls-key-file", str(missing)])
+    assert stopped.value.code == 2  # a usage error, in one line on stderr
+    error = capsys.readouterr().err
+    assert error.startswith("evalserve: bad setting: ")
+    assert "tls_key_file: Path does not point to a file" in error
+    assert error.count("\n") == 1
