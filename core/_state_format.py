@@ -67,8 +67,9 @@ def _pad(size: int) -> int:
 
 
 def encode(document: StateDocument) -> bytes:
-    """The bytes of ``document`` (arrays converted to their little-endian form), written into
-    one buffer: a state is as large as its distinct scores, so no part is copied twice."""
+    """The bytes of ``document`` (arrays converted to their little-endian form), joined once:
+    a state is as large as its distinct scores, so its bytes are allocated once and no array
+    is copied but into them (on a little-endian machine, the arrays' own memory is read)."""
     kinds = [_code(array) for array in document.arrays.values()]
     table = [
         [name, kind, list(array.shape)]
@@ -89,23 +90,19 @@ def encode(document: StateDocument) -> bytes:
         separators=(",", ":"),
     ).encode()
     start = _PREFIX.size + len(head)
-    offset = start + _pad(start)
-    sizes = [
-        array.size * _DTYPES[kind].itemsize
-        for array, kind in zip(document.arrays.values(), kinds, strict=True)
+    parts: list[bytes | memoryview] = [
+        _PREFIX.pack(MAGIC, FORMAT_VERSION, len(head)),
+        head,
+        bytes(_pad(start)),
     ]
-    total = offset + sum(size + _pad(size) for size in sizes)
-    buffer = bytearray(total + _CHECKSUM.size)  # zeros: the padding
-    _PREFIX.pack_into(buffer, 0, MAGIC, FORMAT_VERSION, len(head))
-    buffer[_PREFIX.size : start] = head
-    for array, kind, size in zip(document.arrays.values(), kinds, sizes, strict=True):
-        target = np.frombuffer(buffer, dtype=_DTYPES[kind], count=array.size, offset=offset)
-        target[...] = np.ravel(array)
-        offset += size + _pad(size)
-    view = memoryview(buffer)
-    _CHECKSUM.pack_into(buffer, total, zlib.crc32(view[:total]))
-    view.release()
-    return bytes(buffer)
+    for array, kind in zip(document.arrays.values(), kinds, strict=True):
+        data = np.ascontiguousarray(array, dtype=_DTYPES[kind]).reshape(-1).view(np.uint8)
+        parts += [data.data, bytes(_pad(data.nbytes))]
+    checksum = 0
+    for part in parts:
+        checksum = zlib.crc32(part, checksum)
+    parts.append(_CHECKSUM.pack(checksum))
+    return b"".join(parts)
 
 
 def _code(array: NDArray[Any]) -> str:
@@ -128,9 +125,11 @@ def decode(data: bytes | bytearray | memoryview) -> StateDocument:
     not a whole, intact state of a format version this evalserve reads."""
     if not isinstance(data, bytes | bytearray | memoryview):
         raise _refuse(f"expected bytes, but got {type(data).__name__}")
-    # A view, not a copy: a state is as large as its distinct scores, and decoding it holds it
-    # once more (its arrays, writeable copies), not twice.
+    # A view, not a copy: a state is as large as its distinct scores. Of ``bytes`` (immutable)
+    # the arrays are read-only views too, in native byte order; of anything the caller may
+    # change later, copies.
     raw = memoryview(data).cast("B")
+    share = isinstance(data, bytes)
     if len(raw) < _PREFIX.size + _CHECKSUM.size:
         raise _refuse(f"is {len(raw)} bytes, too short to be an evalserve state")
     magic, version, head_size = _PREFIX.unpack_from(raw)
@@ -156,7 +155,11 @@ def decode(data: bytes | bytearray | memoryview) -> StateDocument:
             raise _refuse(f"array {name!r} runs past the end of the data")
         array = np.frombuffer(body, dtype=_DTYPES[kind], count=size // _DTYPES[kind].itemsize,
                               offset=offset)  # fmt: skip
-        arrays[name] = array.reshape(shape).astype(_DTYPES[kind].newbyteorder("="), copy=True)
+        array = array.reshape(shape)
+        if share and array.dtype.isnative:
+            arrays[name] = array  # read-only, a view of immutable bytes
+        else:
+            arrays[name] = array.astype(_DTYPES[kind].newbyteorder("="), copy=True)
         offset += size + _pad(size)
     if offset != len(body):
         raise _refuse(f"has {len(body) - offset} bytes after its last array")

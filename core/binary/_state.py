@@ -210,6 +210,7 @@ def _class_arrays(prefix: str, classes: Classes) -> Arrays:
 def _classes_of(arrays: Mapping[str, NDArray[Any]], prefix: str) -> tuple[Classes, float]:
     """The classes under ``prefix`` and their whole mass."""
     parts = []
+    whole = 0.0  # summed here, not from the top: a class sums that only when a sweep reads it
     for name in ("positives", "negatives"):
         scores = array_of(arrays, f"{prefix}.{name}.scores", np.float64, 1)
         check_ascending(f"{prefix}.{name}.scores", scores)
@@ -218,7 +219,8 @@ def _classes_of(arrays: Mapping[str, NDArray[Any]], prefix: str) -> tuple[Classe
         if scores.size and not (mass > 0).all():
             raise InvalidInputError("state", f"array '{prefix}.{name}.mass' holds a zero mass")
         parts.append(class_scores(scores, mass))
-    return Classes.of_canonical(parts[0], parts[1]), float(sum(part.total for part in parts))
+        whole += float(mass.sum())
+    return Classes.of_canonical(parts[0], parts[1]), whole
 
 
 def _of_batch(

@@ -5,11 +5,13 @@ weights)."""
 from __future__ import annotations
 
 from typing import Any
+from unittest import mock
 
 import numpy as np
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from evalserve.core.binary import _classes as classes_module
 from evalserve.core.binary._classes import (
     ClassScores,
     RawScores,
@@ -79,3 +81,45 @@ def test_raw_parts_are_left_as_they_came() -> None:
     scores = np.array([0.5, 0.1, 0.3])
     merge_classes([RawScores(scores, None)])
     np.testing.assert_array_equal(scores, [0.5, 0.1, 0.3])
+
+
+@properties
+@given(
+    seed=st.integers(0, 2**32 - 1),
+    parts=st.integers(2, 6),
+    ties=st.booleans(),
+    weights=st.sampled_from([None, "whole", "fractions"]),
+    stretch=st.integers(1, 40),
+)
+def test_canonical_parts_merge_stretch_by_stretch_as_one_sort(
+    seed: int, parts: int, ties: bool, weights: str | None, stretch: int
+) -> None:
+    """Canonical parts only (merged states, a Dask tree's partitions), lowered thresholds so
+    that every size goes stretch by stretch of the score axis: the class one sort of all
+    their rows makes, with integer masses to the last bit."""
+    rng = np.random.default_rng(seed)
+    drawn = [_part(rng, ties, weights) for _ in range(parts)]
+    given_parts = [_canonical(scores, w) for scores, w in drawn]
+    every = np.concatenate([scores for scores, _ in drawn])
+    expected = (
+        _canonical(every, None)
+        if weights is None
+        else _canonical(every, np.concatenate([w for _, w in drawn]))
+    )
+    with (
+        mock.patch.object(classes_module, "CHUNKED_MERGE_MIN", 0),
+        mock.patch.object(classes_module, "MERGE_STRETCH", stretch),
+    ):
+        got = merge_classes(given_parts)
+    _same(got, expected, exact=weights != "fractions")
+    got_top, expected_top = got.from_top, expected.from_top
+    if got_top is not None and expected_top is not None:
+        np.testing.assert_allclose(got_top, expected_top, rtol=1e-12)
+
+
+def test_from_top_is_summed_when_first_read() -> None:
+    part = weighted_class(np.array([0.3, 0.1, 0.3, 0.7]), np.array([1.0, 2.0, 0.5, 0.25]))
+    assert part._from_top == []  # nothing summed at construction
+    np.testing.assert_array_equal(part.from_top, [0.0, 0.25, 1.75, 3.75])
+    assert part.from_top is part.from_top  # once
+    assert part.total == 3.75

@@ -76,16 +76,36 @@ def test_round_trip_of_every_array_kind() -> None:
         "empty": np.empty((0, 4)),
         "big_endian": np.array([1.25, 2.5], dtype=">f8"),
     }
-    document = decode(encode(StateDocument("binary", {"beta": 2.0}, ("a", "é"), arrays)))
-    assert (document.task, document.options, document.classes) == (
-        "binary",
-        {"beta": 2.0},
-        ("a", "é"),
-    )
-    for name, array in arrays.items():
-        got = document.arrays[name]
-        assert got.shape == array.shape and np.array_equal(got, array), name
-        assert got.dtype.isnative and got.flags.writeable
+    data = encode(StateDocument("binary", {"beta": 2.0}, ("a", "é"), arrays))
+    # Of immutable bytes: read-only views in native order (no copy of a large state); of a
+    # bytearray or a memoryview, which the caller may change later: writeable copies.
+    for raw, shared in ((data, True), (bytearray(data), False), (memoryview(data), False)):
+        document = decode(raw)
+        assert (document.task, document.options, document.classes) == (
+            "binary",
+            {"beta": 2.0},
+            ("a", "é"),
+        )
+        for name, array in arrays.items():
+            got = document.arrays[name]
+            assert got.shape == array.shape and np.array_equal(got, array), name
+            assert got.dtype.isnative
+            assert got.flags.writeable is not shared, name
+            assert (got.base is not None and not got.flags.owndata) or not shared, name
+
+
+def test_a_state_decoded_from_bytes_does_not_copy_its_arrays() -> None:
+    rng = np.random.default_rng(1)
+    accumulator = Accumulator("binary")
+    accumulator.update(rng.random(200_000) < 0.3, rng.random(200_000))
+    data = accumulator.to_bytes()
+    document = decode(data)
+    views = [array for array in document.arrays.values() if array.size > 1000]
+    assert views and all(not array.flags.owndata for array in views)
+    assert sum(array.nbytes for array in views) > 0.9 * len(data)
+    restored = Accumulator.from_bytes(data)
+    assert restored.to_bytes() == data
+    assert restored.result().metrics == accumulator.result().metrics
 
 
 def test_an_empty_accumulator_round_trips() -> None:
