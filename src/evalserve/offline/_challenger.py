@@ -14,7 +14,6 @@ path does: a row the core refuses is traced back to the batch it came from.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -25,24 +24,30 @@ from numpy.typing import NDArray
 from evalserve.core import EvaluationResult, InvalidInputError, evaluate, parse_options
 from evalserve.core._segments import DEFAULT_MAX_SEGMENTS
 from evalserve.core._tasks import comparing_tasks, task_spec
-from evalserve.offline._columns import ColumnError, ColumnSpec, Plan, plan
+from evalserve.offline._columns import ColumnSpec, Plan
 from evalserve.offline._files import (
     BATCH_ROWS,
-    STDIN,
     Batch,
     FileError,
     NullValueError,
     Source,
     TextValueError,
     batches,
-    column_names,
-    csv_header,
     delimiter_hint,
     display_name,
     sources,
 )
 from evalserve.offline._progress import Progress
-from evalserve.offline._run import OfflineError, segment_error
+from evalserve.offline._run import (
+    ROW,
+    OfflineError,
+    column_text,
+    no_rows,
+    plan_of,
+    row_text,
+    segment_error,
+    table_names,
+)
 
 __all__ = ["CHALLENGER_FIELD", "evaluate_paired"]
 
@@ -108,8 +113,7 @@ class _Span:
 
     def where(self, row: int) -> str:
         """Row ``row`` of the span, as the file numbers it (CSV: its line)."""
-        absolute = self.first_row + row
-        return f"line {absolute + 2}" if self.source.rows_are_lines else f"row {absolute}"
+        return row_text(self.source, self.first_row, row)
 
 
 @dataclass
@@ -171,7 +175,7 @@ class _Rows:
 
     def located(self, error: InvalidInputError, paths: Sequence[str]) -> str:
         """The core's error on all rows, said of the file, line or row, and column."""
-        found = _ROW.search(error.message)
+        found = ROW.search(error.message)
         columns = self._columns(self.plan)
         if found is None or not self.spans:
             column = columns.get(error.field)
@@ -181,14 +185,12 @@ class _Rows:
         starts = [span.start for span in self.spans]
         index = int(np.searchsorted(starts, int(found.group(1)), side="right")) - 1
         span = self.spans[max(index, 0)]
-        shifted = _ROW.sub(lambda m: f"row {int(m.group(1)) - span.start}", error.message)
+        shifted = ROW.sub(lambda m: f"row {int(m.group(1)) - span.start}", error.message)
         return _located(InvalidInputError(error.field, shifted), span, columns)
 
     def _columns(self, table_plan: Plan) -> dict[str, str]:
         """The column (or columns) behind each field of ``evaluate``'s request."""
-        named = {
-            name: _column_text(columns) for name, columns in table_plan.field_columns().items()
-        }
+        named = {name: column_text(columns) for name, columns in table_plan.field_columns().items()}
         named[CHALLENGER_FIELD] = self.challenger_column
         for name in ("segments", "segment_names"):
             if name in named:
@@ -196,25 +198,16 @@ class _Rows:
         return named
 
 
-_ROW = re.compile(r"\brow (\d+)")
-
-
 def _located(error: InvalidInputError, span: _Span, columns: Mapping[str, str]) -> str:
     """An error of one span's rows (``row N`` counted from its first) as the file's line or
     row, and column."""
     column = columns.get(error.field, error.field)
-    found = _ROW.search(error.message)
+    found = ROW.search(error.message)
     if found is None:
         last = span.where(span.n_rows - 1)
         return f"{span.source.name}, {span.where(0)} to {last}, column {column}: {error.message}"
-    message = _ROW.sub(lambda m: span.where(int(m.group(1))), error.message)
+    message = ROW.sub(lambda m: span.where(int(m.group(1))), error.message)
     return f"{span.source.name}, {span.where(int(found.group(1)))}, column {column}: {message}"
-
-
-def _column_text(columns: tuple[str, ...]) -> str:
-    if len(columns) == 1:
-        return columns[0]
-    return f"{columns[0]} .. {columns[-1]} ({len(columns)} columns)"
 
 
 def _read(
@@ -233,7 +226,7 @@ def _read(
     rows: _Rows | None = None
     for source in found:
         try:
-            names = _names(source)
+            names = table_names(source)
             table_plan = None if names is None else _plan(source, spec, challenger, names)
             dictionary = () if spec.segment is None else (spec.segment,)
             columns = None if table_plan is None else [*table_plan.columns, challenger]
@@ -253,28 +246,18 @@ def _read(
         if progress is not None:
             progress.file_done()
     if rows is None or rows.n_rows == 0:
-        named = ", ".join(map(display_name, paths))
-        csv = any(source.kind != "parquet" for source in found)
-        why = "only a header" if csv else "the Parquet file has no rows"
-        raise OfflineError(f"{named}: no rows to evaluate ({why})")
+        raise no_rows(paths, found)
     return rows
 
 
-def _names(source: Source) -> list[str] | None:
-    if source.kind == "parquet":
-        return column_names(source)
-    return None if source.path == STDIN else csv_header(source)
-
-
 def _plan(source: Source, spec: ColumnSpec, challenger: str, names: list[str]) -> Plan:
-    try:
-        table_plan = plan(spec, names)
-        if challenger not in names:
-            shown = ", ".join(repr(name) for name in names[:20])
-            more = f" and {len(names) - 20} more" if len(names) > 20 else ""
-            raise ColumnError(
-                f"no challenger column {challenger!r}; the table has columns {shown}{more}"
-            )
-    except ColumnError as error:
-        raise OfflineError(f"{source.name}: {error}{delimiter_hint(source, names)}") from None
+    """The data's plan (``plan_of``), and the challenger's column there too."""
+    table_plan = plan_of(source, spec, names)
+    if challenger not in names:
+        shown = ", ".join(repr(name) for name in names[:20])
+        more = f" and {len(names) - 20} more" if len(names) > 20 else ""
+        raise OfflineError(
+            f"{source.name}: no challenger column {challenger!r}; the table has columns "
+            f"{shown}{more}{delimiter_hint(source, names)}"
+        )
     return table_plan

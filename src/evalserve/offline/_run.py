@@ -101,9 +101,9 @@ def _folding(
     counts: dict[str, int] = {}
     try:
         for source in sources(paths, spec.delimiter):
-            names = _names(source)
+            names = table_names(source)
             if names is not None:
-                _plan(source, spec, names)  # a missing column: named before the pass
+                plan_of(source, spec, names)  # a missing column: named before the pass
             column = [spec.segment]
             for batch in batches(source, column, batch_rows=batch_rows, dictionary=column):
                 try:
@@ -141,15 +141,15 @@ def accumulate_files(
     first: Plan | None = None
     for source in found:
         try:
-            names = _names(source)
-            table_plan = None if names is None else _plan(source, spec, names, text)
+            names = table_names(source)
+            table_plan = None if names is None else plan_of(source, spec, names, text)
             dictionary = () if spec.segment is None else (spec.segment,)
             for batch in batches(
                 source, None if table_plan is None else table_plan.columns,
                 batch_rows=batch_rows, dictionary=dictionary,
             ):  # fmt: skip
                 if table_plan is None:
-                    table_plan = _plan(source, spec, list(batch.table.schema.names), text)
+                    table_plan = plan_of(source, spec, list(batch.table.schema.names), text)
                 if first is None:
                     first = table_plan
                     accumulator = _accumulator(spec, table_plan, options, max_segments)
@@ -163,12 +163,17 @@ def accumulate_files(
         if progress is not None:
             progress.file_done()
     if accumulator is None:
-        named = ", ".join(map(display_name, paths))
-        # A CSV file without rows still has its header line; a Parquet file only its schema.
-        csv = any(source.kind != "parquet" for source in found)
-        why = "only a header" if csv else "the Parquet file has no rows"
-        raise OfflineError(f"{named}: no rows to evaluate ({why})")
+        raise no_rows(paths, found)
     return accumulator
+
+
+def no_rows(paths: Sequence[str], found: Sequence[Source]) -> OfflineError:
+    """The error of files that hold no row."""
+    named = ", ".join(map(display_name, paths))
+    # A CSV file without rows still has its header line; a Parquet file only its schema.
+    csv = any(source.kind != "parquet" for source in found)
+    why = "only a header" if csv else "the Parquet file has no rows"
+    return OfflineError(f"{named}: no rows to evaluate ({why})")
 
 
 def read_rows(
@@ -189,14 +194,14 @@ def read_rows(
         if path == STDIN or len(found) != 1 or found[0].path != path:
             raise OfflineError(f"{display_name(path)}: expected one CSV or Parquet file")
         (source,) = found
-        names = _names(source)
-        table_plan = None if names is None else _plan(source, spec, names, text)
+        names = table_names(source)
+        table_plan = None if names is None else plan_of(source, spec, names, text)
         parts: dict[str, list[Any]] = {}
         for batch in batches(
             source, None if table_plan is None else table_plan.columns, batch_rows=batch_rows
         ):
             if table_plan is None:
-                table_plan = _plan(source, spec, list(batch.table.schema.names), text)
+                table_plan = plan_of(source, spec, list(batch.table.schema.names), text)
             try:
                 for name in table_plan.numeric:
                     batch.check_numbers(name)
@@ -214,13 +219,16 @@ def read_rows(
     return {name: np.concatenate(values) for name, values in parts.items()}
 
 
-def _names(source: Source) -> list[str] | None:
+def table_names(source: Source) -> list[str] | None:
+    """A file's column names read before its rows (None: standard input, read with them)."""
     if source.kind == "parquet":
         return column_names(source)
     return None if source.path == STDIN else csv_header(source)
 
 
-def _plan(source: Source, spec: ColumnSpec, names: list[str], text: bool = False) -> Plan:
+def plan_of(source: Source, spec: ColumnSpec, names: list[str], text: bool = False) -> Plan:
+    """``spec``'s plan for a file of columns ``names`` (``text``: binary labels may be names);
+    ``OfflineError`` naming the file when a column is missing."""
     try:
         return replace(plan(spec, names), text_labels=text)
     except ColumnError as error:
@@ -281,7 +289,7 @@ def segment_error(error: InvalidInputError, codes: Any) -> InvalidInputError:
 
 
 _IMAGE = re.compile(r"^images\[(\d+)\]\.(\w+)$")
-_ROW = re.compile(r"\brow (\d+)")
+ROW = re.compile(r"\brow (\d+)")
 
 
 def _cell_error(batch: Batch, table_plan: Plan, error: NullValueError | TextValueError) -> str:
@@ -303,15 +311,15 @@ def located(error: InvalidInputError, table_plan: Plan, batch: Batch) -> str:
         where = _where(batch, int(image.group(1)))
         return f"{batch.source.name}, {where}, column {image.group(2)}: {message}"
     columns = table_plan.field_columns().get(field)
-    column = _column_text(columns) if columns else field
+    column = column_text(columns) if columns else field
     if field.startswith("options."):  # an option that does not fit the rows (positive_label)
-        column, message = _column_text(table_plan.label), f"{field} {message}"
+        column, message = column_text(table_plan.label), f"{field} {message}"
     if field in ("segments", "segment_names"):
         column = f"{column} (segments)"
-    found = _ROW.search(message)
+    found = ROW.search(message)
     if found:
         where = _where(batch, int(found.group(1)))
-        message = _ROW.sub(lambda m: _where(batch, int(m.group(1))), message)
+        message = ROW.sub(lambda m: _where(batch, int(m.group(1))), message)
         return f"{batch.source.name}, {where}, column {column}: {message}"
     first, last = batch.first_row, batch.first_row + batch.n_rows - 1
     return (
@@ -321,13 +329,19 @@ def located(error: InvalidInputError, table_plan: Plan, batch: Batch) -> str:
 
 
 def _where(batch: Batch, row: int) -> str:
-    absolute = batch.first_row + row
-    if batch.source.rows_are_lines:
+    return row_text(batch.source, batch.first_row, row)
+
+
+def row_text(source: Source, first_row: int, row: int) -> str:
+    """Row ``row`` of rows that start at the file's row ``first_row`` (0-based, the header not
+    counted), as the file numbers it: a CSV file's line, a Parquet file's row."""
+    absolute = first_row + row
+    if source.rows_are_lines:
         return f"line {absolute + 2}"  # the header is line 1
     return f"row {absolute}"
 
 
-def _column_text(columns: tuple[str, ...]) -> str:
+def column_text(columns: tuple[str, ...]) -> str:
     if len(columns) == 1:
         return columns[0]
     return f"{columns[0]} .. {columns[-1]} ({len(columns)} columns)"
