@@ -93,6 +93,23 @@ def test_csv_on_stdin_with_the_challenger() -> None:
     assert got["comparison"] == _same(want)["comparison"]
 
 
+def test_label_names_with_positive_label_and_the_challenger() -> None:
+    """--positive-label reads a label column of names on the challenger's path too."""
+    named = "label,score,score_b\n" + "".join(
+        f"{'yes' if i % 2 else 'no'},{(i * 7 % 10) / 10},{(i * 3 % 10) / 10}\n" for i in range(40)
+    )
+    got = _answer(
+        evalserve("evaluate", "-", "--positive-label", "yes", "--challenger-column", "score_b",
+                  stdin=named)
+    )  # fmt: skip
+    rows = [line.split(",") for line in named.splitlines()[1:]]
+    labels = np.array([row[0] == "yes" for row in rows])
+    scores = np.array([[float(row[1]), float(row[2])] for row in rows])
+    want = evaluate("binary", labels, scores[:, 0], challenger={"scores": scores[:, 1]})
+    assert got["comparison"] == _same(want)["comparison"]
+    assert got["metrics"] == _same(want)["metrics"]
+
+
 def test_a_bad_row_is_named_in_its_own_file(tmp_path: Path) -> None:
     """The second file's row 7 (not row 1207 of all rows read)."""
     folder, _ = _files(tmp_path)

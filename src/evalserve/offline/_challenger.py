@@ -24,7 +24,7 @@ from numpy.typing import NDArray
 from evalserve.core import EvaluationResult, InvalidInputError, evaluate, parse_options
 from evalserve.core._segments import DEFAULT_MAX_SEGMENTS
 from evalserve.core._tasks import comparing_tasks, task_spec
-from evalserve.offline._columns import ColumnSpec, Plan
+from evalserve.offline._columns import ColumnSpec, Plan, text_labels
 from evalserve.offline._files import (
     BATCH_ROWS,
     Batch,
@@ -81,7 +81,7 @@ def evaluate_paired(
         parse_options(options)  # the options' own error, before the rows are read
     except InvalidInputError as error:
         raise OfflineError(str(error)) from None
-    rows = _read(paths, spec, challenger, progress, batch_rows)
+    rows = _read(paths, spec, challenger, progress, batch_rows, text_labels(spec.task, options))
     segments: dict[str, Any] = {}
     if rows.segment_codes:
         segments = {
@@ -216,7 +216,10 @@ def _read(
     challenger: str,
     progress: Progress | None,
     batch_rows: int,
+    text: bool,
 ) -> _Rows:
+    """Every batch of ``paths`` (``text``: binary labels may be names, with
+    ``positive_label``)."""
     try:
         found = sources(paths, spec.delimiter)
     except FileError as error:
@@ -227,7 +230,7 @@ def _read(
     for source in found:
         try:
             names = table_names(source)
-            table_plan = None if names is None else _plan(source, spec, challenger, names)
+            table_plan = None if names is None else _plan(source, spec, challenger, names, text)
             dictionary = () if spec.segment is None else (spec.segment,)
             columns = None if table_plan is None else [*table_plan.columns, challenger]
             for batch in batches(
@@ -235,7 +238,9 @@ def _read(
                 batch_rows=batch_rows, dictionary=dictionary,
             ):  # fmt: skip
                 if table_plan is None:
-                    table_plan = _plan(source, spec, challenger, list(batch.table.schema.names))
+                    table_plan = _plan(
+                        source, spec, challenger, list(batch.table.schema.names), text
+                    )
                 if rows is None:
                     rows = _Rows(table_plan, challenger)
                 rows.add(batch, table_plan)
@@ -250,9 +255,9 @@ def _read(
     return rows
 
 
-def _plan(source: Source, spec: ColumnSpec, challenger: str, names: list[str]) -> Plan:
+def _plan(source: Source, spec: ColumnSpec, challenger: str, names: list[str], text: bool) -> Plan:
     """The data's plan (``plan_of``), and the challenger's column there too."""
-    table_plan = plan_of(source, spec, names)
+    table_plan = plan_of(source, spec, names, text)
     if challenger not in names:
         shown = ", ".join(repr(name) for name in names[:20])
         more = f" and {len(names) - 20} more" if len(names) > 20 else ""
