@@ -4,8 +4,11 @@ it, and the checks every refusal must pass: exit status 2, one line on stderr, n
 from __future__ import annotations
 
 import os
+import pty
+import select
 import subprocess
 import sys
+import time
 from collections.abc import Mapping
 from pathlib import Path
 
@@ -39,3 +42,29 @@ def assert_refused(done: subprocess.CompletedProcess[str], *fragments: str) -> s
     for fragment in fragments:
         assert fragment in lines[0], (fragment, lines[0])
     return lines[0]
+
+
+def on_a_terminal(command: list[str], stdout: Path, timeout: float = 300) -> tuple[int, str]:
+    """``command`` run with its stderr on a pseudo-terminal (stdout to the file ``stdout``), as
+    a person at a terminal runs it: its status and what the terminal got."""
+    leader, follower = pty.openpty()
+    with stdout.open("w") as out:
+        process = subprocess.Popen(command, stdout=out, stderr=follower)
+    os.close(follower)
+    seen = b""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        ready, _, _ = select.select([leader], [], [], 1.0)
+        if ready:
+            try:
+                chunk = os.read(leader, 4096)
+            except OSError:  # the process closed its end
+                break
+            if not chunk:
+                break
+            seen += chunk
+        elif process.poll() is not None:
+            break
+    process.wait(timeout=60)
+    os.close(leader)
+    return process.returncode, seen.decode()

@@ -9,7 +9,6 @@ import json
 import os
 import pty
 import re
-import select
 import signal
 import subprocess
 import sys
@@ -36,6 +35,7 @@ from evalserve.core import (
     evaluate,
     using_threads,
 )
+from tests.cli.run import on_a_terminal
 from tests.offline.images import image_columns, random_images
 
 pytestmark = pytest.mark.slow
@@ -410,32 +410,6 @@ def test_the_cluster_computes_with_one_thread_a_task(client: Client) -> None:
     assert seen == 1
 
 
-def _on_a_terminal(command: list[str], stdout: Path) -> tuple[int, str]:
-    """``command`` run with its stderr on a pseudo-terminal (stdout to a file): its status and
-    what the terminal got."""
-    leader, follower = pty.openpty()
-    with stdout.open("w") as out:
-        process = subprocess.Popen(command, stdout=out, stderr=follower)
-    os.close(follower)
-    seen = b""
-    deadline = time.monotonic() + 300
-    while time.monotonic() < deadline:
-        ready, _, _ = select.select([leader], [], [], 1.0)
-        if ready:
-            try:
-                chunk = os.read(leader, 4096)
-            except OSError:  # the process closed its end
-                break
-            if not chunk:
-                break
-            seen += chunk
-        elif process.poll() is not None:
-            break
-    process.wait(timeout=60)
-    os.close(leader)
-    return process.returncode, seen.decode()
-
-
 @pytest.mark.skipif(not hasattr(pty, "openpty"), reason="needs a pseudo-terminal")
 @pytest.mark.parametrize("method", ["tree", "ranges"])
 def test_a_progress_line_on_a_terminal(client: Client, tmp_path: Path, method: str) -> None:
@@ -445,7 +419,7 @@ def test_a_progress_line_on_a_terminal(client: Client, tmp_path: Path, method: s
         sys.executable, "-m", "evalserve", "evaluate", str(tmp_path / "binary"), "--engine",
         "dask", "--scheduler", str(client.scheduler_info()["address"]), "--dask-method", method,
     ]  # fmt: skip
-    status, text = _on_a_terminal(command, tmp_path / "out.json")
+    status, text = on_a_terminal(command, tmp_path / "out.json")
     assert status == 0, text
     got = json.loads((tmp_path / "out.json").read_text())
     assert got["metrics"]["roc_auc"] == pytest.approx(_in_process(frame).metrics["roc_auc"])

@@ -4,12 +4,9 @@ terminal (and nothing when piped)."""
 from __future__ import annotations
 
 import json
-import os
 import pty
-import select
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import numpy as np
@@ -18,6 +15,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from evalserve.core import evaluate
+from tests.cli.run import on_a_terminal
 
 COMMAND = [sys.executable, "-m", "evalserve"]
 
@@ -97,34 +95,10 @@ def test_a_bad_option_flag_is_a_clear_error(tmp_path: Path) -> None:
 @pytest.mark.skipif(not hasattr(pty, "openpty"), reason="needs a pseudo-terminal")
 def test_a_progress_line_on_a_terminal(tmp_path: Path) -> None:
     path, _, _ = _rows(tmp_path, n=200_000)
-    leader, follower = pty.openpty()
     output = tmp_path / "out.json"
-    with output.open("w") as stdout:
-        process = subprocess.Popen(
-            _command(path),
-            stdout=stdout,
-            stderr=follower,
-        )
-    os.close(follower)
-    seen = b""
-    deadline = time.monotonic() + 120
-    while time.monotonic() < deadline:
-        ready, _, _ = select.select([leader], [], [], 1.0)
-        if ready:
-            try:
-                chunk = os.read(leader, 4096)
-            except OSError:  # the process closed its end
-                break
-            if not chunk:
-                break
-            seen += chunk
-        elif process.poll() is not None:
-            break
-    process.wait(timeout=60)
-    os.close(leader)
-    assert process.returncode == 0
+    status, text = on_a_terminal(_command(path), output, timeout=120)
+    assert status == 0
     assert json.loads(output.read_text())["n_samples"] == 200_000
-    text = seen.decode()
     assert "200,000 rows" in text and "rows/s" in text and "1/1 file" in text
     assert text.endswith("\n")  # the cursor back on a fresh line
 
