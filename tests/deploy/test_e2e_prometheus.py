@@ -46,10 +46,11 @@ import numpy as np
 import pytest
 import yaml
 
+from tests.service.ready import wait_ready
+
 pytestmark = pytest.mark.slow
 
 PROMETHEUS_DIR = Path(__file__).resolve().parents[2] / "deploy" / "prometheus"
-READY_LINE = re.compile(r"REST on http://([\d.]+):(\d+), gRPC on ([\d.]+):(\d+)")
 SHORT_FOR = "2s"
 DEADLINE_SECONDS = 60.0
 
@@ -109,23 +110,15 @@ def service() -> Iterator[Process]:
         text=True,
         env={**os.environ, "PYTHONUNBUFFERED": "1"},
     )
-    assert process.stderr is not None
     lines: list[str] = []
     reader = None
     try:
-        deadline = time.monotonic() + 60
-        while time.monotonic() < deadline:
-            line = process.stderr.readline()
-            if not line:
-                break
-            lines.append(line)
-            found = READY_LINE.search(line)
-            if found:
-                reader = _drain(process, lines)
-                host, port = found.group(1), found.group(2)
-                yield Process(process, f"http://{host}:{port}", lines, reader)
-                return
-        pytest.fail(f"the service did not start:\n{''.join(lines)}")
+        ready = wait_ready(process, lines, timeout=60)
+        if ready is None:
+            pytest.fail(f"the service did not start:\n{''.join(lines)}")
+        found, reader = ready
+        host, port = found.group(1), found.group(2)
+        yield Process(process, f"http://{host}:{port}", lines, reader)
     finally:
         _stop(process, reader)
 

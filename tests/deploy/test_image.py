@@ -50,6 +50,7 @@ from evalserve.service.encode import proto_to_json
 from evalserve.v1 import evaluation_pb2 as pb
 from evalserve.v1 import evaluation_pb2_grpc as pb_grpc
 from tests.deploy import standin_base
+from tests.service.ready import wait_ready
 
 pytestmark = [pytest.mark.slow, pytest.mark.image]
 
@@ -59,7 +60,6 @@ IMAGE = "localhost/evalserve-test:image"
 # pyarrow is 169 MB): the bound docs/deployment.md states.
 ADDED_BYTES_BOUND = 350_000_000
 GRACE = float(Settings.model_fields["shutdown_grace_seconds"].default)
-READY_LINE = re.compile(r"REST on http://([\d.]+):(\d+), gRPC on ([\d.]+):(\d+)")
 COMPILER = re.compile(r"^(?:[\w.]+-)?(?:gcc|g\+\+|cc|c\+\+|clang|clang\+\+|tcc)(?:-[\d.]+)?$")
 LABELS, SCORES = [0, 0, 1, 1], [0.1, 0.4, 0.35, 0.8]  # the README's first request: AUC 0.75
 REQUEST = {"task": "binary", "labels": LABELS, "scores": SCORES}
@@ -209,20 +209,12 @@ def _ports() -> dict[str, str]:
 def _start(argv: list[str]) -> Server:
     process = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
                                text=True, start_new_session=True)  # fmt: skip
-    assert process.stderr is not None
     lines: list[str] = []
-    deadline = time.monotonic() + 120
-    while time.monotonic() < deadline:
-        line = process.stderr.readline()
-        if not line:
-            break
-        lines.append(line)
-        found = READY_LINE.search(line)
-        if found:
-            threading.Thread(target=lambda: lines.extend(process.stderr or ()), daemon=True).start()
-            _, rest_port, _, grpc_port = found.groups()
-            return Server(process, f"http://127.0.0.1:{rest_port}", f"127.0.0.1:{grpc_port}",
-                          int(rest_port), lines)  # fmt: skip
+    ready = wait_ready(process, lines, timeout=120)
+    if ready is not None:
+        _, rest_port, _, grpc_port = ready[0].groups()
+        return Server(process, f"http://127.0.0.1:{rest_port}", f"127.0.0.1:{grpc_port}",
+                      int(rest_port), lines)  # fmt: skip
     process.kill()
     raise AssertionError(f"the server did not start in the image: {''.join(lines)}")
 

@@ -4,7 +4,6 @@ both doors on loopback, a big request that must not stall health checks, and a g
 from __future__ import annotations
 
 import os
-import re
 import signal
 import subprocess
 import sys
@@ -20,10 +19,9 @@ import pytest
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
 from evalserve.v1 import evaluation_pb2 as pb
+from tests.service.ready import wait_ready
 
 pytestmark = pytest.mark.slow
-
-READY_LINE = re.compile(r"REST on http://([\d.]+):(\d+), gRPC on ([\d.]+):(\d+)")
 
 
 @dataclass
@@ -43,19 +41,11 @@ def _start(*flags: str) -> Running:
         text=True,
         env=env,
     )
-    assert process.stderr is not None
     lines: list[str] = []
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline:
-        line = process.stderr.readline()
-        if not line:
-            break
-        lines.append(line)
-        found = READY_LINE.search(line)
-        if found:
-            threading.Thread(target=lambda: lines.extend(process.stderr or ()), daemon=True).start()
-            host, rest_port, _, grpc_port = found.groups()
-            return Running(process, f"http://{host}:{rest_port}", f"{host}:{grpc_port}", lines)
+    ready = wait_ready(process, lines, timeout=60)
+    if ready is not None:
+        host, rest_port, _, grpc_port = ready[0].groups()
+        return Running(process, f"http://{host}:{rest_port}", f"{host}:{grpc_port}", lines)
     process.kill()
     raise AssertionError(f"the service did not start: {''.join(lines)}")
 
