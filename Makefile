@@ -95,13 +95,9 @@ test: check proto-check ts-check docs-build unit
 include clients/python/envs.mk clients/typescript/ts.mk
 
 # System tools the tests use, from Debian, installed only when missing (apt-get as root, as in
-# CI, or through sudo): Prometheus and promtool (package `prometheus`) for tests/deploy/ and
-# curl for the README's examples (tests/clients/test_readme_examples.py).
-prometheus-tools:
-	@missing=; \
-	command -v promtool >/dev/null 2>&1 && command -v prometheus >/dev/null 2>&1 || missing="prometheus"; \
-	command -v curl >/dev/null 2>&1 || missing="$$missing curl"; \
-	if [ -n "$$missing" ]; then \
+# CI, or through sudo). Each target below sets the shell variable `missing` to the packages
+# it lacks, then runs $(APT_INSTALL).
+APT_INSTALL = if [ -n "$$missing" ]; then \
 		if [ "$$(id -u)" = 0 ]; then SUDO=; \
 		elif command -v sudo >/dev/null 2>&1; then SUDO=sudo; \
 		else echo "missing Debian packages: $$missing (install them as root)" >&2; exit 1; fi; \
@@ -110,18 +106,21 @@ prometheus-tools:
 			apt-get install -y --no-install-recommends $$missing; \
 	fi
 
-# Headless Chromium (Debian packages `chromium`, only when missing, as above) and axe-core
+# Prometheus and promtool (package `prometheus`) for tests/deploy/ and curl for the README's
+# examples (tests/clients/test_readme_examples.py).
+prometheus-tools:
+	@missing=; \
+	command -v promtool >/dev/null 2>&1 && command -v prometheus >/dev/null 2>&1 || missing="prometheus"; \
+	command -v curl >/dev/null 2>&1 || missing="$$missing curl"; \
+	$(APT_INSTALL)
+
+# Headless Chromium (Debian packages `chromium` and a font, only when missing, as above) and axe-core
 # (npm, pinned, into .browser-tools/) for the report's browser tests (tests/report/).
 AXE_CORE_VERSION := 4.14.1
 browser-tools:
-	@if ! command -v chromium >/dev/null 2>&1; then \
-		if [ "$$(id -u)" = 0 ]; then SUDO=; \
-		elif command -v sudo >/dev/null 2>&1; then SUDO=sudo; \
-		else echo "missing Debian package: chromium (install it as root)" >&2; exit 1; fi; \
-		$$SUDO apt-get update && \
-		$$SUDO env DEBIAN_FRONTEND=noninteractive \
-			apt-get install -y --no-install-recommends chromium fonts-dejavu-core; \
-	fi
+	@missing=; \
+	command -v chromium >/dev/null 2>&1 || missing="chromium fonts-dejavu-core"; \
+	$(APT_INSTALL)
 	@test -f .browser-tools/node_modules/axe-core/axe.min.js || \
 		npm install --silent --no-save --no-package-lock --prefix .browser-tools \
 			axe-core@$(AXE_CORE_VERSION)
@@ -133,14 +132,7 @@ image-tools:
 	@missing=; \
 	command -v buildah >/dev/null 2>&1 || missing="buildah"; \
 	command -v mmdebstrap >/dev/null 2>&1 || missing="$$missing mmdebstrap"; \
-	if [ -n "$$missing" ]; then \
-		if [ "$$(id -u)" = 0 ]; then SUDO=; \
-		elif command -v sudo >/dev/null 2>&1; then SUDO=sudo; \
-		else echo "missing Debian packages: $$missing (install them as root)" >&2; exit 1; fi; \
-		$$SUDO apt-get update && \
-		$$SUDO env DEBIAN_FRONTEND=noninteractive \
-			apt-get install -y --no-install-recommends $$missing; \
-	fi
+	$(APT_INSTALL)
 
 # The image (deploy/Dockerfile), tagged $(IMAGE): `docker build` when a Docker daemon answers,
 # else buildah (`make image-tools` installs it), whose images live in containers-storage
