@@ -6,7 +6,7 @@ score distributions (KS), the reliability diagram and the confusion matrix at th
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any
+from typing import Any, Literal
 
 import altair as alt
 import numpy as np
@@ -88,6 +88,32 @@ def series_rows(
     ]
 
 
+def _beside_reference(
+    current: Mapping[str, Any],
+    reference: Mapping[str, Any],
+    axes: tuple[str, str],
+    x: Any,
+    y: Any,
+    interpolate: Literal["linear", "step-before"],
+) -> Any:
+    """The line of a curve (its ``axes`` and thresholds) drawn for the current data and the
+    reference, coloured and dashed by series."""
+
+    def rows(curve: Mapping[str, Any]) -> list[dict[str, Any]]:
+        return table_rows(**{name: curve[name] for name in axes}, threshold=curve["thresholds"])
+
+    return (
+        alt.Chart(inline(series_rows(rows(current), rows(reference))))
+        .mark_line(interpolate=interpolate)
+        .encode(
+            x=x,
+            y=y,
+            **_series_encoding(),
+            tooltip=[alt.Tooltip("series:N", title="Data"), *tooltips("threshold", *axes)],
+        )
+    )
+
+
 def _series_encoding() -> dict[str, Any]:
     """Colour and dash by series, one legend ("Data")."""
     return {
@@ -127,23 +153,8 @@ def _roc(
         x=x, y=y, tooltip=tooltips("threshold", "fpr", "tpr")
     )
     if reference is not None and "roc" in reference.curves:
-        other = reference.curves["roc"]
-        both = series_rows(
-            table_rows(fpr=fpr, tpr=tpr, threshold=thresholds),
-            table_rows(fpr=other["fpr"], tpr=other["tpr"], threshold=other["thresholds"]),
-        )
-        line = (
-            alt.Chart(inline(both))
-            .mark_line(interpolate="linear")
-            .encode(
-                x=x,
-                y=y,
-                **_series_encoding(),
-                tooltip=[
-                    alt.Tooltip("series:N", title="Data"),
-                    *tooltips("threshold", "fpr", "tpr"),
-                ],
-            )
+        line = _beside_reference(
+            result.curves["roc"], reference.curves["roc"], ("fpr", "tpr"), x, y, "linear"
         )
     layers: list[Any] = [band, diagonal(), line, hover]
     marks = _roc_marks(result, at)
@@ -191,25 +202,8 @@ def _pr(
         x=x, y=y, tooltip=tooltips("threshold", "recall", "precision")
     )
     if reference is not None and "pr" in reference.curves:
-        other = reference.curves["pr"]
-        both = series_rows(
-            table_rows(recall=pr["recall"], precision=pr["precision"], threshold=pr["thresholds"]),
-            table_rows(
-                recall=other["recall"], precision=other["precision"], threshold=other["thresholds"]
-            ),
-        )
-        line = (
-            alt.Chart(inline(both))
-            .mark_line(interpolate="step-before")
-            .encode(
-                x=x,
-                y=y,
-                **_series_encoding(),
-                tooltip=[
-                    alt.Tooltip("series:N", title="Data"),
-                    *tooltips("threshold", "recall", "precision"),
-                ],
-            )
+        line = _beside_reference(
+            pr, reference.curves["pr"], ("recall", "precision"), x, y, "step-before"
         )
     layers: list[Any] = [line, hover]
     prevalence = result.metrics.get("prevalence")
