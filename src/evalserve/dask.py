@@ -261,6 +261,12 @@ def _accumulator(
     )  # fmt: skip
 
 
+def _in_partition(error: InvalidInputError, index: int) -> InvalidInputError:
+    """A partition's bad rows, said of the partition."""
+    message = f"partition {index}: {error.message} (rows count from the partition's first row)"
+    return InvalidInputError(error.field, message)
+
+
 @_one_thread
 def _partition_state(
     part: Any,
@@ -285,10 +291,7 @@ def _partition_state(
             except InvalidInputError as error:
                 raise segment_error(error, codes) from None
     except InvalidInputError as error:
-        raise InvalidInputError(
-            error.field,
-            f"partition {index}: {error.message} (rows count from the partition's first row)",
-        ) from None
+        raise _in_partition(error, index) from None
     return accumulator.to_bytes()
 
 
@@ -367,10 +370,7 @@ def _range_rows(
             positive_label=positive_label,
         )  # fmt: skip
     except InvalidInputError as error:
-        raise InvalidInputError(
-            error.field,
-            f"partition {index}: {error.message} (rows count from the partition's first row)",
-        ) from None
+        raise _in_partition(error, index) from None
 
 
 def _segments(part: Any, name: str) -> tuple[Any, list[str]]:
