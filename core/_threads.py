@@ -33,6 +33,7 @@ __all__ = [
     "available_cpus",
     "current_threads",
     "run_all",
+    "shares",
     "threads_for",
     "using_threads",
 ]
@@ -91,6 +92,12 @@ def threads_for(rows: int) -> int:
     """The threads worth using for work on ``rows`` rows in this context: at most the
     setting, and at least ``MIN_ROWS_PER_THREAD`` rows each."""
     return max(1, min(current_threads(), rows // MIN_ROWS_PER_THREAD))
+
+
+def shares(rows: int, threads: int) -> list[int]:
+    """Where each of ``threads`` (nearly) equal shares of ``rows`` begins, and the end: share
+    ``k`` is ``[bounds[k], bounds[k + 1])``."""
+    return [rows * part // threads for part in range(threads + 1)]
 
 
 def run_all(calls: Sequence[Callable[[], T]], threads: int) -> list[T]:

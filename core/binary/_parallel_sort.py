@@ -23,7 +23,7 @@ from functools import partial
 import numpy as np
 from numpy.typing import NDArray
 
-from evalserve.core._threads import run_all
+from evalserve.core._threads import run_all, shares
 
 __all__ = ["Piece", "cut_by_rank", "sort_columns", "split_classes"]
 
@@ -106,7 +106,7 @@ def sort_columns(columns: list[tuple[Floats, Floats | None]], threads: int) -> N
     by side are cut by selection where each thread's equal share of their rows ends, then
     each thread sorts the pieces of its share."""
     total = sum(scores.size for scores, _ in columns)
-    bounds = [total * part // threads for part in range(threads + 1)]
+    bounds = shares(total, threads)
     offsets: dict[int, int] = {}
     whole: list[Piece] = []
     offset = 0
@@ -140,7 +140,7 @@ def split_classes(labels: Bools, column: Floats, threads: int) -> tuple[Floats, 
     ``take`` at the ``flatnonzero`` of the block's labels is a third faster than a boolean
     mask, and releases the interpreter lock."""
     n = column.size
-    bounds = [n * part // threads for part in range(threads + 1)]
+    bounds = shares(n, threads)
     ones = [int(np.count_nonzero(labels[a:b])) for a, b in itertools.pairwise(bounds)]
     positives = np.empty(sum(ones), dtype=np.float64)
     negatives = np.empty(n - positives.size, dtype=np.float64)

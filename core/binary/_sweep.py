@@ -21,7 +21,7 @@ from functools import partial
 import numpy as np
 from numpy.typing import NDArray
 
-from evalserve.core._threads import run_all, threads_for
+from evalserve.core._threads import run_all, shares, threads_for
 from evalserve.core.binary._classes import ClassScores, class_scores, classes_of_rows
 from evalserve.core.binary._stats import BinaryStats
 
@@ -140,7 +140,7 @@ def place(positives: ClassScores, negatives: ClassScores) -> tuple[Indices, Bool
     below = np.empty(ascending.size, dtype=np.intp)
     tied = np.zeros(ascending.size, dtype=np.bool_)
     threads = max(1, min(threads_for(ascending.size + negatives.size), ascending.size))
-    bounds = [ascending.size * part // threads for part in range(threads + 1)]
+    bounds = shares(ascending.size, threads)
     calls = [
         partial(_place, negatives.scores, ascending[a:b], below[a:b], tied[a:b])
         for a, b in itertools.pairwise(bounds)
