@@ -39,6 +39,14 @@ def _canonical(scores: Any, weights: Any) -> ClassScores:
     return weighted_class(np.asarray(scores, dtype=np.float64), np.asarray(weights))
 
 
+def _one_sort(drawn: list[tuple[Any, Any]], weights: str | None) -> ClassScores:
+    """The class of every drawn part's rows, by one sort."""
+    every = np.concatenate([scores for scores, _ in drawn])
+    if weights is None:
+        return _canonical(every, None)
+    return _canonical(every, np.concatenate([w for _, w in drawn]))
+
+
 def _same(got: ClassScores, expected: ClassScores, exact: bool) -> None:
     np.testing.assert_array_equal(got.scores, expected.scores)
     if exact:
@@ -67,12 +75,7 @@ def test_merged_parts_equal_one_sort_of_every_row(
         _canonical(scores, w) if i < folded else RawScores(np.asarray(scores, np.float64), w)
         for i, (scores, w) in enumerate(drawn)
     ]
-    every = np.concatenate([scores for scores, _ in drawn])
-    expected = (
-        _canonical(every, None)
-        if weights is None
-        else _canonical(every, np.concatenate([w for _, w in drawn]))
-    )
+    expected = _one_sort(drawn, weights)
     _same(merge_classes(given_parts), expected, exact=weights != "fractions")
 
 
@@ -100,12 +103,7 @@ def test_canonical_parts_merge_stretch_by_stretch_as_one_sort(
     rng = np.random.default_rng(seed)
     drawn = [_part(rng, ties, weights) for _ in range(parts)]
     given_parts = [_canonical(scores, w) for scores, w in drawn]
-    every = np.concatenate([scores for scores, _ in drawn])
-    expected = (
-        _canonical(every, None)
-        if weights is None
-        else _canonical(every, np.concatenate([w for _, w in drawn]))
-    )
+    expected = _one_sort(drawn, weights)
     with (
         mock.patch.object(classes_module, "CHUNKED_MERGE_MIN", 0),
         mock.patch.object(classes_module, "MERGE_STRETCH", stretch),

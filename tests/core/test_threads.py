@@ -270,17 +270,25 @@ def binary_rows(draw: st.DrawFn, weights: str) -> tuple[np.ndarray, np.ndarray, 
     return _rows(draw, weights)
 
 
-@settings(max_examples=150, deadline=None)
-@given(rows=binary_rows("none") | binary_rows("integer"), threads=st.integers(2, 7))
-def test_threaded_equals_one_thread_bit_for_bit(
+def _on_one_and_on(
     rows: tuple[np.ndarray, np.ndarray, np.ndarray | None], threads: int
-) -> None:
+) -> tuple[core.EvaluationResult, core.EvaluationResult]:
+    """The rows evaluated on one thread, and on ``threads`` (a few rows a thread)."""
     labels, scores, weights = rows
     one = core.evaluate("binary", labels, scores, sample_weight=weights, options=OPTIONS, threads=1)
     with tiny_threads():
         many = core.evaluate(
             "binary", labels, scores, sample_weight=weights, options=OPTIONS, threads=threads
         )
+    return one, many
+
+
+@settings(max_examples=150, deadline=None)
+@given(rows=binary_rows("none") | binary_rows("integer"), threads=st.integers(2, 7))
+def test_threaded_equals_one_thread_bit_for_bit(
+    rows: tuple[np.ndarray, np.ndarray, np.ndarray | None], threads: int
+) -> None:
+    one, many = _on_one_and_on(rows, threads)
     assert _json(many) == _json(one)
     # Work started ahead on another thread is written where it always was.
     assert list(many.metrics) == list(one.metrics)
@@ -292,12 +300,7 @@ def test_threaded_equals_one_thread_bit_for_bit(
 def test_threaded_with_real_weights_agrees_to_rounding(
     rows: tuple[np.ndarray, np.ndarray, np.ndarray | None], threads: int
 ) -> None:
-    labels, scores, weights = rows
-    one = core.evaluate("binary", labels, scores, sample_weight=weights, options=OPTIONS, threads=1)
-    with tiny_threads():
-        many = core.evaluate(
-            "binary", labels, scores, sample_weight=weights, options=OPTIONS, threads=threads
-        )
+    one, many = _on_one_and_on(rows, threads)
     assert many.metrics.keys() == one.metrics.keys()
     for name, value in one.metrics.items():
         if value is None:
