@@ -149,23 +149,24 @@ def _two_labels(field: str, array: NDArray[Any], positive: Bools, shown: str) ->
     row = int(np.argmax(other))
     second = array[row]
     if positive.any():
-        raise InvalidInputError(
-            field,
-            f"expected two distinct labels for task 'binary', but row {row} is "
-            f"{_shown(second)}, a third after {shown} and {_shown(first)}",
-        )
+        raise _a_third(field, row, _shown(second), (shown, _shown(first)))
     third = other & (array != second)
     if third.any():
         row = int(np.argmax(third))
-        raise InvalidInputError(
-            field,
-            f"expected two distinct labels for task 'binary', but row {row} is "
-            f"{_shown(array[row])}, a third after {_shown(first)} and {_shown(second)}",
-        )
+        raise _a_third(field, row, _shown(array[row]), (_shown(first), _shown(second)))
     raise InvalidInputError(
         POSITIVE_FIELD,
         f"is {shown}, but the {field} are {_shown(first)} and {_shown(second)}: "
         "expected one of them",
+    )
+
+
+def _a_third(field: str, row: int, shown: str, two: tuple[str, str]) -> InvalidInputError:
+    """A label at ``row`` that is neither of the ``two`` labels seen before it."""
+    return InvalidInputError(
+        field,
+        f"expected two distinct labels for task 'binary', but row {row} is {shown}, a third "
+        f"after {two[0]} and {two[1]}",
     )
 
 
