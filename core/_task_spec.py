@@ -105,8 +105,7 @@ class TaskInputs:
     labels and the hard predictions (multilabel). A flat matrix (protobuf, raw bytes) is
     reshaped with the width from ``n_classes`` or ``classes``, or, with ``width_from_scores``,
     from the ratio of scores to labels (multiclass).
-    ``named_labels``: labels may be class names rather than numbers; ``label_values``: what the
-    labels are, in words, when they are a fixed few numbers ("0/1" for binary).
+    ``named_labels``: labels may be class names rather than numbers.
     ``predictions_from_scores``: the score column is read as the predictions (regression).
     ``optional``: the columns the task's rows may go without; a stream sends each of them in
     every batch or in none.
@@ -117,7 +116,6 @@ class TaskInputs:
     label_matrix: bool = False
     width_from_scores: bool = False
     named_labels: bool = False
-    label_values: str | None = None
     predictions_from_scores: bool = False
     optional: tuple[str, ...] = ()
 

@@ -18,7 +18,7 @@ SPEC = TaskSpec(
     state=BINARY_STATE,
     evaluate=evaluate_binary_rows,
     state_result=evaluate_binary_state,
-    inputs=TaskInputs(label_values="0/1", optional=("predictions", "scores")),
+    inputs=TaskInputs(optional=("predictions", "scores")),
     memory=MemoryCost(evaluation=5.5, result=5.0),
     headline=(
         "roc_auc",
