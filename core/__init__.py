@@ -12,7 +12,13 @@ from evalserve.core._evaluate import (
     evaluate_binary_stats,
 )
 from evalserve.core._metric_info import MetricInfo, MetricRange
-from evalserve.core._options import OPTIONS, Options, OptionSpec, parse_options
+from evalserve.core._options import (
+    MAX_STRING_OPTION,
+    OPTIONS,
+    Options,
+    OptionSpec,
+    parse_options,
+)
 from evalserve.core._result import EvaluationResult
 from evalserve.core._result_parts import (
     ClassRow,
@@ -31,6 +37,7 @@ from evalserve.core.binary._stats import BinaryStats
 
 __all__ = [
     "CATALOG",
+    "MAX_STRING_OPTION",
     "OPERATING_KINDS",
     "OPTIONS",
     "REGISTRY",

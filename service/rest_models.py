@@ -25,8 +25,7 @@ from pydantic import (
 )
 from pydantic.json_schema import models_json_schema
 
-from evalserve.core import OPTIONS, OptionSpec
-from evalserve.core._options import MAX_STRING_OPTION
+from evalserve.core import MAX_STRING_OPTION, OPTIONS, OptionSpec
 from evalserve.service.rest_json import ENUMS, MESSAGES, raw_column
 from evalserve.service.rest_schema import derive
 from evalserve.v1 import evaluation_pb2 as pb

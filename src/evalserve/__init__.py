@@ -12,6 +12,7 @@ is ``evalserve`` (:mod:`evalserve.cli`).
 
 from evalserve.core import (
     CATALOG,
+    MAX_STRING_OPTION,
     OPERATING_KINDS,
     OPTIONS,
     REGISTRY,
@@ -55,6 +56,7 @@ __version__ = "0.1.0"
 
 __all__ = [
     "CATALOG",
+    "MAX_STRING_OPTION",
     "OPERATING_KINDS",
     "OPTIONS",
     "REGISTRY",
