@@ -7,8 +7,9 @@ quantity of the binary suite is a sum, a maximum or a first-from-the-top over th
 points in descending score order, and each point only needs, besides its own range, the class
 totals of the ranges above it. So the result comes from three small passes over each range:
 
-1. ``range_totals``: the range's class masses, its lowest and highest scores, the counts at the
-   threshold, the calibration sums (per probability bin) and its first ROC point.
+1. ``range_totals``, read from the range's classes (no sweep built), with its join: the
+   range's class masses, its lowest and highest scores, the counts at the threshold, the
+   calibration sums (per probability bin) and its first ROC point.
 2. ``range_pass`` with the ``RangeContext`` from all totals (the mass above the range, the
    class totals, the curve marks it answers): the areas (AUC's pairs, the step-wise and the
    trapezoidal AP, the partial AUC), the maxima (precision, KS, Youden's J, F1), the head
@@ -68,6 +69,7 @@ from evalserve.core.binary._operating import (
     write_tpr,
 )
 from evalserve.core.binary._points import Arc, every_point, points_at
+from evalserve.core.binary._range_rows import RangeClasses
 from evalserve.core.binary._ranking import TIE_TOLERANCE
 from evalserve.core.binary._suite import (
     curves_of_points,
@@ -76,7 +78,7 @@ from evalserve.core.binary._suite import (
     threshold_metrics,
     undefine_ranking,
 )
-from evalserve.core.binary._sweep import Sweep, sweep
+from evalserve.core.binary._sweep import Sweep, place
 from evalserve.core.binary._threshold import NO_POSITIVES
 
 __all__ = [
@@ -135,43 +137,55 @@ class RangeTotals:
         return self.n_distinct == 0
 
 
-def range_totals(s: Sweep, n_rows: int, weighted: bool, options: Options) -> RangeTotals:
-    """Pass 1 over one range's sweep (of its classes: canonical, distinct ascending scores;
-    built once, read by the three passes)."""
-    positives, negatives = s.positives, s.negatives
-    tp_at, fp_at = s.counts_at(options.threshold) if s.n_distinct else (0.0, 0.0)
+def range_totals(classes: RangeClasses, options: Options) -> RangeTotals:
+    """Pass 1 over one range's classes (canonical, distinct ascending scores) and the
+    positives' places among the negatives: read from them, no sweep built."""
+    positives, negatives = classes.positives, classes.negatives
+    below, tied = classes.placement
+    n_distinct = positives.size + negatives.size - int(np.count_nonzero(tied))
+    tp_at = fp_at = 0.0
+    if n_distinct:
+        threshold = np.array([options.threshold])
+        tp_at = float(positives.mass_at_or_above(np.searchsorted(positives.scores, threshold))[0])
+        fp_at = float(negatives.mass_at_or_above(np.searchsorted(negatives.scores, threshold))[0])
     bins = options.calibration_bins
     sums = BinSums(np.zeros(bins), np.zeros(bins), np.zeros(bins), np.zeros(bins, dtype=np.bool_))
     log_sum = square_sum = 0.0
-    probabilities = s.n_distinct == 0 or (s.lowest() >= 0 and s.highest() <= 1)
-    if probabilities:
+    pos_range, neg_range = _span(positives), _span(negatives)
+    lowest, highest = min(pos_range[0], neg_range[0]), max(pos_range[1], neg_range[1])
+    if n_distinct == 0 or (lowest >= 0 and highest <= 1):
         for side, positive in ((positives, True), (negatives, False)):
             logs, squares = class_sums(side, positive=positive)
             log_sum += logs
             square_sum += squares
         sums = bin_sums(positives, negatives, bins)
-    if not s.n_distinct:
-        first = (0.0, 0.0)
-    elif negatives.size and (not positives.size or negatives.scores[-1] > positives.scores[-1]):
+    first = (0.0, 0.0)
+    below_hits = negatives.total
+    if positives.size:  # the top hit's (TP, FP); the negatives under the lowest hit
+        top_hit = (
+            float(positives.mass_at_or_above(np.array([positives.size - 1]))[0]),
+            float(negatives.mass_at_or_above(below[-1:])[0]),
+        )
+        below_hits -= float(negatives.mass_at_or_above(below[:1])[0])
+    if negatives.size and (not positives.size or negatives.scores[-1] > positives.scores[-1]):
         first = (0.0, float(negatives.mass_at_or_above(np.array([negatives.size - 1]))[0]))
-    else:
-        first = (float(s.tps[0]), float(s.fps[0]))
-    below = negatives.total - (float(s.fps[-1]) if s.size else 0.0)
+    elif positives.size:
+        first = top_hit
     return RangeTotals(
-        positives=s.n_positive,
-        negatives=s.n_negative,
-        n_rows=n_rows,
-        weighted=weighted,
-        n_distinct=s.n_distinct,
-        pos_range=_span(positives),
-        neg_range=_span(negatives),
+        positives=positives.total,
+        negatives=negatives.total,
+        n_rows=classes.n_rows,
+        weighted=classes.weighted,
+        n_distinct=n_distinct,
+        pos_range=pos_range,
+        neg_range=neg_range,
         tp_at=tp_at,
         fp_at=fp_at,
         log_sum=log_sum,
         square_sum=square_sum,
         bins=sums,
         first_point=first,
-        neg_below_hits=below,
+        neg_below_hits=below_hits,
     )
 
 
@@ -769,11 +783,12 @@ def ranges_result(
     """The three passes and the sum, in this process: each range's (positives, negatives,
     rows, weighted), from the highest scores down. A distributed engine runs the same passes
     where the ranges live."""
-    sweeps = [sweep(pos, neg) for pos, neg, _, _ in ranges]
-    totals = [
-        range_totals(s, rows, weighted, options)
-        for s, (_, _, rows, weighted) in zip(sweeps, ranges, strict=True)
+    held = [
+        RangeClasses(pos, neg, rows, weighted, place(pos, neg))
+        for pos, neg, rows, weighted in ranges
     ]
+    sweeps = [each.sweep() for each in held]
+    totals = [range_totals(each, options) for each in held]
     contexts = [range_context(totals, i, options) for i in range(len(ranges))]
     passes = [range_pass(s, context, options) for s, context in zip(sweeps, contexts, strict=True)]
     positives = sum(t.positives for t in totals)

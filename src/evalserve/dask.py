@@ -10,10 +10,11 @@ result from it. The answer is the in-process one (``evalserve.evaluate`` on all 
 merge exactly, and with integer weights bit for bit.
 
 ``method="ranges"`` (task binary) is the exact path for data whose distinct scores do not fit
-one machine: the score axis is cut into ranges at a sample's quantiles, each partition is read
-once and split into every range by one task, each range's pieces are joined and kept on a
-worker, and each range is summarised there with the class totals of the ranges above it
-(:mod:`evalserve.core.ranges`); the client adds up one small summary per range. No worker and
+one machine: each partition is read and checked once and kept on its worker while the score
+axis is cut into ranges at a sample's quantiles, then split into every range by one task; each
+range's pieces are joined and kept on a worker, and each range is summarised there with the
+class totals of the ranges above it (:mod:`evalserve.core.ranges`); the client adds up one
+small summary per range. No worker and
 not the client ever holds all distinct scores, and no step grows with the rows on the client.
 
 ``progress`` (a ``distributed.Client`` open): a callback told, on the client, how many
@@ -40,7 +41,7 @@ from typing import Any, TypeVar, cast
 import dask.dataframe as dd
 import numpy as np
 import pyarrow as pa
-from dask.base import compute
+from dask.base import compute, persist
 from dask.delayed import Delayed, delayed
 from numpy.typing import NDArray
 
@@ -57,6 +58,7 @@ from evalserve.core import (
 from evalserve.core._segments import DEFAULT_MAX_SEGMENTS
 from evalserve.core.ranges import (
     Bests,
+    RangeBatch,
     RangeClasses,
     RangeContext,
     RangeFinish,
@@ -65,12 +67,13 @@ from evalserve.core.ranges import (
     RangeTotals,
     bests_of,
     combine_ranges,
+    range_batch,
     range_classes,
     range_context,
     range_finish,
     range_pass,
-    range_rows,
     range_totals,
+    split_batch,
 )
 from evalserve.offline import (
     ColumnError,
@@ -106,8 +109,9 @@ def _one_thread(task: F) -> F:
 
 
 ProgressCallback = Callable[[str, int, int, int], None]
-"""``progress(step, partitions_done, partitions, rows_done)``; ``step``: ``"sampling"`` (the
-ranges method's pass for its cut points) or ``"evaluating"``."""
+"""``progress(step, partitions_done, partitions, rows_done)``; ``step``: ``"reading"`` (the
+ranges method's first pass: each partition read, checked and sampled for the cut points) or
+``"evaluating"``."""
 
 SPLIT_EVERY = 8
 RETRIES = 3  # a task whose worker died runs again elsewhere (Dask reschedules it)
@@ -309,45 +313,62 @@ def _counted_state(
     return state, len(part)
 
 
-def _counted_range_rows(
-    part: Any, index: int, table_plan: Plan, cuts: Sequence[float], positive_label: str | None
-) -> tuple[Any, ...]:
-    """``_range_rows``'s pieces, then the partition's rows."""
-    return (*_range_rows(part, index, table_plan, cuts, positive_label), len(part))
+def _counted_split(batch: RangeBatch, cuts: Sequence[float]) -> tuple[Any, ...]:
+    """``_split``'s pieces, then the batch's rows."""
+    return (*_split(batch, cuts), batch.n_rows)
 
 
 def _compute(
-    targets: Sequence[Delayed | list[Delayed]],
+    targets: list[Delayed | list[Delayed]],
     counts: list[Delayed],
     retries: int,
     progress: ProgressCallback | None,
     step: str,
 ) -> tuple[Any, ...]:
-    """``compute(*targets)``; with ``progress``, on the open ``distributed`` client, told as
-    each of ``counts`` (a partition's rows, once its work is done) arrives. An error of the
-    cluster's is raised as ``compute`` raises it."""
-    if progress is None:
+    """``compute(*targets)``; with ``progress``, told as each of ``counts`` (a partition's
+    rows, once its work is done) arrives. On a ``distributed`` client the graph is submitted,
+    then ``targets`` and ``counts`` are emptied (the caller's lists), so that the client holds
+    no task of it but the targets: what they depend on (persisted partitions) is freed on the
+    workers as soon as its last dependent is done. An error of the cluster's is raised as
+    ``compute`` raises it."""
+    client = _client()
+    if client is None:
+        if progress is not None:
+            raise InvalidInputError("progress", "needs a distributed.Client")
         return tuple(compute(*targets, retries=retries))
-    from distributed import as_completed, get_client
+    from distributed import as_completed
 
-    try:
-        client = get_client()
-    except ValueError:
-        raise InvalidInputError("progress", "needs a distributed.Client") from None
     flat = [each for target in targets for each in _as_list(target)]
+    shape = [len(target) if isinstance(target, list) else None for target in targets]
     futures = client.compute([*flat, *counts], retries=retries)
-    done, rows = 0, 0
-    progress(step, done, len(counts), rows)
-    for future in as_completed(futures[len(flat) :]):
-        if future.status != "finished":
-            break  # failed: gathering the targets raises its error
-        done, rows = done + 1, rows + int(future.result())
-        progress(step, done, len(counts), rows)
-    values = iter(client.gather(futures[: len(flat)]))
+    watched = len(counts)
+    flat.clear()
+    targets.clear()
+    counts.clear()
+    if progress is not None:
+        done, rows = 0, 0
+        progress(step, done, watched, rows)
+        for future in as_completed(futures[len(futures) - watched :]):
+            if future.status != "finished":
+                break  # failed: gathering the targets raises its error
+            done, rows = done + 1, rows + int(future.result())
+            progress(step, done, watched, rows)
+    values = iter(client.gather(futures[: len(futures) - watched]))
     return tuple(
-        [next(values) for _ in target] if isinstance(target, list) else next(values)
-        for target in targets
+        next(values) if size is None else [next(values) for _ in range(size)] for size in shape
     )
+
+
+def _client() -> Any:
+    """The current ``distributed`` client, None without one (a local Dask scheduler)."""
+    try:
+        from distributed import get_client
+    except ImportError:
+        return None
+    try:
+        return get_client()
+    except ValueError:
+        return None
 
 
 def _as_list(target: Delayed | list[Delayed]) -> list[Delayed]:
@@ -355,22 +376,26 @@ def _as_list(target: Delayed | list[Delayed]) -> list[Delayed]:
 
 
 @_one_thread
-def _range_rows(
-    part: Any, index: int, table_plan: Plan, cuts: Sequence[float], positive_label: str | None
-) -> tuple[RangeRows, ...]:
-    """One partition's rows in each score range (``range_rows``: read once, whatever the
-    number of ranges); bad rows raise ``InvalidInputError`` naming the partition and the row
-    in it."""
+def _range_batch(part: Any, index: int, table_plan: Plan, positive_label: str | None) -> RangeBatch:
+    """One partition's rows, checked (``range_batch``); bad rows raise ``InvalidInputError``
+    naming the partition and the row in it."""
     try:
         if table_plan.prediction is not None:
             raise InvalidInputError("predictions", "the ranges path takes scores only")
         arguments = table_plan.arguments(lambda name: _column(part, name))
-        return range_rows(
-            arguments["y_true"], arguments["y_score"], arguments.get("sample_weight"), cuts,
+        return range_batch(
+            arguments["y_true"], arguments["y_score"], arguments.get("sample_weight"),
             positive_label=positive_label,
         )  # fmt: skip
     except InvalidInputError as error:
         raise _in_partition(error, index) from None
+
+
+@_one_thread
+def _split(batch: RangeBatch, cuts: Sequence[float]) -> tuple[RangeRows, ...]:
+    """One partition's rows in each score range (``split_batch``: once, whatever the number
+    of ranges)."""
+    return split_batch(batch, cuts)
 
 
 def _segments(part: Any, name: str) -> tuple[Any, list[str]]:
@@ -421,33 +446,46 @@ def _ranges(
     retries: int,
     progress: ProgressCallback | None = None,
 ) -> EvaluationResult:
-    parts = frame.to_delayed()
-    cuts = _cuts(frame[table_plan.score[0]], ranges, retries, progress)
-    # Ranges (low, high], from the highest scores down: the order the passes take them in. Each
-    # partition is split into all of them by one task; each range's pieces are joined by one
-    # task, whose classes stay on its worker for the range's passes.
     parsed = parse_options(options)
-    label = parsed.positive_label
-    if progress is None:
-        split = [
-            delayed(_range_rows, pure=True, nout=len(cuts) + 1)(part, i, table_plan, cuts, label)
-            for i, part in enumerate(parts)
-        ]
-        counts = []
-    else:  # each partition's rows after its pieces, for the progress line
-        split = [
-            delayed(_counted_range_rows, pure=True, nout=len(cuts) + 2)(
-                part, i, table_plan, cuts, label
-            )
-            for i, part in enumerate(parts)
-        ]
-        counts = [pieces[len(cuts) + 1] for pieces in split]
-    classes = [
-        delayed(_range_classes, pure=True)(cap, *(pieces[j] for pieces in split))
-        for j in range(len(cuts) + 1)
+    # Each partition is read and checked once; its rows stay on its worker (persisted) while
+    # the client takes the cut points from their samples, then each is split into every range.
+    batches = [
+        delayed(_range_batch, pure=True)(part, i, table_plan, parsed.positive_label)
+        for i, part in enumerate(frame.to_delayed())
     ]
-    totals = [delayed(_totals, pure=True)(each, parsed) for each in classes]
-    contexts = [delayed(range_context, pure=True)(totals, i, parsed) for i in range(len(classes))]
+    batches = list(persist(*batches, retries=retries))
+    cuts = _cuts(batches, ranges, retries, progress)
+    targets, counts = _range_graph(batches, cuts, parsed, cap, counted=progress is not None)
+    batches.clear()  # the client lets go of the rows: freed once split (``_compute``)
+    got_totals, got_contexts, got_passes, got_finishes, got_bests = _compute(
+        targets, counts, retries, progress, "evaluating"
+    )
+    return combine_ranges(got_totals, got_contexts, got_passes, got_finishes, got_bests, parsed)
+
+
+def _range_graph(
+    batches: list[Delayed], cuts: list[float], parsed: Options, cap: int | None, *, counted: bool
+) -> tuple[list[Delayed | list[Delayed]], list[Delayed]]:
+    """The ranges' tasks after the cuts: (totals, contexts, passes, finishes, bests), and with
+    ``counted`` each partition's rows once split (for the progress line). Ranges (low, high],
+    from the highest scores down: the order the passes take them in. Each partition is split
+    into all of them by one task; each range's pieces are joined by one task, whose classes
+    stay on its worker for the range's passes."""
+    pieces = len(cuts) + 1
+    if counted:
+        split = [
+            delayed(_counted_split, pure=True, nout=pieces + 1)(batch, cuts) for batch in batches
+        ]
+        counts = [each[pieces] for each in split]
+    else:
+        split = [delayed(_split, pure=True, nout=pieces)(batch, cuts) for batch in batches]
+        counts = []
+    joined = [
+        delayed(_range_classes, pure=True, nout=2)(cap, parsed, *(each[j] for each in split))
+        for j in range(pieces)
+    ]
+    classes, totals = [pair[0] for pair in joined], [pair[1] for pair in joined]
+    contexts = [delayed(range_context, pure=True)(totals, i, parsed) for i in range(pieces)]
     passes = [
         delayed(_pass, pure=True)(each, context, parsed)
         for each, context in zip(classes, contexts, strict=True)
@@ -457,27 +495,26 @@ def _ranges(
         delayed(_finish, pure=True)(each, context, bests, i)
         for i, (each, context) in enumerate(zip(classes, contexts, strict=True))
     ]
-    got_totals, got_contexts, got_passes, got_finishes, got_bests = _compute(
-        [totals, contexts, passes, finishes, bests], counts, retries, progress, "evaluating"
-    )
-    return combine_ranges(got_totals, got_contexts, got_passes, got_finishes, got_bests, parsed)
+    return [totals, contexts, passes, finishes, bests], counts
 
 
 def _cuts(
-    scores: dd.Series, count: int | None, retries: int, progress: ProgressCallback | None = None
+    batches: list[Delayed],
+    count: int | None,
+    retries: int,
+    progress: ProgressCallback | None = None,
 ) -> list[float]:
     """Cut points at the quantiles of a sample of the scores (every partition's, evenly spaced:
     the ranges need not be even to be exact, only to share the work), distinct and in
     ascending order; ``count`` ranges, or by default as many as the rows need
     (``_default_ranges``). The client holds at most about ``CUT_SAMPLE`` scores, however many
     rows."""
-    parts = scores.to_delayed()
-    if not parts:
+    if not batches:
         return []
-    each = max(MIN_PART_SAMPLE, CUT_SAMPLE // len(parts))
-    sampled = [delayed(_sample, pure=True)(part, each) for part in parts]
+    each = max(MIN_PART_SAMPLE, CUT_SAMPLE // len(batches))
+    sampled = [delayed(_sample, pure=True, nout=2)(batch, each) for batch in batches]
     counts = [] if progress is None else [pair[1] for pair in sampled]
-    (samples,) = _compute([sampled], counts, retries, progress, "sampling")
+    (samples,) = _compute([sampled], counts, retries, progress, "reading")
     sample = np.concatenate([values for values, _ in samples])
     rows = sum(size for _, size in samples)
     quantiles = np.linspace(0, 1, (count or _default_ranges(rows)) + 1)[1:-1]
@@ -486,13 +523,9 @@ def _cuts(
     return sorted({float(value) for value in np.quantile(sample, quantiles)})
 
 
-def _sample(part: Any, size: int) -> tuple[NDArray[np.float64], int]:
-    """At most ``size`` of a partition's finite scores, evenly spaced in its order, and its
-    rows."""
-    values = np.asarray(part, dtype=np.float64)
-    rows = int(values.size)
-    values = values[np.isfinite(values)]
-    return values[:: max(1, values.size // size)][:size].copy(), rows
+def _sample(batch: RangeBatch, size: int) -> tuple[NDArray[np.float64], int]:
+    """At most ``size`` of a partition's scores, evenly spaced in its order, and its rows."""
+    return batch.sample(size), batch.n_rows
 
 
 def _default_ranges(rows: int) -> int:
@@ -515,13 +548,13 @@ def _threads() -> int:
 
 
 @_one_thread
-def _range_classes(cap: int | None, *pieces: RangeRows) -> RangeClasses:
-    return range_classes(pieces, cap)
-
-
-@_one_thread
-def _totals(classes: RangeClasses, options: Options) -> RangeTotals:
-    return range_totals(classes.sweep(), classes.n_rows, classes.weighted, options)
+def _range_classes(
+    cap: int | None, options: Options, *pieces: RangeRows
+) -> tuple[RangeClasses, RangeTotals]:
+    """A range's classes, joined from its pieces (kept on the worker for the passes), and
+    its totals (pass 1)."""
+    classes = range_classes(pieces, cap)
+    return classes, range_totals(classes, options)
 
 
 @_one_thread

@@ -22,6 +22,7 @@ from evalserve.core import (
     evaluate,
     parse_options,
 )
+from evalserve.core.binary import _range_rows
 from evalserve.core.binary._ranges import ranges_result
 from evalserve.core.ranges import range_classes, range_rows
 
@@ -207,6 +208,26 @@ def test_range_rows_place_every_row_in_its_range(
         np.testing.assert_array_equal(got.scores, want.scores)
         np.testing.assert_array_equal(got.masses(), want.masses())
     assert (joined.n_rows, joined.weighted) == (rows, was_weighted)
+
+
+@pytest.mark.parametrize("cuts", [1, 40, 300])
+def test_range_rows_count_ranges_by_comparison_and_by_search_alike(cuts: int) -> None:
+    """Up to ``COMPARED_CUTS`` cuts a row's range is counted by comparisons (block by block),
+    past it by a binary search: both put every row where its score lies, scores on a cut
+    included (in the range below it: (low, high])."""
+    rng = np.random.default_rng(cuts)
+    n = 3 * _range_rows.BLOCK + 17  # several blocks and a short one
+    scores = np.round(rng.normal(size=n), 2)
+    labels = rng.random(n) < 0.3
+    edges = np.unique(np.round(rng.normal(size=cuts), 2))
+    edges = np.unique(np.concatenate([edges, scores[:3]]))  # rows on a cut
+    assert (edges.size > _range_rows.COMPARED_CUTS) == (cuts > 64)  # both ways are taken
+    pieces = range_rows(labels, scores, None, list(edges))
+    bounds = [-np.inf, *edges, np.inf]
+    for piece, (low, high) in zip(pieces, reversed(list(itertools.pairwise(bounds))), strict=True):
+        inside = (scores > low) & (scores <= high)
+        np.testing.assert_array_equal(piece.positives.scores, scores[inside & labels])
+        np.testing.assert_array_equal(piece.negatives.scores, scores[inside & ~labels])
 
 
 def test_range_rows_name_a_bad_row_as_evaluate_does() -> None:

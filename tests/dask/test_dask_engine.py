@@ -24,7 +24,9 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 from dask.delayed import delayed
+from dask.utils import key_split
 from distributed import Client, LocalCluster
+from distributed.diagnostics.plugin import SchedulerPlugin
 
 from evalserve import dask as evalserve_dask
 from evalserve.core import (
@@ -196,6 +198,49 @@ def test_ranges_never_build_the_whole_state(client: Client, tmp_path: Path) -> N
     )
     np.testing.assert_allclose(got.curves["roc"]["tpr"], want.curves["roc"]["tpr"], rtol=1e-12)
     np.testing.assert_allclose(got.curves["roc"]["fpr"], want.curves["roc"]["fpr"], rtol=1e-12)
+
+
+class _Transitions(SchedulerPlugin):
+    """The scheduler's task transitions, by task name, in order."""
+
+    name = "evalserve-transitions"
+
+    def __init__(self) -> None:
+        self.seen: list[tuple[str, str, str]] = []
+
+    def transition(self, key: Any, start: str, finish: str, *args: Any, **kwargs: Any) -> None:
+        name = key_split(key)  # without the leading underscore
+        if name.startswith(("read_parquet", "range_batch", "split", "pass")):
+            self.seen.append((name, start, finish))
+
+
+def _transitions(dask_scheduler: Any) -> list[tuple[str, str, str]]:
+    plugin = dask_scheduler.plugins[_Transitions.name]
+    seen = list(plugin.seen)
+    plugin.seen.clear()
+    return seen
+
+
+def test_ranges_read_each_partition_once_and_free_it_once_split(
+    client: Client, tmp_path: Path
+) -> None:
+    """The ranges path reads and checks each partition once (its scores sampled for the cuts
+    from the rows it keeps), and each partition's rows are freed on the worker as soon as they
+    are split into the ranges, before any range's pass."""
+    data, _ = _binary_frame(4000, tmp_path, partitions=5)
+    client.register_plugin(_Transitions())
+    evalserve_dask.evaluate(data, task="binary", method="ranges", ranges=3)
+    seen = client.run_on_scheduler(_transitions)
+    read = [name for name, start, finish in seen if finish == "memory"]
+    assert read.count("read_parquet") + read.count("read_parquet-fused") <= 5
+    assert read.count("range_batch") == 5 and read.count("split") == 5
+    freed = [
+        i for i, (name, start, _) in enumerate(seen) if name == "range_batch" and start == "memory"
+    ]
+    passes = [
+        i for i, (name, start, _) in enumerate(seen) if name == "pass" and start == "processing"
+    ]
+    assert len(freed) == 5 and passes and max(freed) < min(passes), seen
 
 
 @pytest.mark.parametrize("method", ["tree", "ranges"])
@@ -394,7 +439,7 @@ def test_segments_on_the_command_line_on_a_scheduler(client: Client, tmp_path: P
 
 @pytest.mark.parametrize(
     "task",
-    ["_partition_state", "_range_rows", "_merged", "_range_classes", "_totals", "_pass", "_finish"],
+    ["_partition_state", "_range_batch", "_split", "_merged", "_range_classes", "_pass", "_finish"],
 )
 def test_every_task_of_the_cluster_sorts_on_one_thread(task: str) -> None:
     """The cluster's workers are the parallelism: a task's own sorts take one thread."""
@@ -429,8 +474,8 @@ def test_a_progress_line_on_a_terminal(client: Client, tmp_path: Path, method: s
         rf"evaluating: 5,000 rows, [\d,]+ rows/s, {partitions}/{partitions} partitions", last
     ), text
     assert text.endswith("\n") and "Traceback" not in text
-    if method == "ranges":  # its first pass samples the scores: that line ends, then the next
-        sampled = r"\rsampling: 5,000 rows, [\d,]+ rows/s, (\d+)/\1 partitions\r?\n\revaluating: "
+    if method == "ranges":  # its first pass reads the partitions: that line ends, then the next
+        sampled = r"\rreading: 5,000 rows, [\d,]+ rows/s, (\d+)/\1 partitions\r?\n\revaluating: "
         assert re.search(sampled, text), text
 
 
