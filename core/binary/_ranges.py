@@ -316,13 +316,19 @@ class _Global:
 
     @classmethod
     def of(cls, s: Sweep, context: RangeContext) -> _Global:
+        """(Nothing above the top range: its own arrays, as adding 0 gives them.)"""
+        pos, neg = context.pos_above, context.neg_above
         return cls(
             s,
-            s.tps + context.pos_above,
-            s.fps + context.neg_above,
-            s.tps_above + context.pos_above,
-            s.fps_above + context.neg_above,
+            s.tps + pos if pos else s.tps,
+            s.fps + neg if neg else s.fps,
+            s.tps_above + pos if pos else s.tps_above,
+            s.fps_above + neg if neg else s.fps_above,
         )
+
+    def hits(self) -> Hits:
+        """The hits with the mass above the range added (``Hits.of`` from these arrays)."""
+        return Hits(self.s.thresholds, self.tps, self.fps)
 
     def before_valid(self, context: RangeContext) -> bool:
         """Whether the point just above the range's top hit exists (any mass above it)."""
@@ -335,7 +341,7 @@ def range_pass(s: Sweep, context: RangeContext, options: Options) -> RangePass:
     g = _Global.of(s, context)
     head = tuple(_head_here(g, k) for k in context.head)
     dcg = head_dcg(g, s.pos, context.head[:-1])
-    operating = _operating_here(s, context, options)
+    operating = _operating_here(g, context, options)
     if not s.size or p == 0 or n == 0:  # no hits here, or no ranking at all: heads only
         one_class = p == 0 or n == 0
         return RangePass(
@@ -374,14 +380,14 @@ def range_pass(s: Sweep, context: RangeContext, options: Options) -> RangePass:
     )
 
 
-def _operating_here(s: Sweep, context: RangeContext, options: Options) -> RangeOperating:
+def _operating_here(g: _Global, context: RangeContext, options: Options) -> RangeOperating:
     """The range's candidates for every operating point (see ``RangeOperating``)."""
-    p, n = context.positives, context.negatives
+    p, n, s = context.positives, context.negatives, g.s
     classes = Classes(s.positives, s.negatives, context.pos_above, context.neg_above)
     flagged = tuple(flagged_point(classes, q * (p + n)) for q in options.flagged_share)
     if p == 0 or n == 0:
         return RangeOperating(flagged=flagged)
-    hits = Hits.of(s, context.pos_above, context.neg_above)
+    hits = g.hits()
     before, after = eer_sides(classes, p, n)
     return RangeOperating(
         recall=tuple(recall_point(hits, k) for k in options.recall_at_precision),
@@ -500,23 +506,24 @@ def range_finish(s: Sweep, context: RangeContext, bests: Bests, position: int) -
             s01_sum=s.n_negative * at * at,
             precision_points=(None,) * len(bests.precision_at_recall),
         )
-    hits = Hits.of(s, context.pos_above, context.neg_above)
+    g = _Global.of(s, context)
+    hits = g.hits()
     precision_points = tuple(
         precision_point(hits, k * p, best)
         for k, best in zip(context.recall_targets, bests.precision_at_recall, strict=True)
     )
-    g = _Global.of(s, context)
     precision = g.tps / (g.tps + g.fps)
     envelope = np.maximum(
         np.maximum.accumulate(precision[::-1])[::-1], bests.precision_below[position]
     )
     levels: list[float | None] = []
+    wanted = np.arange(11) * p
+    firsts = np.searchsorted(10 * g.tps, wanted, side="left")  # one pass for the 11 levels
     for level in range(11):
-        wanted = level * p
-        if context.pos_above > 0 and 10 * context.pos_above >= wanted:
+        first = int(firsts[level])
+        if context.pos_above > 0 and 10 * context.pos_above >= wanted[level]:
             levels.append(None)  # its first hit lies above this range
             continue
-        first = int(np.searchsorted(10 * g.tps, wanted, side="left"))
         levels.append(float(envelope[first]) if first < s.size else None)
     at_hit = g.tps * n - g.fps * p
     before = g.tps_above * n - g.fps_above * p

@@ -3,10 +3,13 @@ radix sort up to 256 groups and a packed sort past them; both are numpy's stable
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from numpy.typing import NDArray
 
 from evalserve.core._grouping import BYTE_GROUPS, grouped
 
@@ -23,7 +26,7 @@ def test_grouped_is_the_stable_order_by_key(groups: int, n: int, dtype: type, se
         return
     rng = np.random.default_rng(seed)
     used = int(rng.integers(1, groups + 1))  # some groups empty, the last ones too
-    key = rng.integers(0, used, n).astype(dtype)
+    key: NDArray[np.integer[Any]] = rng.integers(0, used, n).astype(dtype)
     order, bounds = grouped(key, groups)
     assert order.dtype == np.intp
     np.testing.assert_array_equal(order, np.argsort(key, kind="stable"))
