@@ -351,33 +351,109 @@ def range_pass(s: Sweep, context: RangeContext, options: Options) -> RangePass:
             operating=operating,
         )
     points = _points(s, g, context)
-    precision = g.tps / (g.tps + g.fps)
-    above = g.tps_above + g.fps_above
-    before = np.divide(g.tps_above, above, out=np.ones_like(above), where=above > 0)
-    at_hit = g.tps * n - g.fps * p
-    before_j = g.tps_above * n - g.fps_above * p
-    distance_before = np.abs(before_j)
-    if not g.before_valid(context):  # nothing above the top hit: no point before it
-        before_j[0] = distance_before[0] = -np.inf
-    f1 = g.tps / (g.tps + g.fps + p)
+    sums = _pass_sums(g, context)
     return RangePass(
-        auc_pairs=inner(s.pos, n - g.fps) + 0.5 * inner(s.pos, s.neg),
-        ap_sum=inner(s.pos, precision),
-        trapezoid=inner((g.tps - g.tps_above) / p, (before + precision) / 2),
+        auc_pairs=sums.auc_pairs,
+        ap_sum=sums.ap_sum,
+        trapezoid=sums.trapezoid,
         partial_area=(
             0.0 if options.max_fpr is None else _partial_area(g, context, options.max_fpr)
         ),
-        v10_sum=inner(s.pos, (n - g.fps + 0.5 * s.neg) / n),
-        max_precision=float(precision.max()),
-        ks_max=max(float(np.abs(at_hit).max()), float(distance_before.max())),
-        youden_max=max(float(at_hit.max()), float(before_j.max())),
-        f1_max=float(f1.max()),
+        v10_sum=sums.v10_sum,
+        max_precision=sums.max_precision,
+        ks_max=sums.ks_max,
+        youden_max=sums.youden_max,
+        f1_max=sums.f1_max,
         last_hit_fps=float(g.fps[-1]),
         head=head,
         dcg=dcg,
         points=points,
         operating=operating,
     )
+
+
+# Hits a block of the passes' arithmetic takes: its temporaries stay in the CPU's cache (a
+# pass over whole arrays of millions of hits ran at the speed of memory).
+PASS_BLOCK = 1 << 15
+
+
+def _blocks(size: int) -> list[slice]:
+    return [slice(a, min(a + PASS_BLOCK, size)) for a in range(0, size, PASS_BLOCK)]
+
+
+@dataclass
+class _PassSums:
+    auc_pairs: float = 0.0
+    ap_sum: float = 0.0
+    trapezoid: float = 0.0
+    v10_sum: float = 0.0
+    max_precision: float = -math.inf
+    ks_max: float = -math.inf
+    youden_max: float = -math.inf
+    f1_max: float = -math.inf
+
+
+@dataclass(frozen=True)
+class _Block:
+    """One block of a range's hits: the global arrays' slices and the Youden statistics at
+    the hits and just before them (-inf before the top hit when no point is there)."""
+
+    tps: Floats
+    fps: Floats
+    tps_above: Floats
+    fps_above: Floats
+    pos: Floats
+    neg: Floats
+    at_hit: Floats
+    before: Floats
+
+    @classmethod
+    def of(cls, g: _Global, block: slice, context: RangeContext) -> _Block:
+        p, n = context.positives, context.negatives
+        tps, fps = g.tps[block], g.fps[block]
+        tps_above, fps_above = g.tps_above[block], g.fps_above[block]
+        before = tps_above * n - fps_above * p
+        if block.start == 0 and not g.before_valid(context):
+            before[0] = -np.inf  # nothing above the top hit: no point before it
+        return cls(
+            tps, fps, tps_above, fps_above, g.s.pos[block], g.s.neg[block],
+            tps * n - fps * p, before,
+        )  # fmt: skip
+
+    def precision(self) -> Floats:
+        return self.tps / (self.tps + self.fps)
+
+    def f1(self, p: float) -> Floats:
+        return self.tps / (self.tps + self.fps + p)
+
+    def distance_before(self) -> Floats:
+        """|J| before each hit (-inf where ``before`` is)."""
+        distance = np.abs(self.before)
+        distance[self.before == -np.inf] = -np.inf
+        return distance
+
+
+def _pass_sums(g: _Global, context: RangeContext) -> _PassSums:
+    """Pass 2's sums and maxima over the range's hits, block by block (the sums regrouped:
+    as the ranges regroup them)."""
+    p, n = context.positives, context.negatives
+    sums = _PassSums()
+    for block in _blocks(g.s.size):
+        b = _Block.of(g, block, context)
+        precision = b.precision()
+        above = b.tps_above + b.fps_above
+        before = np.divide(b.tps_above, above, out=np.ones_like(above), where=above > 0)
+        sums.auc_pairs += inner(b.pos, n - b.fps) + 0.5 * inner(b.pos, b.neg)
+        sums.ap_sum += inner(b.pos, precision)
+        sums.trapezoid += inner((b.tps - b.tps_above) / p, (before + precision) / 2)
+        sums.v10_sum += inner(b.pos, (n - b.fps + 0.5 * b.neg) / n)
+        sums.max_precision = max(sums.max_precision, float(precision.max()))
+        sums.ks_max = max(
+            sums.ks_max, float(np.abs(b.at_hit).max()), float(b.distance_before().max())
+        )
+        sums.youden_max = max(sums.youden_max, float(b.at_hit.max()), float(b.before.max()))
+        sums.f1_max = max(sums.f1_max, float(b.f1(p).max()))
+    return sums
 
 
 def _operating_here(g: _Global, context: RangeContext, options: Options) -> RangeOperating:
@@ -512,65 +588,85 @@ def range_finish(s: Sweep, context: RangeContext, bests: Bests, position: int) -
         precision_point(hits, k * p, best)
         for k, best in zip(context.recall_targets, bests.precision_at_recall, strict=True)
     )
-    precision = g.tps / (g.tps + g.fps)
-    envelope = np.maximum(
-        np.maximum.accumulate(precision[::-1])[::-1], bests.precision_below[position]
-    )
-    levels: list[float | None] = []
     wanted = np.arange(11) * p
     firsts = np.searchsorted(10 * g.tps, wanted, side="left")  # one pass for the 11 levels
+    at_first: dict[int, float] = {}
+    blocks = _blocks(s.size)
+    # The envelope (the highest precision at or below each hit) from the bottom block up, the
+    # highest of the blocks below carried in.
+    carry, ap_all_sum, s10_sum, s01_sum = bests.precision_below[position], 0.0, 0.0, 0.0
+    for block in reversed(blocks):
+        b = _Block.of(g, block, context)
+        envelope = np.maximum.accumulate(b.precision()[::-1])[::-1]
+        np.maximum(envelope, carry, out=envelope)
+        carry = float(envelope[0])
+        ap_all_sum += inner(b.pos, envelope)
+        for first in firsts[(firsts >= block.start) & (firsts < block.stop)]:
+            at_first[int(first)] = float(envelope[first - block.start])
+        v10 = (n - b.fps + 0.5 * b.neg) / n - auc
+        s10_sum += inner(b.pos, v10 * v10)
+        # The negatives between each hit and the one before it (above the top hit: all of
+        # the range's above it), at the TP there; the negatives tied with each hit.
+        fps_above, fps = s.fps_above[block], s.fps[block]  # the range's own: differences
+        between = np.empty(fps.size)
+        between[:1] = fps_above[:1] - (s.fps[block.start - 1] if block.start else 0.0)
+        np.subtract(fps_above[1:], fps[:-1], out=between[1:])
+        at_between = b.tps_above / p - auc
+        at_tie = (b.tps_above + 0.5 * b.pos) / p - auc
+        s01_sum += inner(between, at_between * at_between) + inner(b.neg, at_tie * at_tie)
+    at_last = g.tps[-1] / p - auc  # the negatives below the lowest hit
+    s01_sum += (s.n_negative - s.fps[-1]) * at_last * at_last
+    levels: list[float | None] = []
     for level in range(11):
-        first = int(firsts[level])
         if context.pos_above > 0 and 10 * context.pos_above >= wanted[level]:
             levels.append(None)  # its first hit lies above this range
             continue
-        levels.append(float(envelope[first]) if first < s.size else None)
-    at_hit = g.tps * n - g.fps * p
-    before = g.tps_above * n - g.fps_above * p
-    distance_before = np.abs(before)
-    if not g.before_valid(context):
-        before[0] = distance_before[0] = -np.inf
-    v10 = (n - g.fps + 0.5 * s.neg) / n - auc
-    between = np.empty(s.size + 1)
-    between[0] = s.fps_above[0]
-    np.subtract(s.fps_above[1:], s.fps[:-1], out=between[1:-1])
-    between[-1] = s.n_negative - s.fps[-1]
-    at_between = np.append(g.tps_above, g.tps[-1]) / p - auc
-    at_tie = (g.tps_above + 0.5 * s.pos) / p - auc
+        levels.append(at_first.get(int(firsts[level])))
     return RangeFinish(
-        ap_all_sum=inner(s.pos, envelope),
+        ap_all_sum=ap_all_sum,
         ap_11=tuple(levels),
-        ks_threshold=_first_at(s, context, distance_before, np.abs(at_hit), bests.ks),
-        youden_threshold=_first_at(s, context, before, at_hit, bests.youden),
-        f1_threshold=_first_f1(s, g, p, bests.f1),
-        s10_sum=inner(s.pos, v10 * v10),
-        s01_sum=inner(between, at_between * at_between) + inner(s.neg, at_tie * at_tie),
+        ks_threshold=_first_at(g, blocks, context, bests.ks, distance=True),
+        youden_threshold=_first_at(g, blocks, context, bests.youden, distance=False),
+        f1_threshold=_first_f1(g, blocks, context, bests.f1),
+        s10_sum=s10_sum,
+        s01_sum=s01_sum,
         precision_points=precision_points,
     )
 
 
 def _first_at(
-    s: Sweep, context: RangeContext, before: Floats, at_hit: Floats, best: float
+    g: _Global, blocks: list[slice], context: RangeContext, best: float, *, distance: bool
 ) -> float | None:
     """The threshold of the range's first candidate (before its hit 0, hit 0, before hit 1,
-    ...) that ties with ``best``; None when none does."""
-    floor = _floor(best)
-    hits_before = np.flatnonzero(before >= floor)
-    hits_at = np.flatnonzero(at_hit >= floor)
-    first_before = int(hits_before[0]) if hits_before.size else s.size
-    first_hit = int(hits_at[0]) if hits_at.size else s.size
-    if first_before <= first_hit and first_before < s.size:
-        above = s.above_threshold(first_before)
-        return min(above, context.lowest_above) if first_before == 0 else above
-    if first_hit < s.size:
-        return float(s.thresholds[first_hit])
+    ...) whose Youden statistic (``distance``: its absolute value, KS) ties with ``best``;
+    None when none does. Block by block from the top, to the first block that has one."""
+    s, floor = g.s, _floor(best)
+    for block in blocks:
+        b = _Block.of(g, block, context)
+        before = b.distance_before() if distance else b.before
+        at_hit = np.abs(b.at_hit) if distance else b.at_hit
+        hits_before = np.flatnonzero(before >= floor)
+        hits_at = np.flatnonzero(at_hit >= floor)
+        if not hits_before.size and not hits_at.size:
+            continue
+        size = block.stop - block.start
+        first_before = int(hits_before[0]) if hits_before.size else size
+        first_hit = int(hits_at[0]) if hits_at.size else size
+        if first_before <= first_hit:
+            at = block.start + first_before
+            above = s.above_threshold(at)
+            return min(above, context.lowest_above) if at == 0 else above
+        return float(s.thresholds[block.start + first_hit])
     return None
 
 
-def _first_f1(s: Sweep, g: _Global, p: float, best: float) -> float | None:
-    f1 = g.tps / (g.tps + g.fps + p)
-    found = np.flatnonzero(f1 >= _floor(best))
-    return float(s.thresholds[found[0]]) if found.size else None
+def _first_f1(g: _Global, blocks: list[slice], context: RangeContext, best: float) -> float | None:
+    floor = _floor(best)
+    for block in blocks:
+        found = np.flatnonzero(_Block.of(g, block, context).f1(context.positives) >= floor)
+        if found.size:
+            return float(g.s.thresholds[block.start + found[0]])
+    return None
 
 
 # --- the result -----------------------------------------------------------------------------

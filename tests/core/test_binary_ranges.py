@@ -22,7 +22,7 @@ from evalserve.core import (
     evaluate,
     parse_options,
 )
-from evalserve.core.binary import _range_rows
+from evalserve.core.binary import _range_rows, _ranges
 from evalserve.core.binary._ranges import ranges_result
 from evalserve.core.ranges import range_classes, range_rows
 
@@ -119,6 +119,27 @@ def test_ranges_give_the_whole_answer(
     labels, scores, weights, cuts = rows
     whole = evaluate("binary", labels, scores, sample_weight=weights, options=options)
     _same(_split(labels, scores, weights, cuts, options), whole)
+
+
+@settings(max_examples=200, deadline=None)
+@given(_rows(), st.sampled_from(OPTION_CASES), st.sampled_from([1, 2, 3, 7]))
+def test_passes_in_blocks_give_the_whole_answer(
+    rows: tuple[np.ndarray, np.ndarray, np.ndarray | None, list[float]],
+    options: dict[str, Any],
+    block: int,
+) -> None:
+    """Passes 2 and 3 run over each range's hits block by block (``PASS_BLOCK``, 32,768 hits):
+    blocks of a few hits put every boundary case (the top hit, the envelope carried up, the
+    negatives between hits across blocks, the first tie found in a later block) at a block's
+    edge."""
+    labels, scores, weights, cuts = rows
+    whole = evaluate("binary", labels, scores, sample_weight=weights, options=options)
+    saved = _ranges.PASS_BLOCK
+    _ranges.PASS_BLOCK = block
+    try:
+        _same(_split(labels, scores, weights, cuts, options), whole)
+    finally:
+        _ranges.PASS_BLOCK = saved
 
 
 @pytest.mark.parametrize("options", OPTION_CASES)
