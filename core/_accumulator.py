@@ -31,7 +31,7 @@ from evalserve.core._segments import (
     take_rows,
 )
 from evalserve.core._state import TaskState
-from evalserve.core._state_format import SEGMENT_PREFIX, StateDocument, decode, encode
+from evalserve.core._state_format import SEGMENT_PREFIX, Later, StateDocument, decode, encode
 from evalserve.core._tasks import comparing_tasks, task_spec
 from evalserve.core._validation import WEIGHTLESS_BATCHES
 from evalserve.core.binary._classes import ClassScores, class_scores
@@ -355,19 +355,19 @@ class Accumulator:
 
     def to_bytes(self) -> bytes:
         """The accumulator in the versioned binary format of :mod:`core._state_format`."""
-        state = self._state()
-        arrays = {} if state is None else state.to_arrays()
+        arrays, later = _bytes_arrays(self._state())
         names = None
         if self._segments is not None:
             names = self.segment_names
             for index, name in enumerate(names):
-                child = self._segments[name]._state()
-                for key, array in ({} if child is None else child.to_arrays()).items():
-                    arrays[f"{SEGMENT_PREFIX}{index}.{key}"] = array
+                child, child_later = _bytes_arrays(self._segments[name]._state())
+                prefix = f"{SEGMENT_PREFIX}{index}."
+                arrays |= {prefix + key: array for key, array in child.items()}
+                later |= {prefix + key: array for key, array in child_later.items()}
         document = StateDocument(
             self.task, _options_json(self.options), self.classes, arrays, names
         )
-        return encode(document)
+        return encode(document, later)
 
     @classmethod
     def from_bytes(
@@ -409,6 +409,15 @@ class Accumulator:
 
     def __repr__(self) -> str:
         return f"Accumulator({self.task!r}, n_rows={self.n_rows}, nbytes={self.nbytes})"
+
+
+def _bytes_arrays(state: TaskState | None) -> tuple[dict[str, Any], dict[str, Later]]:
+    """A state's arrays for its bytes, and those its merge writes into them (task binary)."""
+    if state is None:
+        return {}, {}
+    if isinstance(state, BinaryState):
+        return state.to_bytes_arrays()
+    return state.to_arrays(), {}
 
 
 def _merge_all(levels: list[TaskState]) -> TaskState:

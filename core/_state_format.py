@@ -19,19 +19,20 @@ magic, the version, the checksum, the head and every size before it reads an arr
 
 from __future__ import annotations
 
+import ctypes
 import json
 import struct
 import zlib
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 import numpy as np
 from numpy.typing import NDArray
 
 from evalserve.core._errors import InvalidInputError
 
-__all__ = ["FORMAT_VERSION", "MAGIC", "StateDocument", "decode", "encode"]
+__all__ = ["FORMAT_VERSION", "MAGIC", "Later", "StateDocument", "Writer", "decode", "encode"]
 
 MAGIC = b"EVALSERVE-STATE\n"
 # Version 2 added the regression sample (arrays sample.*); version 1 reads as before, its
@@ -62,19 +63,44 @@ class StateDocument:
     segments: tuple[str, ...] | None = None
 
 
+class Writer(Protocol):
+    """Writes arrays not built beforehand straight into their places in the bytes."""
+
+    def write(self, out: Sequence[NDArray[np.float64]]) -> None:
+        """Fill ``out``: the places of the arrays it writes (1-d, float64 little-endian:
+        native on nearly every machine), in the order of their ``Later.index``."""
+        ...
+
+
+@dataclass(frozen=True, slots=True, eq=False)
+class Later:
+    """A 1-d float64 array of ``size`` entries that ``writer`` writes into the bytes, with the
+    other arrays it writes at once (``index``: this one's place among them): a merged state is
+    written where its bytes hold it, not built beside them and then copied."""
+
+    size: int
+    writer: Writer
+    index: int
+
+
 def _pad(size: int) -> int:
     return -size % 8
 
 
-def encode(document: StateDocument) -> bytes:
-    """The bytes of ``document`` (arrays converted to their little-endian form), joined once:
-    a state is as large as its distinct scores, so its bytes are allocated once and no array
-    is copied but into them (on a little-endian machine, the arrays' own memory is read)."""
-    kinds = [_code(array) for array in document.arrays.values()]
-    table = [
-        [name, kind, list(array.shape)]
-        for (name, array), kind in zip(document.arrays.items(), kinds, strict=True)
+def encode(document: StateDocument, later: Mapping[str, Later] | None = None) -> bytes:
+    """The bytes of ``document`` (arrays converted to their little-endian form), allocated
+    once: a state is as large as its distinct scores, so no array is copied but into them.
+    ``later``: arrays their ``Writer`` writes into the bytes; the document's ``arrays`` hold
+    a placeholder under each of their names (any array: the names' order is the order of the
+    arrays in the bytes)."""
+    later = later or {}
+    kinds = ["<f8" if name in later else _code(array) for name, array in document.arrays.items()]
+    shapes = [
+        [later[name].size] if name in later else list(array.shape)
+        for name, array in document.arrays.items()
     ]
+    table = [[name, kind, shape] for name, kind, shape in zip(document.arrays, kinds, shapes,
+                                                             strict=True)]  # fmt: skip
     fields: dict[str, Any] = {
         "task": document.task,
         "options": document.options,
@@ -90,19 +116,57 @@ def encode(document: StateDocument) -> bytes:
         separators=(",", ":"),
     ).encode()
     start = _PREFIX.size + len(head)
-    parts: list[bytes | memoryview] = [
-        _PREFIX.pack(MAGIC, FORMAT_VERSION, len(head)),
-        head,
-        bytes(_pad(start)),
-    ]
-    for array, kind in zip(document.arrays.values(), kinds, strict=True):
-        data = np.ascontiguousarray(array, dtype=_DTYPES[kind]).reshape(-1).view(np.uint8)
-        parts += [data.data, bytes(_pad(data.nbytes))]
-    checksum = 0
-    for part in parts:
-        checksum = zlib.crc32(part, checksum)
-    parts.append(_CHECKSUM.pack(checksum))
-    return b"".join(parts)
+    offset = start + _pad(start)
+    places = []
+    for kind, shape in zip(kinds, shapes, strict=True):
+        size = int(np.prod(shape, dtype=np.int64)) * _DTYPES[kind].itemsize
+        places.append((offset, size))
+        offset += size + _pad(size)
+    buffer, data = _buffer(offset + _CHECKSUM.size)
+    _PREFIX.pack_into(buffer.data, 0, MAGIC, FORMAT_VERSION, len(head))
+    buffer[_PREFIX.size : start] = np.frombuffer(head, dtype=np.uint8)
+    buffer[start : start + _pad(start)] = 0
+    writers: dict[int, tuple[Writer, dict[int, NDArray[np.float64]]]] = {}
+    for (name, array), kind, (at, size) in zip(document.arrays.items(), kinds, places,
+                                               strict=True):  # fmt: skip
+        place = buffer[at : at + size]
+        buffer[at + size : at + size + _pad(size)] = 0
+        if name in later:
+            entry = later[name]
+            out = place.view("<f8")  # native on little-endian machines
+            writers.setdefault(id(entry.writer), (entry.writer, {}))[1][entry.index] = out
+        else:
+            place[:] = np.ascontiguousarray(array, dtype=_DTYPES[kind]).reshape(-1).view(np.uint8)
+    for writer, outs in writers.values():
+        writer.write([outs[index] for index in sorted(outs)])
+    _CHECKSUM.pack_into(buffer.data, offset, zlib.crc32(buffer[:offset].data))
+    return buffer.tobytes() if data is None else data
+
+
+# ``PyBytes_FromStringAndSize(NULL, size)``: new bytes whose contents the C API lets their
+# maker write until the object is shared (``PyBytes_AsString``'s documentation). So the bytes
+# are written in place, not built beside and copied (CPython; elsewhere: a copy).
+try:
+    _new_bytes = ctypes.pythonapi.PyBytes_FromStringAndSize
+    _new_bytes.restype = ctypes.py_object
+    _new_bytes.argtypes = (ctypes.c_void_p, ctypes.c_ssize_t)
+    _bytes_data = ctypes.pythonapi.PyBytes_AsString
+    _bytes_data.restype = ctypes.c_void_p
+    _bytes_data.argtypes = (ctypes.py_object,)
+    _IN_PLACE = True
+except AttributeError:  # no CPython C API
+    _IN_PLACE = False
+
+
+def _buffer(size: int) -> tuple[NDArray[np.uint8], bytes | None]:
+    """A writable array of ``size`` bytes (more than one) and, where the C API allows, the new
+    ``bytes`` whose memory it is (filled through the array before they are let go); else
+    None, and the array is copied into bytes once written."""
+    if not _IN_PLACE:
+        return np.empty(size, dtype=np.uint8), None
+    data: bytes = _new_bytes(None, size)
+    memory = (ctypes.c_uint8 * size).from_address(_bytes_data(data))
+    return np.ctypeslib.as_array(memory), data
 
 
 def _code(array: NDArray[Any]) -> str:

@@ -20,11 +20,13 @@ from evalserve.core._threads import threads_for
 from evalserve.core.binary._parallel_sort import sort_columns, split_classes
 
 __all__ = [
+    "CanonicalMerge",
     "ClassScores",
     "RawScores",
     "class_scores",
     "classes_of_rows",
     "merge_classes",
+    "merges_by_stretches",
     "raw_classes_of_rows",
     "unweighted_class",
     "weighted_class",
@@ -205,49 +207,88 @@ MERGE_STRETCH = 1 << 20
 
 
 def _merge_canonical(parts: Sequence[ClassScores]) -> ClassScores:
-    """Canonical parts (each distinct and ascending: merged states, a tree's partitions) merged
-    stretch by stretch of the score axis, cut at scores of the largest part: each stretch's
-    pieces of every part (views) are joined, ordered by a stable sort (runs already sorted)
-    and their masses added where scores tie, straight into the result's arrays. The memory
-    beside the result is one stretch's, not the whole merge's (a sort of all scores with
-    their masses held about four times the result)."""
+    """Canonical parts merged stretch by stretch (``CanonicalMerge``) into new arrays."""
+    merge = CanonicalMerge(parts)
     total = sum(part.size for part in parts)
-    largest = max(parts, key=lambda part: part.size)
-    stretches = max(1, total // MERGE_STRETCH)
-    cuts = np.unique(largest.scores[np.arange(1, stretches) * largest.size // stretches])
-    bounds = [
-        np.concatenate(([0], np.searchsorted(part.scores, cuts, side="left"), [part.size]))
-        for part in parts
-    ]
     scores = np.empty(total, dtype=np.float64)
     mass = np.empty(total, dtype=np.float64)
-    held = 0
-    for stretch in range(cuts.size + 1):
-        pieces = [
-            (part.scores[at[stretch] : at[stretch + 1]], part.mass, at[stretch], at[stretch + 1])
-            for part, at in zip(parts, bounds, strict=True)
-        ]
-        joined = np.concatenate([piece for piece, _, _, _ in pieces])
-        if joined.size == 0:
-            continue
-        masses = np.concatenate(
-            [np.ones(stop - start) if of is None else of[start:stop]
-             for _, of, start, stop in pieces]
-        )  # fmt: skip
-        order = np.argsort(joined, kind="stable")
-        joined, masses = joined[order], masses[order]
-        starts = _run_starts(joined)
-        if starts is None:
-            count = joined.size
-            scores[held : held + count], mass[held : held + count] = joined, masses
-        else:
-            count = starts.size
-            scores[held : held + count] = joined[starts]
-            mass[held : held + count] = np.add.reduceat(masses, starts)
-        held += count
+    held = merge.write(scores, mass)
     if held < total:  # ties across parts: keep no more than the result needs
         scores, mass = scores[:held].copy(), mass[:held].copy()
     return class_scores(scores, mass)
+
+
+def merges_by_stretches(parts: Sequence[ClassScores]) -> bool:
+    """Whether ``merge_classes`` merges these canonical parts stretch by stretch (and so
+    ``CanonicalMerge`` gives its answer to the bit)."""
+    held = [part for part in parts if part.size]
+    return len(held) > 1 and sum(part.size for part in held) >= CHUNKED_MERGE_MIN
+
+
+class CanonicalMerge:
+    """Canonical parts (each distinct and ascending: merged states, a tree's partitions)
+    merged stretch by stretch of the score axis, cut at scores of the largest part: each
+    stretch's pieces of every part (views) are joined, ordered by a stable sort (runs already
+    sorted) and their masses added where scores tie, straight into the caller's arrays (new
+    ones, or the places of the arrays in a state's bytes). The memory beside the result is one
+    stretch's, not the whole merge's (a sort of all scores with their masses held about four
+    times the result)."""
+
+    def __init__(self, parts: Sequence[ClassScores]) -> None:
+        self.parts = [part for part in parts if part.size]
+        total = sum(part.size for part in self.parts)
+        largest = max(self.parts, key=lambda part: part.size)
+        stretches = max(1, total // MERGE_STRETCH)
+        cuts = np.unique(largest.scores[np.arange(1, stretches) * largest.size // stretches])
+        self.stretches = cuts.size + 1
+        self.bounds = [
+            np.concatenate(([0], np.searchsorted(part.scores, cuts, side="left"), [part.size]))
+            for part in self.parts
+        ]
+
+    def _scores(self, stretch: int) -> Floats:
+        return np.concatenate(
+            [part.scores[at[stretch] : at[stretch + 1]]
+             for part, at in zip(self.parts, self.bounds, strict=True)]
+        )  # fmt: skip
+
+    def size(self) -> int:
+        """The merged entries (distinct scores over every part): one sort of each stretch's
+        scores, without their masses, so that the result's place is sized before it is
+        written."""
+        held = 0
+        for stretch in range(self.stretches):
+            joined = np.sort(self._scores(stretch), kind="stable")
+            starts = _run_starts(joined) if joined.size else None
+            held += joined.size if starts is None else starts.size
+        return held
+
+    def write(self, scores: Floats, mass: Floats) -> int:
+        """The merged scores and masses into the front of ``scores`` and ``mass`` (at least
+        ``size()`` entries each); returns how many."""
+        held = 0
+        for stretch in range(self.stretches):
+            joined = self._scores(stretch)
+            if joined.size == 0:
+                continue
+            masses = np.concatenate(
+                [np.ones(at[stretch + 1] - at[stretch]) if part.mass is None
+                 else part.mass[at[stretch] : at[stretch + 1]]
+                 for part, at in zip(self.parts, self.bounds, strict=True)]
+            )  # fmt: skip
+            order = np.argsort(joined, kind="stable")
+            joined, masses = joined[order], masses[order]
+            del order
+            starts = _run_starts(joined)
+            if starts is None:
+                count = joined.size
+                scores[held : held + count], mass[held : held + count] = joined, masses
+            else:
+                count = starts.size
+                scores[held : held + count] = joined[starts]
+                mass[held : held + count] = np.add.reduceat(masses, starts)
+            held += count
+        return held
 
 
 def _weighted(scores: Floats, weights: Floats, rows: Bools) -> ClassScores:

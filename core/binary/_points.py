@@ -100,12 +100,12 @@ class Arc:
 
 def _sampled(sweep: Sweep, max_points: int) -> Points:
     positives, negatives = sweep.n_positive, sweep.n_negative
-    start, stop, _ = _segments(sweep)
+    start, stop, _ = _gaps(sweep, np.zeros(1, dtype=np.intp))
     # The first point: the top hit, or the top negative when a negative scores higher.
     first_arc = (
         float(sweep.tps[0] * negatives + sweep.fps[0] * positives)
         if sweep.size and stop[0] == start[0]
-        else float(_negative_fp(sweep, np.array([stop[0] - 1]))[0] * positives)
+        else float(_negative_fp(sweep, stop - 1)[0] * positives)
     )
     marks = np.linspace(first_arc, positives * negatives + negatives * positives, max_points)
     return points_at(sweep, marks, Arc(positives, negatives))
@@ -115,24 +115,23 @@ def points_at(sweep: Sweep, marks: Floats, arc: Arc) -> Points:
     """The first point (from the top) whose arc is at or past each of ``marks`` (ascending),
     each once; a mark past the last point's arc takes the last point. The points' TP and FP
     are the sweep's own (without the masses above)."""
-    start, stop, tp = _segments(sweep)
-    hit_arc = arc.of(sweep.tps, sweep.fps)
-    if stop[-1] > start[-1]:  # negatives below the last hit: the lowest is the last point
-        last = arc.of(tp[-1:], _negative_fp(sweep, np.zeros(1, dtype=np.intp)))
+    hit_arc = _hit_arc(sweep, arc)
+    start, stop, tp = _gaps(sweep, np.full(1, sweep.size, dtype=np.intp))
+    if stop[0] > start[0]:  # negatives below the last hit: the lowest is the last point
+        last = arc.of(tp, _negative_fp(sweep, np.zeros(1, dtype=np.intp)))
     else:
         last = hit_arc[-1:]
     marks = np.minimum(marks, last[0])
     # The first hit at or past each mark, then the highest negative of the gap before it that
     # is at or past the mark (arcs grow downwards through a gap), if any.
     gap = np.searchsorted(hit_arc, marks, side="left")
-    low, high = start[gap].copy(), stop[gap].copy()
+    del hit_arc
+    low, high, tp = _gaps(sweep, gap)
     open_ = low < high
     if open_.any():
         # Within a gap the arc falls as the position rises: find the first position whose
         # arc is below the mark.
-        high[open_] = _first_below(
-            sweep, arc, low[open_], high[open_], marks[open_], tp[gap[open_]]
-        )
+        high[open_] = _first_below(sweep, arc, low[open_], high[open_], marks[open_], tp[open_])
     # ``high - 1`` is the highest qualifying negative of the gap; none when it is below start.
     on_negative = high > low
     position = high - 1
@@ -140,20 +139,44 @@ def points_at(sweep: Sweep, marks: Floats, arc: Arc) -> Points:
     key = np.where(on_negative, -1 - position, gap)
     keep = np.ones(marks.size, dtype=np.bool_)
     keep[1:] = key[1:] != key[:-1]
-    gap, position, on_negative = gap[keep], position[keep], on_negative[keep]
+    gap, position, on_negative, tp = gap[keep], position[keep], on_negative[keep], tp[keep]
     thresholds = np.where(
         on_negative,
         sweep.negatives.scores[np.where(on_negative, position, 0)] if sweep.negatives.size else 0.0,
         sweep.thresholds[np.minimum(gap, sweep.size - 1)] if sweep.size else 0.0,
     )
     hit = np.minimum(gap, max(sweep.size - 1, 0))
-    tps = np.where(on_negative, tp[gap], sweep.tps[hit] if sweep.size else 0.0)
+    tps = np.where(on_negative, tp, sweep.tps[hit] if sweep.size else 0.0)
     fps = np.where(
         on_negative,
         _negative_fp(sweep, np.where(on_negative, position, 0)),
         sweep.fps[hit] if sweep.size else 0.0,
     )
     return thresholds, tps, fps
+
+
+def _gaps(sweep: Sweep, gap: Indices) -> tuple[Indices, Indices, Floats]:
+    """``_segments``'s start, stop and TP of the gaps ``gap`` only (a curve's samples: not
+    arrays of every hit's size)."""
+    hits = sweep.size
+    if hits == 0:
+        zeros = np.zeros(gap.size, dtype=np.intp)
+        return zeros, np.full(gap.size, sweep.negatives.size, dtype=np.intp), np.zeros(gap.size)
+    inside = np.minimum(gap, hits - 1)
+    start = np.where(gap < hits, sweep.neg_above[inside], 0)
+    stop = np.where(gap > 0, sweep.neg_from[np.maximum(gap - 1, 0)], sweep.negatives.size)
+    tp = np.where(gap < hits, sweep.tps_above[inside], sweep.tps[-1])
+    return start, stop, tp
+
+
+def _hit_arc(sweep: Sweep, arc: Arc) -> Floats:
+    """``arc.of(sweep.tps, sweep.fps)`` with one temporary, not four."""
+    out = sweep.tps + arc.pos_above
+    out *= arc.negatives
+    other = sweep.fps + arc.neg_above
+    other *= arc.positives
+    out += other
+    return out
 
 
 def _first_below(

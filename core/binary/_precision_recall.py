@@ -42,46 +42,70 @@ class PrAreas(NamedTuple):
     ap_all_point: float
 
 
+# Hits a block of ``pr_areas`` takes: its temporaries are a few blocks' size, not the hits'.
+PR_BLOCK = 1 << 20
+
+
 def pr_areas(sweep: Sweep) -> PrAreas:
-    """The four PR areas of one ranking, from its hits."""
+    """The four PR areas of one ranking, from its hits: in blocks of ``PR_BLOCK`` hits from
+    the lowest up (the envelope, the highest precision at this recall or more, is carried
+    upwards); a sweep of one block is computed as a whole."""
     positives = sweep.n_positive
-    precision = _precision(sweep)
-    envelope = np.maximum.accumulate(precision[::-1])[::-1]  # max precision at recall >= here
     # recall >= i/10  <=>  10 TP >= i P: compared exactly, not in rounded fractions
-    first = np.searchsorted(10 * sweep.tps, np.arange(11) * positives, side="left")
+    wanted = np.arange(11) * positives
+    first = np.full(11, sweep.size, dtype=np.intp)
+    first_envelope = np.zeros(11)
+    average = trapezoid = all_point = 0.0
+    later = -np.inf  # the envelope below the block
+    for stop in range(sweep.size, 0, -PR_BLOCK):
+        start = max(0, stop - PR_BLOCK)
+        precision = _precision(sweep, start, stop)
+        envelope = np.maximum.accumulate(precision[::-1])[::-1]  # max precision at recall >= here
+        np.maximum(envelope, later, out=envelope)
+        later = float(envelope[0])
+        pos = sweep.pos[start:stop]
+        average += inner(pos, precision)
+        all_point += inner(pos, envelope)
+        trapezoid += _trapezoid(sweep, precision, start, stop)
+        local = np.searchsorted(10 * sweep.tps[start:stop], wanted, side="left")
+        inside = local < stop - start
+        first[inside] = start + local[inside]
+        first_envelope[inside] = envelope[local[inside]]
     return PrAreas(
-        average_precision=_average_precision(sweep, precision),
-        pr_auc_trapezoid=_trapezoid(sweep, precision),
-        ap_11_point=float(envelope[first[first < sweep.size]].sum()) / 11,
-        ap_all_point=inner(sweep.pos, envelope) / positives,
+        average_precision=average / positives,
+        pr_auc_trapezoid=trapezoid,
+        ap_11_point=float(first_envelope[first < sweep.size].sum()) / 11,
+        ap_all_point=all_point / positives,
     )
 
 
 def average_precision(sweep: Sweep) -> float:
     """``pr_areas(sweep).average_precision`` alone (the other areas cost more than it)."""
-    return _average_precision(sweep, _precision(sweep))
+    return inner(sweep.pos, _precision(sweep, 0, sweep.size)) / sweep.n_positive
 
 
-def _precision(sweep: Sweep) -> Floats:
-    """The precision at each hit."""
-    return sweep.tps / (sweep.tps + sweep.fps)
+def _precision(sweep: Sweep, start: int, stop: int) -> Floats:
+    """The precision at hits ``start`` to ``stop``."""
+    tps = sweep.tps[start:stop]
+    return tps / (tps + sweep.fps[start:stop])
 
 
-def _average_precision(sweep: Sweep, precision: Floats) -> float:
-    return inner(sweep.pos, precision) / sweep.n_positive
-
-
-def _trapezoid(sweep: Sweep, precision: Floats) -> float:
-    """Trapezoids over the PR points from (0, 1) on.
+def _trapezoid(sweep: Sweep, precision: Floats, start: int, stop: int) -> float:
+    """Trapezoids over the PR points from (0, 1) on, of hits ``start`` to ``stop``.
 
     Recall only moves on a hit, so only the segment that ends on each hit has width. It starts
     at the point just above the hit's threshold: the previous hits' TP over all mass strictly
     above the threshold; with no mass above, that point is the start (R=0, P=1).
     """
-    width = np.diff(sweep.tps, prepend=0.0) / sweep.n_positive
-    above = sweep.tps_above + sweep.fps_above
-    before = np.divide(sweep.tps_above, above, out=np.ones_like(above), where=above > 0)
-    return inner(width, (before + precision) / 2)
+    tps_above = sweep.tps_above[start:stop]
+    width = sweep.tps[start:stop] - tps_above
+    width /= sweep.n_positive
+    above = tps_above + sweep.fps_above[start:stop]
+    before = np.divide(tps_above, above, out=np.ones_like(above), where=above > 0)
+    del above
+    before += precision
+    before /= 2
+    return inner(width, before)
 
 
 def head_counts(sweep: Sweep, k: float) -> float:

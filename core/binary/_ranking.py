@@ -11,6 +11,8 @@ AUC, as in Zhou, "Machine Learning", 2016, ch. 2), which is how it is computed h
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+
 import numpy as np
 from numpy.typing import NDArray
 
@@ -101,41 +103,68 @@ def ks_and_youden(sweep: Sweep) -> tuple[float, float, float]:
     descending threshold order (before hit 0, hit 0, before hit 1, ...): ties go to the
     highest threshold.
     """
-    at_hit, before, distance, distance_before, statistic = _ks_candidates(sweep)
+    statistic, youden = _ks_maxima(sweep)
     return (
         statistic / (sweep.n_positive * sweep.n_negative),
-        _first_at_max(sweep, distance_before, distance, statistic),
-        _first_at_max(sweep, before, at_hit, max(float(at_hit.max()), float(before.max()))),
+        _first_at_max(sweep, statistic, absolute=True),
+        _first_at_max(sweep, youden, absolute=False),
     )
 
 
 def ks_statistic(sweep: Sweep) -> float:
     """``ks_and_youden(sweep)[0]`` alone, without the search for the thresholds."""
-    statistic = _ks_candidates(sweep)[-1]
-    return statistic / (sweep.n_positive * sweep.n_negative)
+    return _ks_maxima(sweep)[0] / (sweep.n_positive * sweep.n_negative)
 
 
-def _ks_candidates(sweep: Sweep) -> tuple[Floats, Floats, Floats, Floats, float]:
-    """TP N - FP P at each hit and just before it, their absolute values, and the largest of
-    those (the KS statistic times P N)."""
+# Hits a block of the KS candidates takes: its temporaries are two blocks, not the hits' size.
+KS_BLOCK = 1 << 20
+
+
+def _blocks(sweep: Sweep) -> Iterator[tuple[int, int]]:
+    for start in range(0, sweep.size, KS_BLOCK):
+        yield start, min(start + KS_BLOCK, sweep.size)
+
+
+def _ks_candidates(sweep: Sweep, start: int, stop: int, *, absolute: bool) -> tuple[Floats, Floats]:
+    """TP N - FP P just before each hit of ``start`` to ``stop`` and at it (their absolute
+    values when ``absolute``)."""
     positives, negatives = sweep.n_positive, sweep.n_negative
-    at_hit = sweep.tps * negatives - sweep.fps * positives
-    before = sweep.tps_above * negatives - sweep.fps_above * positives
-    distance = np.abs(at_hit)
-    distance_before = np.abs(before)
+    at_hit = sweep.tps[start:stop] * negatives - sweep.fps[start:stop] * positives
+    before = sweep.tps_above[start:stop] * negatives - sweep.fps_above[start:stop] * positives
+    if absolute:
+        np.abs(at_hit, out=at_hit)
+        np.abs(before, out=before)
     # Nothing lies above the top score: the point before it is the start, not a candidate.
-    if not np.isfinite(sweep.above_threshold(0)):
-        before[0] = distance_before[0] = -np.inf
-    statistic = max(float(distance.max()), float(distance_before.max()), 0.0)
-    return at_hit, before, distance, distance_before, statistic
+    if start == 0 and not np.isfinite(sweep.above_threshold(0)):
+        before[0] = -np.inf
+    return before, at_hit
 
 
-def _first_at_max(sweep: Sweep, before: Floats, at_hit: Floats, best: float) -> float:
+def _ks_maxima(sweep: Sweep) -> tuple[float, float]:
+    """The largest distance |TP N - FP P| of the candidates (the KS statistic times P N; 0 at
+    the lowest score) and the largest TP N - FP P (Youden's J times P N)."""
+    statistic, youden = 0.0, -np.inf
+    for start, stop in _blocks(sweep):
+        before, at_hit = _ks_candidates(sweep, start, stop, absolute=False)
+        youden = max(youden, float(at_hit.max()), float(before.max()))
+        before, at_hit = _ks_candidates(sweep, start, stop, absolute=True)
+        statistic = max(statistic, float(at_hit.max()), float(before.max()))
+    return statistic, youden
+
+
+def _first_at_max(sweep: Sweep, best: float, *, absolute: bool) -> float:
     """The threshold of the first candidate (before hit 0, hit 0, before hit 1, ..., the
     lowest score, whose value is 0) that ties with ``best`` (within ``TIE_TOLERANCE``)."""
     floor = best - TIE_TOLERANCE * abs(best)
-    first_before = int(np.argmax(before >= floor)) if (before >= floor).any() else sweep.size
-    first_hit = int(np.argmax(at_hit >= floor)) if (at_hit >= floor).any() else sweep.size
+    first_before = first_hit = sweep.size
+    for start, stop in _blocks(sweep):
+        before, at_hit = _ks_candidates(sweep, start, stop, absolute=absolute)
+        if first_before == sweep.size and (before >= floor).any():
+            first_before = start + int(np.argmax(before >= floor))
+        if first_hit == sweep.size and (at_hit >= floor).any():
+            first_hit = start + int(np.argmax(at_hit >= floor))
+        if first_before < sweep.size and first_hit < sweep.size:
+            break
     if first_before <= first_hit and first_before < sweep.size:
         return sweep.above_threshold(first_before)
     if first_hit < sweep.size:

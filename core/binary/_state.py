@@ -14,7 +14,7 @@ when the batches carry them.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -34,12 +34,15 @@ from evalserve.core._state import (
     count_of,
     flag_of,
 )
+from evalserve.core._state_format import Later
 from evalserve.core._validation import binary_inputs
 from evalserve.core.binary._classes import (
+    CanonicalMerge,
     ClassScores,
     RawScores,
     class_scores,
     merge_classes,
+    merges_by_stretches,
     raw_classes_of_rows,
 )
 from evalserve.core.binary._sweep import Sweep, sweep
@@ -195,6 +198,23 @@ class BinaryState:
         arrays["weighted"] = np.array(self.weighted)
         return arrays
 
+    def to_bytes_arrays(self) -> tuple[Arrays, dict[str, Later]]:
+        """``to_arrays`` for the bytes: a class whose canonical parts merge stretch by stretch
+        is merged straight into its place in the bytes (``Later``), not built beside them (a
+        Dask tree's merges: the merged classes and the bytes would both be held)."""
+        if self.scores.waiting.parts or (
+            self.predictions is not None and self.predictions.waiting.parts
+        ):
+            return self.compact().to_arrays(), {}
+        arrays, later = _later_class_arrays("scores", self.scores)
+        if self.predictions is not None:
+            more, more_later = _later_class_arrays("predictions", self.predictions)
+            arrays |= more
+            later |= more_later
+        arrays["n_rows"] = np.array(self.n_rows, dtype=np.int64)
+        arrays["weighted"] = np.array(self.weighted)
+        return arrays, later
+
     def output(self, options: Options, classes: tuple[str, ...] | None) -> TaskOutput:
         raise NotImplementedError("task binary's result comes from core.binary._result")
 
@@ -205,6 +225,39 @@ def _class_arrays(prefix: str, classes: Classes) -> Arrays:
         arrays[f"{prefix}.{name}.scores"] = part.scores
         arrays[f"{prefix}.{name}.mass"] = part.masses()
     return arrays
+
+
+class _MergeWriter:
+    """Writes one class's merged scores and masses into their places."""
+
+    def __init__(self, merge: CanonicalMerge) -> None:
+        self.merge = merge
+
+    def write(self, out: Sequence[NDArray[np.float64]]) -> None:
+        scores, mass = out
+        self.merge.write(scores, mass)
+
+
+PLACEHOLDER = np.empty(0)
+
+
+def _later_class_arrays(prefix: str, classes: Classes) -> tuple[Arrays, dict[str, Later]]:
+    """``_class_arrays`` of classes without waiting batches, the ones merged stretch by stretch
+    left to be written into the bytes."""
+    arrays: Arrays = {}
+    later: dict[str, Later] = {}
+    for name, parts in (("positives", classes.positives), ("negatives", classes.negatives)):
+        keys = f"{prefix}.{name}.scores", f"{prefix}.{name}.mass"
+        if merges_by_stretches(parts):
+            merge = CanonicalMerge(parts)
+            size, writer = merge.size(), _MergeWriter(merge)
+            for index, key in enumerate(keys):
+                arrays[key] = PLACEHOLDER
+                later[key] = Later(size, writer, index)
+        else:
+            part = merge_classes(parts)
+            arrays[keys[0]], arrays[keys[1]] = part.scores, part.masses()
+    return arrays, later
 
 
 def _classes_of(arrays: Mapping[str, NDArray[Any]], prefix: str) -> tuple[Classes, float]:

@@ -44,8 +44,9 @@ class Sweep:
     """Both classes from the top score down, at the hits (distinct scores with positive mass),
     in descending order.
 
-    Per hit: its score (``thresholds``), the positive mass there (``pos``), the negative mass
-    tied with it (``neg``), the positive and negative mass at or above it (``tps``, ``fps``),
+    Per hit: its score (``thresholds``), the positive mass there (``pos``; these two are
+    read-only views of the positives' arrays, reversed), the negative mass tied with it
+    (``neg``), the positive and negative mass at or above it (``tps``, ``fps``),
     the positive mass strictly above it (``tps_above``, the previous hit's ``tps``) and the
     negative mass strictly above it (``fps_above``). ``neg_from`` and ``neg_above`` are the
     positions in ``negatives.scores`` of the lowest negative score at or above the hit and
@@ -176,20 +177,25 @@ def _placed(positives: ClassScores, negatives: ClassScores, below: Indices, tied
     fps = negatives.mass_at_or_above(neg_from)
     fps_above = negatives.mass_at_or_above(neg_above)
     hits = positives.size
-    # The positive mass from the top: what the class already summed from the top.
-    tps = np.arange(1.0, hits + 1.0) if positives.from_top is None else positives.from_top[1:]
-    tps_above = np.empty(hits)
-    tps_above[:1] = 0.0
-    tps_above[1:] = tps[:-1]
+    # The positive mass from the top: what the class already summed from the top; TP at a hit
+    # and strictly above it are two views of it. The scores and the positive mass per hit are
+    # views of the class's own arrays, reversed: of the sweep's arrays, only those of the
+    # negatives' side are new (at 100M rows the views save 24 bytes a hit).
+    from_top = np.arange(hits + 1.0) if positives.from_top is None else positives.from_top
+    pos = (
+        np.broadcast_to(np.float64(1.0), (hits,))
+        if positives.mass is None
+        else positives.mass[::-1]
+    )
     return Sweep(
         positives=positives,
         negatives=negatives,
-        thresholds=ascending[::-1].copy(),
-        pos=np.ones(hits) if positives.mass is None else positives.mass[::-1].copy(),
+        thresholds=ascending[::-1],
+        pos=pos,
         neg=fps - fps_above,
-        tps=tps,
+        tps=from_top[1:],
         fps=fps,
-        tps_above=tps_above,
+        tps_above=from_top[:-1],
         fps_above=fps_above,
         neg_from=neg_from,
         neg_above=neg_above,
