@@ -15,6 +15,7 @@ from evalserve.core.binary._range_rows import (
     RangeRows,
     range_batch,
     range_classes,
+    range_cuts,
     range_rows,
     split_batch,
 )
@@ -46,6 +47,7 @@ __all__ = [
     "range_batch",
     "range_classes",
     "range_context",
+    "range_cuts",
     "range_finish",
     "range_pass",
     "range_rows",

@@ -31,6 +31,7 @@ __all__ = [
     "RangeRows",
     "range_batch",
     "range_classes",
+    "range_cuts",
     "range_rows",
     "split_batch",
 ]
@@ -81,10 +82,32 @@ class RangeBatch:
     def n_rows(self) -> int:
         return int(self.labels.size)
 
-    def sample(self, size: int) -> Floats:
-        """At most ``size`` of its scores, evenly spaced in the rows' order (a fresh array)."""
+    def sample(self, size: int) -> tuple[Floats, Bools]:
+        """At most ``size`` of its rows, evenly spaced in their order: their scores and labels
+        (fresh arrays)."""
         step = max(1, self.scores.size // max(size, 1))
-        return self.scores[::step][:size].copy()
+        return self.scores[::step][:size].copy(), self.labels[::step][:size].copy()
+
+
+# What a positive row costs a range beside a negative one: a positive is a hit, which the
+# placement, the sweeps and the passes work on (one thread, AMD Zen 5, 5M rows a range:
+# 11 ns a row and 46 ns more a positive).
+HIT_COST = 5.0
+
+
+def range_cuts(scores: Floats, labels: Bools, count: int) -> list[float]:
+    """Cuts (distinct, ascending) that split a sample of rows (scores and labels) into at
+    most ``count`` ranges (low, high] of about equal work, a positive weighing ``HIT_COST``
+    negatives: ranges even in rows but not in positives took up to 3x each other's time."""
+    if count < 2 or not scores.size:
+        return []
+    order = np.argsort(scores, kind="stable")
+    ordered = scores[order]
+    work = np.cumsum(np.where(labels[order], HIT_COST, 1.0))
+    shares = work[-1] * np.arange(1, count) / count
+    at = np.minimum(np.searchsorted(work, shares, side="left"), ordered.size - 1)
+    cuts = np.unique(ordered[at])
+    return [float(cut) for cut in cuts if cut < ordered[-1]]
 
 
 def range_batch(

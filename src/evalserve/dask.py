@@ -32,6 +32,7 @@ Needs the ``dask`` extra: ``pip install 'evalserve[dask]'``.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import functools
 import os
 import sys
@@ -43,6 +44,7 @@ import numpy as np
 import pyarrow as pa
 from dask.base import compute, persist
 from dask.delayed import Delayed, delayed
+from dask.sizeof import sizeof
 from numpy.typing import NDArray
 
 from evalserve.core import (
@@ -70,6 +72,7 @@ from evalserve.core.ranges import (
     range_batch,
     range_classes,
     range_context,
+    range_cuts,
     range_finish,
     range_pass,
     range_totals,
@@ -106,6 +109,26 @@ def _one_thread(task: F) -> F:
             return task(*args, **kwargs)
 
     return cast(F, run)
+
+
+def _held_bytes(value: object) -> int:
+    """The bytes of the arrays a ranges object holds (its dataclass fields, nested ones and
+    tuples of them)."""
+    if isinstance(value, np.ndarray):
+        return int(value.nbytes)
+    if isinstance(value, tuple | list):
+        return sum(_held_bytes(each) for each in value)
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return sum(_held_bytes(getattr(value, each.name)) for each in dataclasses.fields(value))
+    return 0
+
+
+# What a partition's rows, a range's pieces and a range's classes weigh, for the scheduler: by
+# default Dask counts such objects as a few dozen bytes, so it would move a range's classes to
+# another worker for its next pass as readily as a number, and place a range's join without
+# regard to where its pieces are.
+for _kind in (RangeBatch, RangeRows, RangeClasses):
+    sizeof.register(_kind)(lambda value: 64 + _held_bytes(value))
 
 
 ProgressCallback = Callable[[str, int, int, int], None]
@@ -504,27 +527,28 @@ def _cuts(
     retries: int,
     progress: ProgressCallback | None = None,
 ) -> list[float]:
-    """Cut points at the quantiles of a sample of the scores (every partition's, evenly spaced:
-    the ranges need not be even to be exact, only to share the work), distinct and in
-    ascending order; ``count`` ranges, or by default as many as the rows need
-    (``_default_ranges``). The client holds at most about ``CUT_SAMPLE`` scores, however many
-    rows."""
+    """Cut points that share the work of a sample of the rows (every partition's, evenly
+    spaced: the ranges need not be even to be exact, only to share the work; ``range_cuts``),
+    distinct and in ascending order; ``count`` ranges, or by default as many as the rows need
+    (``_default_ranges``). The client holds at most about ``CUT_SAMPLE`` rows' scores and
+    labels, however many rows."""
     if not batches:
         return []
     each = max(MIN_PART_SAMPLE, CUT_SAMPLE // len(batches))
     sampled = [delayed(_sample, pure=True, nout=2)(batch, each) for batch in batches]
     counts = [] if progress is None else [pair[1] for pair in sampled]
     (samples,) = _compute([sampled], counts, retries, progress, "reading")
-    sample = np.concatenate([values for values, _ in samples])
+    scores = np.concatenate([values for (values, _), _ in samples])
+    labels = np.concatenate([positive for (_, positive), _ in samples])
     rows = sum(size for _, size in samples)
-    quantiles = np.linspace(0, 1, (count or _default_ranges(rows)) + 1)[1:-1]
-    if not sample.size or not quantiles.size:
-        return []
-    return sorted({float(value) for value in np.quantile(sample, quantiles)})
+    return range_cuts(scores, labels, count or _default_ranges(rows))
 
 
-def _sample(batch: RangeBatch, size: int) -> tuple[NDArray[np.float64], int]:
-    """At most ``size`` of a partition's scores, evenly spaced in its order, and its rows."""
+def _sample(
+    batch: RangeBatch, size: int
+) -> tuple[tuple[NDArray[np.float64], NDArray[np.bool_]], int]:
+    """At most ``size`` of a partition's rows (scores and labels), evenly spaced in its
+    order, and its rows."""
     return batch.sample(size), batch.n_rows
 
 

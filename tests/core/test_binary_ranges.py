@@ -251,6 +251,36 @@ def test_range_rows_count_ranges_by_comparison_and_by_search_alike(cuts: int) ->
         np.testing.assert_array_equal(piece.negatives.scores, scores[inside & ~labels])
 
 
+def test_range_cuts_share_the_work_not_the_rows() -> None:
+    """Positives (the hits every pass works on) weigh ``HIT_COST`` negatives: where the
+    positives crowd the high scores, the top ranges hold fewer rows, and every range about
+    the same work."""
+    rng = np.random.default_rng(5)
+    n = 200_000
+    labels = rng.random(n) < 0.3
+    scores = rng.normal(size=n) + 2.0 * labels
+    count = 4
+    cuts = _range_rows.range_cuts(scores, labels, count)
+    assert len(cuts) == count - 1 and cuts == sorted(set(cuts))
+    bounds = [-np.inf, *cuts, np.inf]
+    work, rows = [], []
+    for low, high in itertools.pairwise(bounds):
+        inside = (scores > low) & (scores <= high)
+        rows.append(int(inside.sum()))
+        work.append(float(inside.sum() + (_range_rows.HIT_COST - 1) * (inside & labels).sum()))
+    assert max(work) - min(work) <= 2 * _range_rows.HIT_COST
+    assert rows[-1] < rows[0] / 2  # the top range: mostly positives, fewer rows
+
+
+def test_range_cuts_of_a_degenerate_sample() -> None:
+    labels = np.array([True, False, True])
+    assert _range_rows.range_cuts(np.ones(3), labels, 4) == []  # one score: one range
+    assert _range_rows.range_cuts(np.arange(3.0), labels, 1) == []
+    assert _range_rows.range_cuts(np.empty(0), np.empty(0, dtype=bool), 3) == []
+    cuts = _range_rows.range_cuts(np.array([0.0, 0.0, 0.0, 1.0]), labels[[0, 1, 2, 0]], 2)
+    assert cuts == [0.0]  # the ties stay in one range
+
+
 def test_range_rows_name_a_bad_row_as_evaluate_does() -> None:
     with pytest.raises(InvalidInputError) as refused:
         range_rows([0, 1, 2], [0.1, 0.2, 0.3], None, [0.15])

@@ -24,6 +24,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 from dask.delayed import delayed
+from dask.sizeof import sizeof
 from dask.utils import key_split
 from distributed import Client, LocalCluster
 from distributed.diagnostics.plugin import SchedulerPlugin
@@ -37,6 +38,7 @@ from evalserve.core import (
     evaluate,
     using_threads,
 )
+from evalserve.core.ranges import range_batch, range_classes, split_batch
 from tests.cli.run import on_a_terminal
 from tests.offline.images import image_columns, random_images
 
@@ -198,6 +200,20 @@ def test_ranges_never_build_the_whole_state(client: Client, tmp_path: Path) -> N
     )
     np.testing.assert_allclose(got.curves["roc"]["tpr"], want.curves["roc"]["tpr"], rtol=1e-12)
     np.testing.assert_allclose(got.curves["roc"]["fpr"], want.curves["roc"]["fpr"], rtol=1e-12)
+
+
+def test_the_scheduler_weighs_the_ranges_objects_by_their_arrays() -> None:
+    """Dask counts an unknown object as a few dozen bytes: a range's classes would move to
+    another worker for a pass as readily as a number."""
+    n = 10_000
+    labels, scores = RNG.random(n) < 0.3, RNG.random(n)
+    batch = range_batch(labels, scores, None)
+    pieces = split_batch(batch, [0.5])
+    classes = range_classes(pieces[:1])
+    assert sizeof(batch) >= labels.nbytes + scores.nbytes
+    assert sizeof(pieces) >= scores.nbytes
+    held = classes.positives.scores.nbytes + classes.negatives.scores.nbytes
+    assert sizeof(classes) >= held + sum(part.nbytes for part in classes.placement)
 
 
 class _Transitions(SchedulerPlugin):
