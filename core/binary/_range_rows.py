@@ -101,7 +101,7 @@ def range_cuts(scores: Floats, labels: Bools, count: int) -> list[float]:
     negatives: ranges even in rows but not in positives took up to 3x each other's time."""
     if count < 2 or not scores.size:
         return []
-    order = np.argsort(scores, kind="stable")
+    order = np.argsort(scores)  # tied scores in any order: a cut is a score
     ordered = scores[order]
     work = np.cumsum(np.where(labels[order], HIT_COST, 1.0))
     shares = work[-1] * np.arange(1, count) / count
