@@ -195,3 +195,28 @@ def test_stdin_errors_count_lines_across_blocks(monkeypatch: pytest.MonkeyPatch)
     monkeypatch.setattr("sys.stdin", _Stdin(b"label,score\n"))
     with pytest.raises(OfflineError, match=r"<stdin>: no rows to evaluate"):
         evaluate_files(["-"], ColumnSpec())
+
+
+class _Pool:
+    """Stands in for pyarrow's memory pool: counts the times its freed memory is given back."""
+
+    def __init__(self) -> None:
+        self.released = 0
+
+    def release_unused(self) -> None:
+        self.released += 1
+
+
+@pytest.mark.parametrize("suffix", [".parquet", ".csv"])
+def test_each_file_read_gives_back_what_pyarrow_kept(
+    tmp_path: Path, suffix: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Once a file is read, pyarrow's allocator gives its freed buffers back (it keeps them
+    for the next read otherwise: 167 MiB of a 20M-row evaluation's peak)."""
+    table, _ = _binary()
+    for index in range(3):
+        _write(table, tmp_path / f"part-{index}{suffix}")
+    pool = _Pool()
+    monkeypatch.setattr(pa, "default_memory_pool", lambda: pool)
+    evaluate_files([str(tmp_path)], ColumnSpec(weight="weight"))
+    assert pool.released == 3
