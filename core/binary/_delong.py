@@ -93,7 +93,7 @@ def _v10(sweep: Sweep, start: int, stop: int) -> Floats:
     """The positives' placements of hits ``start`` to ``stop``: the share of negatives below,
     ties counting half."""
     v10 = np.subtract(sweep.n_negative, sweep.fps[start:stop])
-    v10 += 0.5 * sweep.neg[start:stop]
+    v10 += 0.5 * sweep.neg_in(start, stop)
     v10 /= sweep.n_negative
     return v10
 
@@ -134,7 +134,7 @@ def placements(sweep: Sweep) -> Placements:
         at = sweep.tps_above[a:b] + 0.5 * sweep.pos[a:b]
         at /= positives
         at -= auc
-        s01 += inner(sweep.neg[a:b], at * at)
+        s01 += inner(sweep.neg_in(a, b), at * at)
     # ... and below the last hit, placed at 1.
     s01 += float(negatives - sweep.fps[-1]) * (1.0 - auc) ** 2
     return Placements(sweep, auc, s10, s01)

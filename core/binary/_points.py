@@ -48,7 +48,7 @@ def _segments(sweep: Sweep) -> tuple[Indices, Indices, Floats]:
     hits = sweep.size
     start = np.empty(hits + 1, dtype=np.intp)
     stop = np.empty(hits + 1, dtype=np.intp)
-    start[:-1] = sweep.neg_above
+    np.add(sweep.neg_from, sweep.tied, out=start[:-1])
     start[-1] = 0
     stop[0] = sweep.negatives.size
     stop[1:] = sweep.neg_from
@@ -163,7 +163,7 @@ def _gaps(sweep: Sweep, gap: Indices) -> tuple[Indices, Indices, Floats]:
         zeros = np.zeros(gap.size, dtype=np.intp)
         return zeros, np.full(gap.size, sweep.negatives.size, dtype=np.intp), np.zeros(gap.size)
     inside = np.minimum(gap, hits - 1)
-    start = np.where(gap < hits, sweep.neg_above[inside], 0)
+    start = np.where(gap < hits, sweep.neg_from[inside] + sweep.tied[inside], 0)
     stop = np.where(gap > 0, sweep.neg_from[np.maximum(gap - 1, 0)], sweep.negatives.size)
     tp = np.where(gap < hits, sweep.tps_above[inside], sweep.tps[-1])
     return start, stop, tp

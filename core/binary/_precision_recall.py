@@ -121,5 +121,5 @@ def head_counts(sweep: Sweep, k: float) -> float:
     above_mass = above_pos + float(sweep.fps_above[first])
     if above_mass >= k:  # reached by negatives above this hit
         return above_pos
-    group = float(sweep.pos[first] + sweep.neg[first])
+    group = float(sweep.pos[first] + sweep.neg_in(first, first + 1)[0])
     return above_pos + (k - above_mass) / group * float(sweep.pos[first])

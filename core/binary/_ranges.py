@@ -416,7 +416,7 @@ class _Block:
         if block.start == 0 and not g.before_valid(context):
             before[0] = -np.inf  # nothing above the top hit: no point before it
         return cls(
-            tps, fps, tps_above, fps_above, g.s.pos[block], g.s.neg[block],
+            tps, fps, tps_above, fps_above, g.s.pos[block], g.s.neg_in(block.start, block.stop),
             tps * n - fps * p, before,
         )  # fmt: skip
 
@@ -490,7 +490,7 @@ def _head_here(g: _Global, k: float) -> float | None:
     above_mass = above_pos + float(g.fps_above[first])
     if above_mass >= k:
         return above_pos
-    group = float(g.s.pos[first] + g.s.neg[first])
+    group = float(g.s.pos[first] + g.s.neg_in(first, first + 1)[0])
     return above_pos + (k - above_mass) / group * float(g.s.pos[first])
 
 
