@@ -48,8 +48,12 @@ def roc_auc(sweep: Sweep) -> float:
 def auc_pairs(sweep: Sweep) -> float:
     """Positive-negative pairs ranked right, ties counting half: each positive beats the
     negatives strictly below its threshold (N - FP) and ties with those at it."""
-    below = sweep.n_negative - sweep.fps
-    return inner(sweep.pos, below) + 0.5 * inner(sweep.pos, sweep.neg)
+    pairs = ties = 0.0
+    for start, stop in _blocks(sweep):  # temporaries of a block, not of every hit
+        pos = sweep.pos[start:stop]
+        pairs += inner(pos, sweep.n_negative - sweep.fps[start:stop])
+        ties += inner(pos, sweep.neg_in(start, stop))
+    return pairs + 0.5 * ties
 
 
 def partial_roc_auc(sweep: Sweep, max_fpr: float) -> float:
@@ -175,5 +179,17 @@ def _first_at_max(sweep: Sweep, best: float, *, absolute: bool) -> float:
 def f1_optimal_threshold(sweep: Sweep) -> float:
     """Threshold maximizing F1 = 2 TP / (TP + FP + P). Adding negatives only lowers F1, so the
     maximum is at a threshold that adds positives; the highest one on ties."""
-    f1 = sweep.tps / (sweep.tps + sweep.fps + sweep.n_positive)
-    return float(sweep.thresholds[first_max(f1)])
+    positives = sweep.n_positive
+    best = max(float(_f1(sweep, start, stop, positives).max()) for start, stop in _blocks(sweep))
+    floor = best - TIE_TOLERANCE * abs(best)
+    for start, stop in _blocks(sweep):
+        found = np.flatnonzero(_f1(sweep, start, stop, positives) >= floor)
+        if found.size:
+            return float(sweep.thresholds[start + int(found[0])])
+    raise AssertionError("the maximum is among the values")  # pragma: no cover
+
+
+def _f1(sweep: Sweep, start: int, stop: int, positives: float) -> Floats:
+    """F1 times a constant (2 TP / (TP + FP + P), halved) at hits ``start`` to ``stop``."""
+    tps = sweep.tps[start:stop]
+    return tps / (tps + sweep.fps[start:stop] + positives)

@@ -29,7 +29,7 @@ properties = settings(max_examples=200, deadline=None)
     weights=st.sampled_from([None, "whole", "fractions"]),
     block=st.integers(1, 9),
 )
-def test_blocked_pr_areas_and_ks_equal_the_whole_pass(
+def test_blocked_pr_areas_ks_auc_and_f1_equal_the_whole_pass(
     seed: int, n: int, ties: bool, weights: str | None, block: int
 ) -> None:
     rng = np.random.default_rng(seed)
@@ -43,12 +43,16 @@ def test_blocked_pr_areas_and_ks_equal_the_whole_pass(
         w = rng.uniform(0.1, 3.0, n)
     s = sweep_of_rows(labels, scores, w)
     whole_areas, whole_ks = _precision_recall.pr_areas(s), _ranking.ks_and_youden(s)
+    whole_auc, whole_f1 = _ranking.roc_auc(s), _ranking.f1_optimal_threshold(s)
     with (
         mock.patch.object(_precision_recall, "PR_BLOCK", block),
         mock.patch.object(_ranking, "KS_BLOCK", block),
     ):
         areas, ks = _precision_recall.pr_areas(s), _ranking.ks_and_youden(s)
+        auc, f1 = _ranking.roc_auc(s), _ranking.f1_optimal_threshold(s)
     assert ks == whole_ks  # maxima and first positions: exact
+    assert f1 == whole_f1
+    assert abs(auc - whole_auc) <= 1e-12 * whole_auc  # pairs summed by block
     assert areas.ap_11_point == whole_areas.ap_11_point
     # The sums of precisions go block by block: the same terms, added in another order.
     np.testing.assert_allclose(areas, whole_areas, rtol=1e-12)
