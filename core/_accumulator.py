@@ -317,10 +317,10 @@ class Accumulator:
         state = self._state()
         if state is None:
             raise InvalidInputError("labels", "is empty; no rows were added")
-        # Compacted in place: the batches waiting unfolded are freed before the result's own
-        # arrays are built (at 100 million rows, 8 bytes a row of peak memory), and a second
-        # result does not fold them again.
-        state = self._levels[0] = state.compact()
+        # Compacted in place (``for_result``): the batches waiting unfolded are freed before
+        # the result's own arrays are built (at 100 million rows, 8 bytes a row of peak
+        # memory), and a second result does not fold them again.
+        state = self._levels[0] = state.for_result()
         if state.weightless:
             raise InvalidInputError("weights", "all weights are zero; nothing to evaluate")
         if baseline is not None and not self.spec.compares:

@@ -79,6 +79,12 @@ class TaskState(Protocol):
         ``nbytes`` are exact (a state that merges at once returns itself)."""
         ...
 
+    def for_result(self) -> Any:
+        """The state as its result reads it best: ``compact`` (what waited unfolded, folded
+        once and kept for a second result), unless its ``output`` reads waiting rows better
+        as they came."""
+        ...
+
     def to_arrays(self) -> Arrays:
         """Every value of the state as named arrays (scalars as 0-d arrays of float64, int64 or
         bool); ``StateKind.from_arrays`` is its inverse."""

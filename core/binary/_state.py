@@ -185,6 +185,9 @@ class BinaryState:
             self.weighted or other.weighted,
         )
 
+    def for_result(self) -> BinaryState:
+        return self.compact()
+
     def compact(self) -> BinaryState:
         predictions = None if self.predictions is None else self.predictions.merged()
         return BinaryState(self.scores.merged(), predictions, self.n_rows, self.weighted)

@@ -79,6 +79,9 @@ class DetectionState:
     def weightless(self) -> bool:
         return False  # detection takes no weights
 
+    def for_result(self) -> DetectionState:
+        return self.compact()
+
     def compact(self) -> DetectionState:
         return self  # merged at once
 

@@ -96,6 +96,9 @@ class MultilabelState:
     def weightless(self) -> bool:
         return self.stats.samples.rows.size == 0
 
+    def for_result(self) -> MultilabelState:
+        return self.compact()
+
     def compact(self) -> MultilabelState:
         if not self.raw.parts:
             return self

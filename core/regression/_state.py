@@ -120,6 +120,9 @@ class RegressionState:
     def weightless(self) -> bool:
         return self.stats.n_kept == 0
 
+    def for_result(self) -> RegressionState:
+        return self.compact()
+
     def compact(self) -> RegressionState:
         if not self.raw.parts:
             return self
