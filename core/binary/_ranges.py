@@ -351,19 +351,11 @@ def range_pass(s: Sweep, context: RangeContext, options: Options) -> RangePass:
             operating=operating,
         )
     points = _points(s, g, context)
-    sums = _pass_sums(g, context)
     return RangePass(
-        auc_pairs=sums.auc_pairs,
-        ap_sum=sums.ap_sum,
-        trapezoid=sums.trapezoid,
+        **_pass_sums(g, context),
         partial_area=(
             0.0 if options.max_fpr is None else _partial_area(g, context, options.max_fpr)
         ),
-        v10_sum=sums.v10_sum,
-        max_precision=sums.max_precision,
-        ks_max=sums.ks_max,
-        youden_max=sums.youden_max,
-        f1_max=sums.f1_max,
         last_hit_fps=float(g.fps[-1]),
         head=head,
         dcg=dcg,
@@ -379,18 +371,6 @@ PASS_BLOCK = 1 << 15
 
 def _blocks(size: int) -> list[slice]:
     return [slice(a, min(a + PASS_BLOCK, size)) for a in range(0, size, PASS_BLOCK)]
-
-
-@dataclass
-class _PassSums:
-    auc_pairs: float = 0.0
-    ap_sum: float = 0.0
-    trapezoid: float = 0.0
-    v10_sum: float = 0.0
-    max_precision: float = -math.inf
-    ks_max: float = -math.inf
-    youden_max: float = -math.inf
-    f1_max: float = -math.inf
 
 
 @dataclass(frozen=True)
@@ -433,27 +413,30 @@ class _Block:
         return distance
 
 
-def _pass_sums(g: _Global, context: RangeContext) -> _PassSums:
-    """Pass 2's sums and maxima over the range's hits, block by block (the sums regrouped:
-    as the ranges regroup them)."""
+def _pass_sums(g: _Global, context: RangeContext) -> dict[str, float]:
+    """Pass 2's sums and maxima over the range's hits (``RangePass``'s fields of those names),
+    block by block (the sums regrouped: as the ranges regroup them)."""
     p, n = context.positives, context.negatives
-    sums = _PassSums()
+    auc_pairs = ap_sum = trapezoid = v10_sum = 0.0
+    max_precision = ks_max = youden_max = f1_max = -math.inf
     for block in _blocks(g.s.size):
         b = _Block.of(g, block, context)
         precision = b.precision()
         above = b.tps_above + b.fps_above
         before = np.divide(b.tps_above, above, out=np.ones_like(above), where=above > 0)
-        sums.auc_pairs += inner(b.pos, n - b.fps) + 0.5 * inner(b.pos, b.neg)
-        sums.ap_sum += inner(b.pos, precision)
-        sums.trapezoid += inner((b.tps - b.tps_above) / p, (before + precision) / 2)
-        sums.v10_sum += inner(b.pos, (n - b.fps + 0.5 * b.neg) / n)
-        sums.max_precision = max(sums.max_precision, float(precision.max()))
-        sums.ks_max = max(
-            sums.ks_max, float(np.abs(b.at_hit).max()), float(b.distance_before().max())
-        )
-        sums.youden_max = max(sums.youden_max, float(b.at_hit.max()), float(b.before.max()))
-        sums.f1_max = max(sums.f1_max, float(b.f1(p).max()))
-    return sums
+        auc_pairs += inner(b.pos, n - b.fps) + 0.5 * inner(b.pos, b.neg)
+        ap_sum += inner(b.pos, precision)
+        trapezoid += inner((b.tps - b.tps_above) / p, (before + precision) / 2)
+        v10_sum += inner(b.pos, (n - b.fps + 0.5 * b.neg) / n)
+        max_precision = max(max_precision, float(precision.max()))
+        ks_max = max(ks_max, float(np.abs(b.at_hit).max()), float(b.distance_before().max()))
+        youden_max = max(youden_max, float(b.at_hit.max()), float(b.before.max()))
+        f1_max = max(f1_max, float(b.f1(p).max()))
+    return {
+        "auc_pairs": auc_pairs, "ap_sum": ap_sum, "trapezoid": trapezoid, "v10_sum": v10_sum,
+        "max_precision": max_precision, "ks_max": ks_max, "youden_max": youden_max,
+        "f1_max": f1_max,
+    }  # fmt: skip
 
 
 def _operating_here(g: _Global, context: RangeContext, options: Options) -> RangeOperating:
