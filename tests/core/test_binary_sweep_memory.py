@@ -14,7 +14,7 @@ from hypothesis import strategies as st
 
 from evalserve.core._options import parse_options
 from evalserve.core._threads import using_threads
-from evalserve.core.binary import _precision_recall, _ranking, _suite
+from evalserve.core.binary import _precision_recall, _ranking, _suite, _sweep
 from evalserve.core.binary._classes import classes_of_rows
 from evalserve.core.binary._sweep import sweep, sweep_of_rows
 
@@ -100,3 +100,28 @@ def test_the_compute_holds_blocks_beside_the_sweep() -> None:
             tracemalloc.stop()
     assert sweep_peak < 1.5 * state, sweep_peak / state
     assert compute_peak - held < 0.34 * state, (compute_peak - held) / state
+
+
+@properties
+@given(
+    seed=st.integers(0, 2**32 - 1),
+    keys=st.integers(0, 300),
+    haystack=st.integers(0, 300),
+    chunk=st.integers(1, 9),
+    ties=st.booleans(),
+)
+def test_the_chunked_search_of_sorted_keys_is_numpys(
+    seed: int, keys: int, haystack: int, chunk: int, ties: bool
+) -> None:
+    """The positives' places among the negatives, searched chunk by chunk of keys, each chunk
+    only between its first and last key's places: numpy's answer for every key."""
+    rng = np.random.default_rng(seed)
+
+    def values(n: int) -> np.ndarray:
+        return np.sort(rng.integers(0, 20, n) / 4 if ties else rng.random(n))
+
+    sorted_keys, sorted_haystack = values(keys), values(haystack)
+    out = np.empty(keys, dtype=np.intp)
+    with mock.patch.object(_sweep, "SEARCH_CHUNK", chunk):
+        _sweep._sorted_search(sorted_haystack, sorted_keys, out)
+    np.testing.assert_array_equal(out, np.searchsorted(sorted_haystack, sorted_keys, "left"))
