@@ -68,20 +68,23 @@ def partial_roc_auc(sweep: Sweep, max_fpr: float) -> float:
     positives, negatives = sweep.n_positive, sweep.n_negative
     limit = max_fpr * negatives
     hits = min(int(np.searchsorted(sweep.fps_above, limit, side="right")) + 1, sweep.size)
-    fps, fps_above = sweep.fps[:hits], sweep.fps_above[:hits]
-    tps, tps_above = sweep.tps[:hits], sweep.tps_above[:hits]
-    flat_start = np.empty(hits)
-    flat_start[:1] = 0.0
-    flat_start[1:] = fps[:-1]
-    area = inner(np.maximum(np.minimum(fps_above, limit) - flat_start, 0.0), tps_above)
-    # Diagonals, the last one cut at the limit with its interpolated TP.
-    width = np.maximum(np.minimum(fps, limit) - fps_above, 0.0)
-    rise = np.divide(
-        (tps - tps_above) * width, fps - fps_above, out=tps - tps_above, where=fps > fps_above
-    )
-    area += inner(width, tps_above + 0.5 * rise)
+    area = 0.0
+    for start in range(0, hits, KS_BLOCK):  # in blocks, as the other passes over the hits
+        stop = min(start + KS_BLOCK, hits)
+        fps, fps_above = sweep.fps[start:stop], sweep.fps_above[start:stop]
+        tps, tps_above = sweep.tps[start:stop], sweep.tps_above[start:stop]
+        flat_start = np.empty(stop - start)
+        flat_start[:1] = sweep.fps[start - 1] if start else 0.0
+        flat_start[1:] = fps[:-1]
+        area += inner(np.maximum(np.minimum(fps_above, limit) - flat_start, 0.0), tps_above)
+        # Diagonals, the last one cut at the limit with its interpolated TP.
+        width = np.maximum(np.minimum(fps, limit) - fps_above, 0.0)
+        rise = np.divide(
+            (tps - tps_above) * width, fps - fps_above, out=tps - tps_above, where=fps > fps_above
+        )
+        area += inner(width, tps_above + 0.5 * rise)
     if hits == sweep.size:  # the flat run after the lowest hit
-        area += max(limit - (float(fps[-1]) if hits else 0.0), 0.0) * positives
+        area += max(limit - (float(sweep.fps[hits - 1]) if hits else 0.0), 0.0) * positives
     area /= positives * negatives
     min_area = 0.5 * max_fpr**2
     return 0.5 * (1 + (area - min_area) / (max_fpr - min_area))

@@ -29,7 +29,7 @@ properties = settings(max_examples=200, deadline=None)
     weights=st.sampled_from([None, "whole", "fractions"]),
     block=st.integers(1, 9),
 )
-def test_blocked_pr_areas_ks_auc_and_f1_equal_the_whole_pass(
+def test_blocked_passes_over_the_hits_equal_the_whole_pass(
     seed: int, n: int, ties: bool, weights: str | None, block: int
 ) -> None:
     rng = np.random.default_rng(seed)
@@ -44,15 +44,18 @@ def test_blocked_pr_areas_ks_auc_and_f1_equal_the_whole_pass(
     s = sweep_of_rows(labels, scores, w)
     whole_areas, whole_ks = _precision_recall.pr_areas(s), _ranking.ks_and_youden(s)
     whole_auc, whole_f1 = _ranking.roc_auc(s), _ranking.f1_optimal_threshold(s)
+    whole_partial = [_ranking.partial_roc_auc(s, m) for m in (0.05, 0.3, 1.0)]
     with (
         mock.patch.object(_precision_recall, "PR_BLOCK", block),
         mock.patch.object(_ranking, "KS_BLOCK", block),
     ):
         areas, ks = _precision_recall.pr_areas(s), _ranking.ks_and_youden(s)
         auc, f1 = _ranking.roc_auc(s), _ranking.f1_optimal_threshold(s)
+        partial = [_ranking.partial_roc_auc(s, m) for m in (0.05, 0.3, 1.0)]
     assert ks == whole_ks  # maxima and first positions: exact
     assert f1 == whole_f1
     assert abs(auc - whole_auc) <= 1e-12 * whole_auc  # pairs summed by block
+    np.testing.assert_allclose(partial, whole_partial, rtol=1e-12)
     assert areas.ap_11_point == whole_areas.ap_11_point
     # The sums of precisions go block by block: the same terms, added in another order.
     np.testing.assert_allclose(areas, whole_areas, rtol=1e-12)
