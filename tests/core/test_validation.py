@@ -102,3 +102,23 @@ def test_regression_takes_scores_or_predictions_but_not_both() -> None:
     with pytest.raises(InvalidInputError) as error:
         evaluate("regression", [1.0, 2.0], [1.0, 2.0], y_pred=[1.0, 2.0])
     assert error.value.field == "scores"
+
+
+@pytest.mark.parametrize("bad", [None, 2, -1])
+@pytest.mark.parametrize("dtype", [np.int8, np.int64, np.uint32])
+def test_integer_labels_are_checked_block_by_block(bad: int | None, dtype: type) -> None:
+    """Integer labels are checked and converted block by block: a bad label in a later block
+    is found and named by its row; good ones convert as a whole."""
+    from evalserve.core import _validation
+
+    n = 3 * _validation.FLAG_BLOCK + 5
+    labels = (np.arange(n) % 3 == 0).astype(dtype)
+    row = 2 * _validation.FLAG_BLOCK + 3
+    if bad is not None:
+        if bad < 0 and np.dtype(dtype).kind == "u":
+            return
+        labels[row] = bad
+        with pytest.raises(InvalidInputError, match=f"row {row} is {bad}"):
+            _validation.binary_labels("labels", labels)
+        return
+    np.testing.assert_array_equal(_validation.binary_labels("labels", labels), labels == 1)
