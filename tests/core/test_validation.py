@@ -7,7 +7,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from evalserve.core import InvalidInputError, evaluate
+from evalserve.core import InvalidInputError, _validation, evaluate
 
 GOOD_LABELS = [0, 1, 0, 1]
 GOOD_SCORES = [0.1, 0.9, 0.4, 0.6]
@@ -109,8 +109,6 @@ def test_regression_takes_scores_or_predictions_but_not_both() -> None:
 def test_integer_labels_are_checked_block_by_block(bad: int | None, dtype: type) -> None:
     """Integer labels are checked and converted block by block: a bad label in a later block
     is found and named by its row; good ones convert as a whole."""
-    from evalserve.core import _validation
-
     n = 3 * _validation.FLAG_BLOCK + 5
     labels = (np.arange(n) % 3 == 0).astype(dtype)
     row = 2 * _validation.FLAG_BLOCK + 3
