@@ -412,12 +412,11 @@ class Accumulator:
 
 
 def _bytes_arrays(state: TaskState | None) -> tuple[dict[str, Any], dict[str, Later]]:
-    """A state's arrays for its bytes, and those its merge writes into them (task binary)."""
+    """A state's arrays for its bytes, and those its merge writes into them."""
     if state is None:
         return {}, {}
-    if isinstance(state, BinaryState):
-        return state.to_bytes_arrays()
-    return state.to_arrays(), {}
+    arrays, later = state.to_bytes_arrays()
+    return dict(arrays), later
 
 
 def _merge_all(levels: list[TaskState]) -> TaskState:

@@ -85,6 +85,12 @@ class TaskState(Protocol):
         as they came."""
         ...
 
+    def to_bytes_arrays(self) -> tuple[Arrays, dict[str, Any]]:
+        """``to_arrays`` for ``Accumulator.to_bytes``, and the arrays a merge writes straight
+        into their places in the bytes (``core._state_format.Later``; task binary's merged
+        classes), not built beside them."""
+        ...
+
     def to_arrays(self) -> Arrays:
         """Every value of the state as named arrays (scalars as 0-d arrays of float64, int64 or
         bool); ``StateKind.from_arrays`` is its inverse."""

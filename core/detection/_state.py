@@ -30,6 +30,7 @@ from evalserve.core._errors import InvalidInputError
 from evalserve.core._options import Options
 from evalserve.core._result import TaskOutput
 from evalserve.core._state import Arrays, StateKind, array_of, count_of
+from evalserve.core._state_format import Later
 from evalserve.core.detection._inputs import MAX_CLASS_ID, class_names, refuse_row_columns, scene
 from evalserve.core.detection._statistics import (
     AREA_BITS,
@@ -91,6 +92,9 @@ class DetectionState:
     def merge(self, other: DetectionState) -> DetectionState:
         """This state's images followed by ``other``'s."""
         return DetectionState(self.stats.merge(other.stats))
+
+    def to_bytes_arrays(self) -> tuple[Arrays, dict[str, Later]]:
+        return self.to_arrays(), {}
 
     def to_arrays(self) -> Arrays:
         stats = self.stats

@@ -40,6 +40,7 @@ from evalserve.core._state import (
     flag_of,
     joined_weights,
 )
+from evalserve.core._state_format import Later
 from evalserve.core._validation import MAX_WEIGHT, MIN_WEIGHT
 from evalserve.core.multiclass._blocks import ScoreBlocks
 from evalserve.core.multiclass._inputs import MulticlassInputs, multiclass_inputs
@@ -177,6 +178,9 @@ class MulticlassState:
             )
         if self.predicted != other.predicted:
             raise InvalidInputError("predictions", "send predictions with every batch or with none")
+
+    def to_bytes_arrays(self) -> tuple[Arrays, dict[str, Later]]:
+        return self.to_arrays(), {}
 
     def to_arrays(self) -> Arrays:
         if self.raw.parts:

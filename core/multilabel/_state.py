@@ -20,6 +20,7 @@ from evalserve.core._errors import InvalidInputError
 from evalserve.core._options import Options
 from evalserve.core._result import TaskOutput
 from evalserve.core._state import Arrays, StateKind, Waiting, joined_weights
+from evalserve.core._state_format import Later
 from evalserve.core.multilabel._columns import ColumnStats, column_stats
 from evalserve.core.multilabel._inputs import multilabel_inputs
 from evalserve.core.multilabel._state_arrays import stats_arrays, stats_of_arrays
@@ -128,6 +129,9 @@ class MultilabelState:
         for name, sent in (("scores", self.scores), ("predictions", self.predictions)):
             if sent != getattr(other, name):
                 raise InvalidInputError(name, f"send {name} with every batch or with none")
+
+    def to_bytes_arrays(self) -> tuple[Arrays, dict[str, Later]]:
+        return self.to_arrays(), {}
 
     def to_arrays(self) -> Arrays:
         stats = self.compact().stats

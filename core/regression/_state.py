@@ -25,6 +25,7 @@ from evalserve.core._state import (
     flag_of,
     joined_weights,
 )
+from evalserve.core._state_format import Later
 from evalserve.core.regression._absolute import AbsoluteErrors
 from evalserve.core.regression._moments import OVERFLOWED, Moments
 from evalserve.core.regression._pairs import PAIR_BYTES, DistinctPairs
@@ -150,6 +151,9 @@ class RegressionState:
         if merged.raw.due(merged.stats.distinct, MIN_PENDING):
             return merged.compact()
         return merged
+
+    def to_bytes_arrays(self) -> tuple[Arrays, dict[str, Later]]:
+        return self.to_arrays(), {}
 
     def to_arrays(self) -> Arrays:
         stats = self.compact().stats
