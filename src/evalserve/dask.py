@@ -42,7 +42,7 @@ from typing import Any, TypeVar, cast
 import dask.dataframe as dd
 import numpy as np
 import pyarrow as pa
-from dask.base import compute, persist
+from dask.base import compute, get_scheduler, persist
 from dask.delayed import Delayed, delayed
 from dask.sizeof import sizeof
 from numpy.typing import NDArray
@@ -383,15 +383,17 @@ def _compute(
 
 
 def _client() -> Any:
-    """The current ``distributed`` client, None without one (a local Dask scheduler)."""
+    """The current ``distributed`` client when it is the scheduler Dask computes on (not when
+    ``dask.config`` names a local one), else None."""
     try:
         from distributed import get_client
     except ImportError:
         return None
     try:
-        return get_client()
+        client = get_client()
     except ValueError:
         return None
+    return client if get_scheduler() == client.get else None
 
 
 def _as_list(target: Delayed | list[Delayed]) -> list[Delayed]:
