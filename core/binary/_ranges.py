@@ -375,30 +375,28 @@ def _blocks(size: int) -> list[slice]:
 
 @dataclass(frozen=True)
 class _Block:
-    """One block of a range's hits: the global arrays' slices and the Youden statistics at
-    the hits and just before them (-inf before the top hit when no point is there)."""
+    """One block of a range's hits: the global arrays' slices; what else a pass reads of
+    them is computed when that pass asks (the finish's sums never read the Youden
+    statistics, the search for the F1 threshold reads F1 alone)."""
 
+    g: _Global
+    block: slice
+    context: RangeContext
     tps: Floats
     fps: Floats
     tps_above: Floats
     fps_above: Floats
     pos: Floats
-    neg: Floats
-    at_hit: Floats
-    before: Floats
 
     @classmethod
     def of(cls, g: _Global, block: slice, context: RangeContext) -> _Block:
-        p, n = context.positives, context.negatives
-        tps, fps = g.tps[block], g.fps[block]
-        tps_above, fps_above = g.tps_above[block], g.fps_above[block]
-        before = tps_above * n - fps_above * p
-        if block.start == 0 and not g.before_valid(context):
-            before[0] = -np.inf  # nothing above the top hit: no point before it
         return cls(
-            tps, fps, tps_above, fps_above, g.s.pos[block], g.s.neg_in(block.start, block.stop),
-            tps * n - fps * p, before,
+            g, block, context, g.tps[block], g.fps[block], g.tps_above[block],
+            g.fps_above[block], g.s.pos[block],
         )  # fmt: skip
+
+    def neg(self) -> Floats:
+        return self.g.s.neg_in(self.block.start, self.block.stop)
 
     def precision(self) -> Floats:
         return self.tps / (self.tps + self.fps)
@@ -406,11 +404,21 @@ class _Block:
     def f1(self, p: float) -> Floats:
         return self.tps / (self.tps + self.fps + p)
 
-    def distance_before(self) -> Floats:
-        """|J| before each hit (-inf where ``before`` is)."""
-        distance = np.abs(self.before)
-        distance[self.before == -np.inf] = -np.inf
-        return distance
+    def youden(self) -> tuple[Floats, Floats]:
+        """TP N - FP P just before each hit (-inf before the top hit when no point is there)
+        and at it."""
+        p, n = self.context.positives, self.context.negatives
+        before = self.tps_above * n - self.fps_above * p
+        if self.block.start == 0 and not self.g.before_valid(self.context):
+            before[0] = -np.inf  # nothing above the top hit: no point before it
+        return before, self.tps * n - self.fps * p
+
+
+def _distance(before: Floats) -> Floats:
+    """|J| before each hit (-inf where ``before`` is: no point there)."""
+    distance = np.abs(before)
+    distance[before == -np.inf] = -np.inf
+    return distance
 
 
 def _pass_sums(g: _Global, context: RangeContext) -> dict[str, float]:
@@ -421,16 +429,17 @@ def _pass_sums(g: _Global, context: RangeContext) -> dict[str, float]:
     max_precision = ks_max = youden_max = f1_max = -math.inf
     for block in _blocks(g.s.size):
         b = _Block.of(g, block, context)
-        precision = b.precision()
+        precision, neg = b.precision(), b.neg()
         above = b.tps_above + b.fps_above
-        before = np.divide(b.tps_above, above, out=np.ones_like(above), where=above > 0)
-        auc_pairs += inner(b.pos, n - b.fps) + 0.5 * inner(b.pos, b.neg)
+        precision_before = np.divide(b.tps_above, above, out=np.ones_like(above), where=above > 0)
+        auc_pairs += inner(b.pos, n - b.fps) + 0.5 * inner(b.pos, neg)
         ap_sum += inner(b.pos, precision)
-        trapezoid += inner((b.tps - b.tps_above) / p, (before + precision) / 2)
-        v10_sum += inner(b.pos, (n - b.fps + 0.5 * b.neg) / n)
+        trapezoid += inner((b.tps - b.tps_above) / p, (precision_before + precision) / 2)
+        v10_sum += inner(b.pos, (n - b.fps + 0.5 * neg) / n)
         max_precision = max(max_precision, float(precision.max()))
-        ks_max = max(ks_max, float(np.abs(b.at_hit).max()), float(b.distance_before().max()))
-        youden_max = max(youden_max, float(b.at_hit.max()), float(b.before.max()))
+        before, at_hit = b.youden()
+        youden_max = max(youden_max, float(at_hit.max()), float(before.max()))
+        ks_max = max(ks_max, float(np.abs(at_hit).max()), float(_distance(before).max()))
         f1_max = max(f1_max, float(b.f1(p).max()))
     return {
         "auc_pairs": auc_pairs, "ap_sum": ap_sum, "trapezoid": trapezoid, "v10_sum": v10_sum,
@@ -586,7 +595,8 @@ def range_finish(s: Sweep, context: RangeContext, bests: Bests, position: int) -
         ap_all_sum += inner(b.pos, envelope)
         for first in firsts[(firsts >= block.start) & (firsts < block.stop)]:
             at_first[int(first)] = float(envelope[first - block.start])
-        v10 = (n - b.fps + 0.5 * b.neg) / n - auc
+        neg = b.neg()
+        v10 = (n - b.fps + 0.5 * neg) / n - auc
         s10_sum += inner(b.pos, v10 * v10)
         # The negatives between each hit and the one before it (above the top hit: all of
         # the range's above it), at the TP there; the negatives tied with each hit.
@@ -596,7 +606,7 @@ def range_finish(s: Sweep, context: RangeContext, bests: Bests, position: int) -
         np.subtract(fps_above[1:], fps[:-1], out=between[1:])
         at_between = b.tps_above / p - auc
         at_tie = (b.tps_above + 0.5 * b.pos) / p - auc
-        s01_sum += inner(between, at_between * at_between) + inner(b.neg, at_tie * at_tie)
+        s01_sum += inner(between, at_between * at_between) + inner(neg, at_tie * at_tie)
     at_last = g.tps[-1] / p - auc  # the negatives below the lowest hit
     s01_sum += (s.n_negative - s.fps[-1]) * at_last * at_last
     levels: list[float | None] = []
@@ -625,9 +635,9 @@ def _first_at(
     None when none does. Block by block from the top, to the first block that has one."""
     s, floor = g.s, _floor(best)
     for block in blocks:
-        b = _Block.of(g, block, context)
-        before = b.distance_before() if distance else b.before
-        at_hit = np.abs(b.at_hit) if distance else b.at_hit
+        before, at_hit = _Block.of(g, block, context).youden()
+        if distance:
+            before, at_hit = _distance(before), np.abs(at_hit)
         hits_before = np.flatnonzero(before >= floor)
         hits_at = np.flatnonzero(at_hit >= floor)
         if not hits_before.size and not hits_at.size:

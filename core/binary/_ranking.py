@@ -188,13 +188,14 @@ def f1_optimal_threshold(sweep: Sweep) -> float:
     """Threshold maximizing F1 = 2 TP / (TP + FP + P). Adding negatives only lowers F1, so the
     maximum is at a threshold that adds positives; the highest one on ties."""
     positives = sweep.n_positive
-    best = max(float(_f1(sweep, start, stop, positives).max()) for start, stop in _blocks(sweep))
+    blocks = list(_blocks(sweep))
+    highest = [float(_f1(sweep, start, stop, positives).max()) for start, stop in blocks]
+    best = max(highest)
     floor = best - TIE_TOLERANCE * abs(best)
-    for start, stop in _blocks(sweep):
-        found = np.flatnonzero(_f1(sweep, start, stop, positives) >= floor)
-        if found.size:
-            return float(sweep.thresholds[start + int(found[0])])
-    raise AssertionError("the maximum is among the values")  # pragma: no cover
+    # The first block that reaches the floor holds the first tie: only it is computed again.
+    start, stop = next(each for each, top in zip(blocks, highest, strict=True) if top >= floor)
+    found = np.flatnonzero(_f1(sweep, start, stop, positives) >= floor)
+    return float(sweep.thresholds[start + int(found[0])])
 
 
 def _f1(sweep: Sweep, start: int, stop: int, positives: float) -> Floats:
