@@ -51,8 +51,8 @@ class Sweep:
     ``neg_from`` is the position in ``negatives.scores`` of the lowest negative score at or
     above the hit, ``tied`` whether a negative ties with it. Derived when read, not held (16
     bytes a hit: at 100M rows about 450 MiB of the evaluation's peak): the negative mass tied
-    with each hit (``neg``, ``neg_in`` for a slice) and the position of the lowest negative
-    strictly above it (``neg_above``).
+    with each hit (``neg_in``, for a slice of hits) and the position of the lowest negative
+    strictly above it (``neg_from + tied``).
     """
 
     positives: ClassScores
@@ -66,19 +66,9 @@ class Sweep:
     neg_from: Indices
     tied: Bools
 
-    @property
-    def neg(self) -> Floats:
-        """The negative mass tied with each hit (a fresh array)."""
-        return self.fps - self.fps_above
-
     def neg_in(self, start: int, stop: int) -> Floats:
-        """``neg[start:stop]``, computed for that slice only."""
+        """The negative mass tied with hits ``start`` to ``stop`` (a fresh array)."""
         return self.fps[start:stop] - self.fps_above[start:stop]
-
-    @property
-    def neg_above(self) -> Indices:
-        """The position of the lowest negative score strictly above each hit (a fresh array)."""
-        return self.neg_from + self.tied
 
     @property
     def n_positive(self) -> float:
