@@ -28,7 +28,7 @@ import numpy as np
 from evalserve.core._result import MetricSink
 from evalserve.core.regression._moments import Moments, co_moment
 from evalserve.core.regression._pairs import DistinctPairs
-from evalserve.core.regression._pointwise import OVERFLOW, put
+from evalserve.core.regression._pointwise import OVERFLOW, put, underflows
 from evalserve.core.regression._stats import JointStats, RegressionStats
 
 __all__ = [
@@ -119,7 +119,7 @@ def _undefined(stats: RegressionStats, joint: JointStats) -> str | None:
         if low == high:
             return CONSTANT.format(column=column.capitalize())
     for column, _, _, m2 in columns:
-        if m2 == 0:
+        if underflows(m2):
             return UNDERFLOW.format(column=column)
     if math.isinf(stats.labels.m2) or math.isinf(joint.predictions.m2):
         return OVERFLOW

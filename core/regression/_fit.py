@@ -13,7 +13,7 @@ from __future__ import annotations
 import math
 
 from evalserve.core._result import MetricSink
-from evalserve.core.regression._pointwise import OVERFLOW, put
+from evalserve.core.regression._pointwise import OVERFLOW, put, underflows
 from evalserve.core.regression._stats import RegressionStats
 
 __all__ = ["CONSTANT_LABELS", "NO_N_PARAMS", "adjusted_r2", "fit_metrics"]
@@ -32,8 +32,8 @@ def fit_metrics(sink: MetricSink, stats: RegressionStats) -> None:
     constant = stats.label_min == stats.label_max
     sst = 0.0 if constant else stats.labels.m2
     sse = stats.sse
-    if constant or sst == 0 or not (math.isfinite(sst) and math.isfinite(sse)):
-        reason = CONSTANT_LABELS if constant else UNDERFLOW if sst == 0 else OVERFLOW
+    if constant or underflows(sst) or not (math.isfinite(sst) and math.isfinite(sse)):
+        reason = CONSTANT_LABELS if constant else UNDERFLOW if underflows(sst) else OVERFLOW
         sink.undefine("r2", reason)
         sink.undefine("explained_variance", reason)
         sink.warn(f"r2, adjusted_r2 and explained_variance are undefined: {reason}")

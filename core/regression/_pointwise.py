@@ -10,6 +10,7 @@ sums and the error distribution of ``RegressionStats``.
 from __future__ import annotations
 
 import math
+import sys
 
 import numpy as np
 from numpy.typing import NDArray
@@ -24,12 +25,20 @@ __all__ = [
     "order_statistics",
     "put",
     "squared_error_metrics",
+    "underflows",
     "weighted_median",
 ]
 
 Floats = NDArray[np.float64]
 
 OVERFLOW = "not representable in float64: the values are too large (overflow)"
+
+
+def underflows(variance: float) -> bool:
+    """A sum of squared deviations below float64's smallest normal number (values differing
+    by under about 1e-154): zero, or subnormal with too few significant bits left to divide
+    by (a Pearson r of two distinct rows came out 0.99997)."""
+    return variance < sys.float_info.min
 
 
 def put(sink: MetricSink, name: str, value: float) -> None:

@@ -402,3 +402,16 @@ def test_an_older_state_reads_with_these_metrics_null() -> None:
     assert both.metrics["median_absolute_error"] == again.metrics["median_absolute_error"]
     # and an older state's arrays written back keep its layout
     assert older.merge(new).to_bytes()
+
+
+@pytest.mark.parametrize("tiny", [1.35492552e-160, 1e-170])
+def test_a_subnormal_variance_is_undefined_not_a_rounded_value(tiny: float) -> None:
+    """Values a few 1e-160 apart square to a subnormal variance, with too few bits left to
+    divide by: Pearson's r of two distinct rows came out 0.99997, not 1. It is null with the
+    underflow reason (as a zero variance was); so is r2 over such labels."""
+    got, why = metrics([0.0, 1.0], [tiny, 0.0]), reasons([0.0, 1.0], [tiny, 0.0])
+    for name in ("pearson_r", "spearman_r", "concordance_correlation"):
+        assert got[name] is None and "underflows" in why[name], name
+    got, why = metrics([tiny, 0.0], [0.0, 1.0]), reasons([tiny, 0.0], [0.0, 1.0])
+    assert got["r2"] is None and "underflows" in why["r2"]
+    assert metrics([0.0, 1e-150], [1e-150, 0.0])["pearson_r"] == pytest.approx(-1.0, abs=1e-15)
