@@ -10,13 +10,16 @@ from them is computed with the same arithmetic: bit for bit with counts or integ
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from functools import partial
 
 import numpy as np
 from numpy.typing import NDArray
 
-from evalserve.core._threads import threads_for
+from evalserve.core._threads import run_all, shares, threads_for
+from evalserve.core.binary._key_sort import sorted_order
 from evalserve.core.binary._parallel_sort import sort_columns, split_classes
 
 __all__ = [
@@ -120,18 +123,22 @@ def _threaded(
     """``classes_of_rows`` on ``threads`` threads: the same classes, value for value."""
     positives, negatives = split_classes(labels, scores, threads)
     if weights is None:
-        sort_columns([(positives, None), (negatives, None)], threads)
+        sort_columns([positives, negatives], threads)
         return _counted(positives), _counted(negatives)
-    positive_weights, negative_weights = split_classes(labels, weights, threads)
-    sort_columns([(positives, positive_weights), (negatives, negative_weights)], threads)
-    return _ordered(positives, positive_weights), _ordered(negatives, negative_weights)
+    columns, masses = [positives, negatives], list(split_classes(labels, weights, threads))
+    del positives, negatives
+    classes: list[ClassScores] = []
+    while columns:  # each class's columns are let go once read: the peak holds one class's
+        ordered, order = sorted_order(columns.pop(0), threads)
+        classes.append(_ordered(ordered, _take(masses.pop(0), order, threads)))
+    return classes[0], classes[1]
 
 
 def unweighted_class(scores: Floats) -> ClassScores:
     """From one class's scores, a fresh copy (sorted in place, on threads when large)."""
     threads = threads_for(scores.size)
     if threads > 1:
-        sort_columns([(scores, None)], threads)
+        sort_columns([scores], threads)
     else:
         scores.sort()
     return _counted(scores)
@@ -276,8 +283,8 @@ class CanonicalMerge:
                  else part.mass[at[stretch] : at[stretch + 1]]
                  for part, at in zip(self.parts, self.bounds, strict=True)]
             )  # fmt: skip
-            order = np.argsort(joined, kind="stable")
-            joined, masses = joined[order], masses[order]
+            joined, order = sorted_order(joined)  # a stable argsort's order
+            masses = np.take(masses, order, mode="clip")
             del order
             starts = _run_starts(joined)
             if starts is None:
@@ -292,17 +299,15 @@ class CanonicalMerge:
 
 
 def _weighted(scores: Floats, weights: Floats, rows: Bools) -> ClassScores:
-    """From the scores and weights of the ``rows`` of one class: one argsort of the class's
-    scores orders both columns (an argsort is the floor a weighted evaluation is measured
-    against; numpy's is vectorized where the CPU allows)."""
+    """From the scores and weights of the ``rows`` of one class: the order that sorts the
+    class's scores (one sort of packed keys, ``sorted_order``) orders its weights too."""
     column = scores[rows]
     if column.size == 0:
         return class_scores(EMPTY, None)
-    order = np.argsort(column)
-    # take without bounds checks (the order is a permutation): a quarter faster than indexing.
-    ordered = np.take(column, order, mode="clip")
+    ordered, order = sorted_order(column)
     del column  # before the weights' copy: the peak holds one of the two columns
     column = weights[rows]
+    # take without bounds checks (the order is a permutation): a quarter faster than indexing.
     mass = np.take(column, order, mode="clip")
     del column, order
     return _ordered(ordered, mass)
@@ -311,19 +316,26 @@ def _weighted(scores: Floats, weights: Floats, rows: Bools) -> ClassScores:
 def weighted_class(scores: Floats, weights: Floats) -> ClassScores:
     """From one class's scores and their weights in the rows' order (views: a segment's piece
     of the rows grouped by segment)."""
-    return _sorted_weighted(scores, weights, fresh=False)
+    return _sorted_weighted(scores, weights)
 
 
-def _sorted_weighted(scores: Floats, weights: Floats, *, fresh: bool = True) -> ClassScores:
-    """From one class's scores and weights; ``fresh`` arrays are the caller's to permute."""
+def _sorted_weighted(scores: Floats, weights: Floats) -> ClassScores:
+    """From one class's scores and weights (neither changed)."""
     threads = threads_for(scores.size)
-    if threads > 1:
-        if not fresh:
-            scores, weights = scores.copy(), weights.copy()
-        sort_columns([(scores, weights)], threads)
-        return _ordered(scores, weights)
-    order = np.argsort(scores)
-    return _ordered(np.take(scores, order, mode="clip"), np.take(weights, order, mode="clip"))
+    ordered, order = sorted_order(scores, threads)
+    return _ordered(ordered, _take(weights, order, threads))
+
+
+def _take(column: Floats, order: Indices, threads: int) -> Floats:
+    """``column[order]`` for a permutation ``order``, share by share on ``threads`` threads."""
+    taken = np.empty(order.size, dtype=np.float64)
+    bounds = shares(order.size, threads)
+    run_all(
+        [partial(np.take, column, order[a:b], out=taken[a:b], mode="clip")
+         for a, b in itertools.pairwise(bounds)],
+        threads,
+    )  # fmt: skip
+    return taken
 
 
 def _ordered(ordered: Floats, mass: Floats) -> ClassScores:

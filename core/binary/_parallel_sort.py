@@ -1,12 +1,14 @@
-"""Sorting a class's scores (with their weights) on several threads: a sample sort by rank.
+"""Sorting a column (a class's scores, or the packed keys that order weighted scores) on
+several threads: a sample sort by rank.
 
 numpy has no parallel sort and no merge, but its selection (``partition``, vectorised like its
 sort, about a sixth of a sort's time) splits an array by rank in place: every value left of
 the ``k``-th is at most it, every value right of it at least it. So an array is cut into one
 piece per thread by selection (halving, both halves at once on the next level), and the
 pieces are sorted each on its own thread: side by side they are the sorted array, the same
-values in the same places as one sort gives (equal values are interchangeable). With weights
-the selection and the sorts permute the weights alongside (``argpartition``, ``argsort``).
+values in the same places as one sort gives (equal values are interchangeable). Weighted
+scores are ordered through keys that are all distinct (``_key_sort``), so no weights travel
+through a selection or a sort here.
 
 The rows of a batch reach the two classes by the same split on threads: each thread copies
 its share of the rows into each class's array, at the offset its earlier shares leave.
@@ -25,19 +27,20 @@ from numpy.typing import NDArray
 
 from evalserve.core._threads import run_all, shares
 
-__all__ = ["Piece", "cut_by_rank", "sort_columns", "split_classes"]
+__all__ = ["Column", "Piece", "cut_by_rank", "sort_columns", "split_classes"]
 
 Floats = NDArray[np.float64]
+# What is sorted: scores, or the unsigned keys that order weighted scores.
+Column = NDArray[np.float64] | NDArray[np.uint64]
 Bools = NDArray[np.bool_]
 
 
 @dataclass(frozen=True, slots=True)
 class Piece:
-    """``scores[start:stop]`` (with its ``weights``), still to be cut at ``cuts`` (positions
-    in the column, each strictly inside the piece, ascending)."""
+    """``column[start:stop]``, still to be cut at ``cuts`` (positions in the column, each
+    strictly inside the piece, ascending)."""
 
-    scores: Floats
-    weights: Floats | None
+    column: Column
     start: int
     stop: int
     cuts: tuple[int, ...] = ()
@@ -52,34 +55,17 @@ class Piece:
         middle = len(self.cuts) // 2
         cut = self.cuts[middle]
         return (
-            Piece(self.scores, self.weights, self.start, cut, self.cuts[:middle]),
-            Piece(self.scores, self.weights, cut, self.stop, self.cuts[middle + 1 :]),
+            Piece(self.column, self.start, cut, self.cuts[:middle]),
+            Piece(self.column, cut, self.stop, self.cuts[middle + 1 :]),
             cut - self.start,
         )
 
     def select(self, rank: int) -> None:
         """Put the value of ``rank`` in its sorted place, smaller values left, larger right."""
-        scores = self.scores[self.start : self.stop]
-        if self.weights is None:
-            scores.partition(rank)
-            return
-        order = np.argpartition(scores, rank)
-        _permute(scores, order)
-        _permute(self.weights[self.start : self.stop], order)
+        self.column[self.start : self.stop].partition(rank)
 
     def sort(self) -> None:
-        scores = self.scores[self.start : self.stop]
-        if self.weights is None:
-            scores.sort()
-            return
-        order = np.argsort(scores)
-        _permute(scores, order)
-        _permute(self.weights[self.start : self.stop], order)
-
-
-def _permute(column: Floats, order: NDArray[np.intp]) -> None:
-    """``column`` rearranged in place to ``column[order]`` (through one copy)."""
-    np.take(column.copy(), order, out=column, mode="clip")
+        self.column[self.start : self.stop].sort()
 
 
 def cut_by_rank(pieces: list[Piece], threads: int) -> list[Piece]:
@@ -101,26 +87,26 @@ def cut_by_rank(pieces: list[Piece], threads: int) -> list[Piece]:
     return done
 
 
-def sort_columns(columns: list[tuple[Floats, Floats | None]], threads: int) -> None:
-    """Sort each column in place (weights alongside) on ``threads`` threads: the columns side
-    by side are cut by selection where each thread's equal share of their rows ends, then
-    each thread sorts the pieces of its share."""
-    total = sum(scores.size for scores, _ in columns)
+def sort_columns(columns: list[Column], threads: int) -> None:
+    """Sort each column in place on ``threads`` threads: the columns side by side are cut by
+    selection where each thread's equal share of their rows ends, then each thread sorts the
+    pieces of its share."""
+    total = sum(column.size for column in columns)
     bounds = shares(total, threads)
     offsets: dict[int, int] = {}
     whole: list[Piece] = []
     offset = 0
-    for scores, weights in columns:
-        if scores.size:
+    for column in columns:
+        if column.size:
             inside = tuple(
-                sorted({b - offset for b in bounds[1:-1] if offset < b < offset + scores.size})
+                sorted({b - offset for b in bounds[1:-1] if offset < b < offset + column.size})
             )
-            whole.append(Piece(scores, weights, 0, scores.size, inside))
-            offsets[id(scores)] = offset
-        offset += scores.size
+            whole.append(Piece(column, 0, column.size, inside))
+            offsets[id(column)] = offset
+        offset += column.size
     jobs: list[list[Piece]] = [[] for _ in range(threads)]
     for piece in cut_by_rank(whole, threads):
-        start = offsets[id(piece.scores)] + piece.start
+        start = offsets[id(piece.column)] + piece.start
         jobs[bisect.bisect_right(bounds, start) - 1].append(piece)
     run_all([partial(_sort_all, job) for job in jobs if job], threads)
 

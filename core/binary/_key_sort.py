@@ -1,0 +1,128 @@
+"""The order that sorts a column of scores, by one sort of packed keys (no ``argsort``).
+
+A weighted class needs the order of its scores, to carry the weights along. numpy's
+``argsort`` is several times slower than its ``sort`` (about 0.33 against 0.045 s for 7M
+doubles on AMD Zen 5), so the order is taken from a plain sort of unsigned 64-bit keys
+instead: each key holds a score's place on the score axis in its high bits and the score's row
+in its low ``b`` bits (``b`` bits number the rows). The place is the score's IEEE 754 bits,
+turned so that unsigned order is numeric order (the sign bit flipped for non-negative
+numbers, every bit for negative ones), less the smallest such value, shifted right until it
+fits the ``64 - b`` bits left. The sorted keys' low bits are the order, and the rows of equal
+scores stay in row order: the order of a stable sort.
+
+Shifting drops the places' low bits, so two scores that differ only there share a key's high
+bits and stay in row order, out of numeric order. Every such run of equal high bits (a
+*group*) is contiguous in the sorted keys, and the scores of one group all lie between those
+of the groups around it, so a group out of order is found from the sorted scores (a score less
+than the one before it), bounded by two binary searches for the group's first and last
+possible score, and sorted again on its own (stably: ties keep row order). Continuous scores
+leave a few groups in millions of rows to mend (57 of 7M uniform scores shifted by 22 bits);
+scores whose places fit unshifted leave none. The result is exactly a stable ``argsort``'s.
+"""
+
+from __future__ import annotations
+
+from functools import partial
+
+import numpy as np
+from numpy.typing import NDArray
+
+from evalserve.core._threads import run_all, shares
+from evalserve.core.binary._parallel_sort import sort_columns
+
+__all__ = ["sorted_order"]
+
+Floats = NDArray[np.float64]
+Indices = NDArray[np.intp]
+Keys = NDArray[np.uint64]
+
+SIGN = np.uint64(1 << 63)
+
+
+def sorted_order(column: Floats, threads: int = 1) -> tuple[Floats, Indices]:
+    """``column`` sorted, and the order that sorts it (``column[order]``), ties in row order;
+    the keys sort on ``threads`` threads. The order is a fresh array the caller may keep or
+    reuse; ``column`` is not changed."""
+    m = column.size
+    if m < 2:
+        return column.copy(), np.arange(m, dtype=np.intp)
+    bits = (m - 1).bit_length()
+    keys, low, high = _places(column, threads)
+    shift = max(0, (high - low).bit_length() - (64 - bits))
+    bounds = shares(m, threads)
+
+    def pack(part: int) -> None:
+        share = keys[bounds[part] : bounds[part + 1]]
+        share -= np.uint64(low)
+        share >>= np.uint64(shift)
+        share <<= np.uint64(bits)
+        share |= np.arange(bounds[part], bounds[part + 1], dtype=np.uint64)
+
+    run_all([partial(pack, part) for part in range(threads)], threads)
+    sort_columns([keys], threads)
+    rows = np.uint64((1 << bits) - 1)
+    ordered = np.empty(m, dtype=np.float64)
+
+    def take(part: int) -> None:
+        share = keys[bounds[part] : bounds[part + 1]]
+        share &= rows
+        np.take(column, share.view(np.intp), out=ordered[bounds[part] : bounds[part + 1]],
+                mode="clip")  # fmt: skip
+
+    run_all([partial(take, part) for part in range(threads)], threads)
+    order = keys.view(np.intp)
+    if shift:
+        _mend(ordered, order, (low, high), shift)
+    return ordered, order
+
+
+def _places(column: Floats, threads: int) -> tuple[Keys, int, int]:
+    """Each score's place on the score axis (a fresh array) and the smallest and largest."""
+    keys = np.add(column, 0.0).view(np.uint64)  # -0.0 becomes 0.0: one place for zero
+    if bool(np.signbit(column).any()):
+        bounds = shares(column.size, threads)
+
+        def turn(part: int) -> None:
+            share = keys[bounds[part] : bounds[part + 1]]
+            negative = (share & SIGN).astype(np.bool_)
+            np.invert(share, out=share, where=negative)
+            np.bitwise_or(share, SIGN, out=share, where=~negative)
+
+        run_all([partial(turn, part) for part in range(threads)], threads)
+    else:
+        keys |= SIGN  # non-negative: one add of the sign bit (no change to their order)
+    return keys, int(keys.min()), int(keys.max())
+
+
+def _place(scores: Floats) -> Keys:
+    """``_places`` of a few scores."""
+    keys = np.add(scores, 0.0).view(np.uint64)
+    return np.where(np.signbit(scores), ~keys, keys | SIGN)
+
+
+def _score(places: Keys) -> Floats:
+    """The scores at ``places`` (the inverse of ``_place``)."""
+    return np.where((places & SIGN) != 0, places & ~SIGN, ~places).view(np.float64)
+
+
+def _mend(ordered: Floats, order: Indices, span: tuple[int, int], shift: int) -> None:
+    """Sort again, in place, each group whose scores are out of order (see the module's
+    docstring): its first and last possible places bound it in ``ordered``."""
+    late = np.flatnonzero(ordered[1:] < ordered[:-1])
+    if late.size == 0:
+        return
+    low, high = span
+    groups = np.unique((_place(ordered[late]) - np.uint64(low)) >> np.uint64(shift))
+    first = _score(np.uint64(low) + (groups << np.uint64(shift)))
+    ends = ((groups + np.uint64(1)) << np.uint64(shift)) - np.uint64(1)
+    last = _score(np.uint64(low) + np.minimum(ends, np.uint64(high - low)))
+    # Below a group every score is less than its first, above it every score greater than
+    # its last: each bound is a monotone predicate over ``ordered``, so a binary search holds.
+    starts = np.searchsorted(ordered, first, side="left")
+    stops = np.searchsorted(ordered, last, side="right")
+    lengths = stops - starts
+    at = np.repeat(starts - np.cumsum(lengths) + lengths, lengths) + np.arange(lengths.sum())
+    scores = ordered[at]
+    again = np.argsort(scores, kind="stable")  # groups are apart on the score axis
+    ordered[at] = scores[again]
+    order[at] = order[at][again]
