@@ -9,6 +9,7 @@ weights of tied scores are added in row order on one thread and on many (the pac
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import itertools
 import json
@@ -315,13 +316,32 @@ def test_threads_of_the_context_reach_the_accumulator() -> None:
     assert _json(many) == _json(one)
 
 
-def test_large_sweeps_keep_the_areas_on_this_thread() -> None:
-    """Past ``AHEAD_HITS`` hits the PR areas and KS are computed when asked (their temporaries
-    do not pile up beside the rest): the same answer."""
+def test_the_other_thread_takes_the_calibration_and_the_placements() -> None:
+    """On two threads the calibration sums and the DeLong placements run on the other thread
+    and the PR areas and KS on this one (one set of hit-sized temporaries each): the same
+    answer, written in the same order."""
     rng = np.random.default_rng(11)
     labels, scores = rng.random(4000) < 0.4, rng.random(4000)
     one = core.evaluate("binary", labels, scores, options=OPTIONS, threads=1)
-    with tiny_threads(), mock.patch.object(suite, "AHEAD_HITS", 0):
-        many = core.evaluate("binary", labels, scores, options=OPTIONS, threads=3)
+    seen: dict[str, int] = {}
+
+    def spy(name: str) -> Any:
+        real = getattr(suite, name)
+
+        def call(*args: Any, **kwargs: Any) -> Any:
+            seen[name] = threading.get_ident()
+            return real(*args, **kwargs)
+
+        return call
+
+    names = ["pr_areas", "ks_and_youden", "_calibration", "placements"]
+    with contextlib.ExitStack() as stack:
+        for name in names:
+            stack.enter_context(mock.patch.object(suite, name, spy(name)))
+        stack.enter_context(tiny_threads())
+        many = core.evaluate("binary", labels, scores, options=OPTIONS, threads=2)
+    here = threading.get_ident()
+    assert seen["pr_areas"] == seen["ks_and_youden"] == here
+    assert seen["_calibration"] != here and seen["placements"] != here
     assert _json(many) == _json(one)
     assert list(many.metrics) == list(one.metrics)
