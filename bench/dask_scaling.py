@@ -1,7 +1,9 @@
 """Benchmark: does the Dask engine scale? One binary evaluation of 20 million rows of Parquet
 (20 files of a million rows: 30% positives, continuous scores, every score distinct) by the
 exact ranges path on a ``distributed.LocalCluster`` of 1 and of 2 single-threaded worker
-processes, beside the in-process evaluator (``accumulate_files``) on the same files.
+processes, beside the in-process evaluator (``accumulate_files``) on the same files. And, on
+2 workers, 2 million rows in 20 and in 400 partitions (16 ranges): what the tasks of many
+partitions cost (reported).
 
 Targets (gated): 2 workers evaluate at least 1.6x the rows per second of 1 worker, and 1
 worker (one thread) takes at most 1.3x the in-process evaluator on one thread
@@ -98,6 +100,29 @@ def in_process(folder: Path, threads: int | None) -> Callable[[], Any]:
     return run
 
 
+# The many-partitions rows: the same 2M rows in 20 partitions and in 400, 16 ranges each (a
+# piece a partition and range: 320 against 6,400 pieces, each a task of the graph).
+MANY_ROWS, FEW_PARTS, MANY_PARTS, MANY_RANGES = 2_000_000, 20, 400, 16
+
+
+def partitions_way(partitions: int, seed: int) -> Callable[[], Any]:
+    """The ranges path on ``MANY_ROWS`` rows held in memory in ``partitions`` partitions."""
+    import dask.dataframe as dd
+    import pandas as pd
+
+    from evalserve import dask as evalserve_dask
+
+    rng = np.random.default_rng(seed)
+    labels = (rng.random(MANY_ROWS) < 0.3).astype(np.int64)
+    frame = pd.DataFrame({"label": labels, "score": rng.normal(size=MANY_ROWS) + labels})
+    data = dd.from_pandas(frame, npartitions=partitions).persist()
+
+    def run() -> Any:
+        return evalserve_dask.evaluate(data, task="binary", method="ranges", ranges=MANY_RANGES)
+
+    return run
+
+
 def best(run: Callable[[], Any], repeats: int) -> tuple[float, Any]:
     """The answer of a warm-up run and the best wall time of ``repeats`` more."""
     answer = run()
@@ -139,6 +164,10 @@ def render(rows: Sequence[Row], times: Mapping[str, float], command: str) -> str
         "  rows into every range there. The workers and this process keep freed pages",
         "  (`retain_freed_memory`), as `evalserve evaluate --engine dask` does with its own",
         "  cluster and in its own process.",
+        f"* Many partitions: {MANY_ROWS:,} rows held in memory (`dd.from_pandas`, persisted),",
+        f"  {MANY_RANGES} ranges, in {FEW_PARTS} and in {MANY_PARTS} partitions: each partition",
+        "  hands each range a piece, a task of the graph each (the per-task cost of the",
+        "  scheduler, reported).",
     ]
     return "\n".join(lines)
 
@@ -174,7 +203,18 @@ def main(argv: Sequence[str] | None = None) -> int:
                     name = f"{workers} worker{'s' if workers > 1 else ''}, {method}"
                     times[name], answer = best(dask_way(folder, method), repeats)
                     agree(reference, answer, exact=method == "tree")
+            if workers == 2:
+                progress(f"2 workers, {MANY_PARTS} partitions ...")
+                for parts in (FEW_PARTS, MANY_PARTS):
+                    name = f"2 workers, ranges, {MANY_ROWS:,} rows in {parts} partitions"
+                    times[name], answer = best(partitions_way(parts, args.seed), repeats)
+                    if parts == FEW_PARTS:
+                        few_answer = answer
+                    else:
+                        agree(few_answer, answer, exact=False)
     one, two = times["1 worker, ranges"], times["2 workers, ranges"]
+    few, many = (f"2 workers, ranges, {MANY_ROWS:,} rows in {parts} partitions"
+                 for parts in (FEW_PARTS, MANY_PARTS))  # fmt: skip
     table = [
         Row("2 workers / 1 worker, ranges (rows/s)", rows, two, "1 worker", one, one / two,
             SPEED_UP, at_least=True, gate=True),
@@ -186,6 +226,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         Row("2 workers / 1 worker, tree (rows/s)", rows, times["2 workers, tree"], "1 worker",
             times["1 worker, tree"], times["1 worker, tree"] / times["2 workers, tree"],
             SPEED_UP, at_least=True),
+        Row(f"{MANY_PARTS} partitions / {FEW_PARTS}, ranges, {MANY_RANGES} ranges", MANY_ROWS,
+            times[many], f"{FEW_PARTS} partitions", times[few], times[many] / times[few]),
     ]  # fmt: skip
     given = argv if argv is not None else sys.argv[1:]
     command = "python bench/dask_scaling.py" + (" " + shlex.join(given) if given else "")

@@ -226,7 +226,7 @@ class _Transitions(SchedulerPlugin):
 
     def transition(self, key: Any, start: str, finish: str, *args: Any, **kwargs: Any) -> None:
         name = key_split(key)  # without the leading underscore
-        if name.startswith(("read_parquet", "range_batch", "split", "pass")):
+        if name.startswith(("read_parquet", "range_batch", "range-split", "range-pass")):
             self.seen.append((name, start, finish))
 
 
@@ -249,12 +249,14 @@ def test_ranges_read_each_partition_once_and_free_it_once_split(
     seen = client.run_on_scheduler(_transitions)
     read = [name for name, start, finish in seen if finish == "memory"]
     assert read.count("read_parquet") + read.count("read_parquet-fused") <= 5
-    assert read.count("range_batch") == 5 and read.count("split") == 5
+    assert read.count("range_batch") == 5 and read.count("range-split") == 5
     freed = [
         i for i, (name, start, _) in enumerate(seen) if name == "range_batch" and start == "memory"
     ]
     passes = [
-        i for i, (name, start, _) in enumerate(seen) if name == "pass" and start == "processing"
+        i
+        for i, (name, start, _) in enumerate(seen)
+        if name == "range-pass" and start == "processing"
     ]
     assert len(freed) == 5 and passes and max(freed) < min(passes), seen
 

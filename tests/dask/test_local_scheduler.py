@@ -8,9 +8,12 @@ import dask.dataframe as dd
 import numpy as np
 import pandas as pd
 import pytest
+from dask.base import persist
+from dask.delayed import delayed
 
 from evalserve import dask as evalserve_dask
-from evalserve.core import InvalidInputError, evaluate
+from evalserve.core import InvalidInputError, evaluate, parse_options
+from evalserve.core.ranges import range_batch
 
 pytestmark = pytest.mark.slow
 
@@ -40,3 +43,36 @@ def test_the_progress_callback_needs_a_distributed_client() -> None:
             dd.from_pandas(frame, npartitions=2), method="ranges", progress=lambda *call: None
         )
     assert refused.value.field == "progress"
+
+
+@pytest.mark.parametrize("counted", [False, True])
+def test_the_ranges_graph_grows_as_partitions_times_ranges_not_faster(counted: bool) -> None:
+    """The graph after the cuts is written out key by key: one split a partition, one piece
+    a partition and range, six tasks a range and one for the bests; each join names exactly
+    its own piece of every partition (a graph built by delayed calls took time quadratic in
+    the partitions: each call merges and culls its arguments' graphs)."""
+    partitions, cuts = 7, [0.2, 0.5, 0.8]
+    ranges = len(cuts) + 1
+    rng = np.random.default_rng(3)
+    batches = [
+        delayed(range_batch)(rng.random(50) < 0.5, rng.random(50), None) for _ in range(partitions)
+    ]
+    batches = list(persist(*batches, scheduler="synchronous"))
+    graph = evalserve_dask._range_graph(batches, cuts, parse_options(None), None, counted=counted)
+    own = [
+        key for key in graph.tasks if isinstance(key, tuple) and str(key[0]).startswith("range-")
+    ]
+    pieces = partitions * (ranges + counted)
+    assert len(own) == partitions + pieces + 6 * ranges
+    assert len(graph.tasks) == len(own) + partitions + 1  # the batches, the bests
+    joins = sorted(key for key in own if str(key[0]).startswith("range-join-"))
+    for j, join in enumerate(joins):
+        named = list(graph.tasks[join][3:])
+        assert [key[1:] for key in named] == [(p, j) for p in range(partitions)]
+    assert len(graph.counts) == (partitions if counted else 0)
+    *per_range, bests = graph.targets
+    assert all(isinstance(each, list) and len(each) == ranges for each in per_range)
+    assert not isinstance(bests, list) and bests in graph.tasks
+    with dask.config.set(scheduler="synchronous"):
+        got_totals, *_ = evalserve_dask._compute_graph(graph, 0, None, "evaluating")
+    assert sum(t.n_rows for t in got_totals) == 50 * partitions
