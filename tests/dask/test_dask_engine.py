@@ -261,6 +261,49 @@ def test_ranges_read_each_partition_once_and_free_it_once_split(
     assert len(freed) == 5 and passes and max(freed) < min(passes), seen
 
 
+class _Placed(SchedulerPlugin):
+    """Where each ranges task ran (its worker, by task name) and which of its inputs moved."""
+
+    name = "evalserve-placed"
+
+    def __init__(self) -> None:
+        self.ran: list[tuple[str, str]] = []
+
+    def transition(self, key: Any, start: str, finish: str, *args: Any, **kwargs: Any) -> None:
+        if finish == "memory" and key_split(key).startswith("range-"):
+            self.ran.append((key_split(key), str(kwargs.get("worker", ""))))
+
+
+def _placed(dask_scheduler: Any) -> list[tuple[str, str]]:
+    plugin = dask_scheduler.plugins.pop(_Placed.name)
+    return list(plugin.ran)
+
+
+def test_ranges_take_each_workers_pieces_on_that_worker(client: Client, tmp_path: Path) -> None:
+    """Each worker's pieces of a range are taken by one task on that worker: a task per worker
+    and range (not one per partition and range), run where the splits are; the answer is the
+    in-process one."""
+    data, frame = _binary_frame(6000, tmp_path, partitions=8)
+    client.register_plugin(_Placed())
+    got = evalserve_dask.evaluate(data, task="binary", method="ranges", ranges=5)
+    ran = client.run_on_scheduler(_placed)
+    splits = {worker for name, worker in ran if name == "range-split"}
+    taken = [worker for name, worker in ran if name == "range-pieces"]
+    assert len([name for name, _ in ran if name == "range-split"]) == 8
+    assert len(taken) == 5 * len(splits) and set(taken) == splits
+    for worker in splits:
+        assert taken.count(worker) == 5
+    want = evaluate(
+        "binary", frame.label.to_numpy(), frame.score.to_numpy(),
+        sample_weight=frame.weight.to_numpy(),  # the frame's weight column is read
+    )  # fmt: skip
+    for name, value in want.metrics.items():
+        if value is None:
+            assert got.metrics[name] is None, name
+        else:
+            assert got.metrics[name] == pytest.approx(value, rel=1e-12, abs=1e-12), name
+
+
 @pytest.mark.parametrize("method", ["tree", "ranges"])
 def test_a_bad_row_names_its_partition(client: Client, method: str) -> None:
     frame = pd.DataFrame({"label": [0, 1] * 10, "score": np.linspace(0, 1, 20)})
