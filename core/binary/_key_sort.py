@@ -17,7 +17,8 @@ of the groups around it, so a group out of order is found from the sorted scores
 than the one before it), bounded by two binary searches for the group's first and last
 possible score, and sorted again on its own (stably: ties keep row order). Continuous scores
 leave a few groups in millions of rows to mend (57 of 7M uniform scores shifted by 22 bits);
-scores whose places fit unshifted leave none. The result is exactly a stable ``argsort``'s.
+scores whose places fit unshifted leave none. The result is exactly a stable ``argsort``'s,
+which is what a column of fewer than ``KEYS_FROM`` scores takes.
 """
 
 from __future__ import annotations
@@ -37,6 +38,10 @@ Indices = NDArray[np.intp]
 Keys = NDArray[np.uint64]
 
 SIGN = np.uint64(1 << 63)
+# Below this many scores numpy's stable argsort (a merge sort) is the faster way to the same
+# order: the keys cost about 14 us a call whatever the size (AMD Zen 5: 1,000 scores 21 us
+# against 11 us; 10,000 scores 58 us against 511 us).
+KEYS_FROM = 2048
 
 
 def sorted_order(column: Floats, threads: int = 1) -> tuple[Floats, Indices]:
@@ -44,8 +49,9 @@ def sorted_order(column: Floats, threads: int = 1) -> tuple[Floats, Indices]:
     the keys sort on ``threads`` threads. The order is a fresh array the caller may keep or
     reuse; ``column`` is not changed."""
     m = column.size
-    if m < 2:
-        return column.copy(), np.arange(m, dtype=np.intp)
+    if m < max(KEYS_FROM, 2):  # a stable argsort: the same order, without the keys' cost
+        order = np.argsort(column, kind="stable")
+        return np.take(column, order), order
     bits = (m - 1).bit_length()
     keys, low, high = _places(column, threads)
     shift = max(0, (high - low).bit_length() - (64 - bits))

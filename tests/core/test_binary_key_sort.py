@@ -42,7 +42,9 @@ tiny = st.integers(-(1 << 20), 1 << 20).map(lambda k: k * 5e-324)  # subnormals 
     threads=st.integers(1, 4),
 )
 def test_the_order_is_a_stable_argsort(values: list[float], threads: int) -> None:
-    _check(np.array(values, dtype=np.float64), threads)
+    with mock.patch.object(_key_sort, "KEYS_FROM", 0):  # the keys, at every size
+        _check(np.array(values, dtype=np.float64), threads)
+    _check(np.array(values, dtype=np.float64), threads)  # small columns: a stable argsort
 
 
 @pytest.mark.parametrize("threads", [1, 2, 3])
@@ -68,17 +70,21 @@ def test_a_shifted_key_mends_every_group(threads: int) -> None:
 def test_unshifted_keys_need_no_mending() -> None:
     """Scores whose places fit beside the rows' bits are in order straight from the sort."""
     column = 1.0 + np.random.default_rng(4).integers(0, 1 << 30, 5000) * 2.0**-52
+    assert column.size >= _key_sort.KEYS_FROM
     with mock.patch.object(_key_sort, "_mend", side_effect=AssertionError("mended")):
         _check(column, 2)
 
 
 @pytest.mark.parametrize("size", [0, 1, 2])
 def test_tiny_columns(size: int) -> None:
-    _check(np.array([0.5, -0.0][:size]), 1)
+    with mock.patch.object(_key_sort, "KEYS_FROM", 0):
+        _check(np.array([0.5, -0.0][:size]), 1)
 
 
-def test_negative_and_positive_zero_are_one_score_in_row_order() -> None:
+@pytest.mark.parametrize("keys_from", [0, 2048])
+def test_negative_and_positive_zero_are_one_score_in_row_order(keys_from: int) -> None:
     column = np.array([0.0, -0.0, -1.0, 0.0, -0.0, 1.0])
-    ordered, order = sorted_order(column)
+    with mock.patch.object(_key_sort, "KEYS_FROM", keys_from):
+        ordered, order = sorted_order(column)
     assert order.tolist() == [2, 0, 1, 3, 4, 5]
     assert np.signbit(ordered).tolist() == [True, False, True, False, True, False]
