@@ -17,10 +17,12 @@ event loop's). Work handed to a thread runs with one thread of its own: nothing 
 from __future__ import annotations
 
 import contextvars
+import itertools
 import os
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import contextmanager
+from functools import partial
 from typing import Generic, TypeVar
 
 from evalserve.core._errors import InvalidInputError
@@ -31,6 +33,7 @@ __all__ = [
     "Ahead",
     "Later",
     "available_cpus",
+    "by_shares",
     "current_threads",
     "run_all",
     "shares",
@@ -98,6 +101,13 @@ def shares(rows: int, threads: int) -> list[int]:
     """Where each of ``threads`` (nearly) equal shares of ``rows`` begins, and the end: share
     ``k`` is ``[bounds[k], bounds[k + 1])``."""
     return [rows * part // threads for part in range(threads + 1)]
+
+
+def by_shares(rows: int, threads: int, call: Callable[[int, int], T]) -> list[T]:
+    """``call(start, stop)`` for each of the ``threads`` shares of ``rows`` (``shares``), on
+    ``threads`` threads (``run_all``): the results in the shares' order."""
+    bounds = shares(rows, threads)
+    return run_all([partial(call, a, b) for a, b in itertools.pairwise(bounds)], threads)
 
 
 def run_all(calls: Sequence[Callable[[], T]], threads: int) -> list[T]:

@@ -19,7 +19,7 @@ import numpy as np
 from numpy.typing import NDArray
 
 from evalserve.core._threads import run_all, shares, threads_for
-from evalserve.core.binary._key_sort import sorted_order
+from evalserve.core.binary._key_sort import class_orders, sorted_order
 from evalserve.core.binary._parallel_sort import sort_columns, split_classes
 
 __all__ = [
@@ -109,28 +109,27 @@ def classes_of_rows(
     sorts cost about one sort of all rows, and no label travels through the sort. Large
     batches split and sort on the threads the context allows (``evaluate``'s ``threads``)."""
     threads = threads_for(scores.size)
-    if threads > 1:
-        return _threaded(labels, scores, weights, threads)
-    if weights is None:
-        positives, negatives = split_classes(labels, scores, 1)
-        return unweighted_class(positives), unweighted_class(negatives)
-    return _weighted(scores, weights, labels), _weighted(scores, weights, ~labels)
-
-
-def _threaded(
-    labels: Bools, scores: Floats, weights: Floats | None, threads: int
-) -> tuple[ClassScores, ClassScores]:
-    """``classes_of_rows`` on ``threads`` threads: the same classes, value for value."""
+    if weights is not None:
+        return _weighted(labels, scores, weights, threads)
     positives, negatives = split_classes(labels, scores, threads)
-    if weights is None:
+    if threads > 1:
         sort_columns([positives, negatives], threads)
         return _counted(positives), _counted(negatives)
-    columns, masses = [positives, negatives], list(split_classes(labels, weights, threads))
-    del positives, negatives
+    return unweighted_class(positives), unweighted_class(negatives)
+
+
+def _weighted(
+    labels: Bools, scores: Floats, weights: Floats, threads: int
+) -> tuple[ClassScores, ClassScores]:
+    """Weighted classes: each class's scores in order and the rows they are at, from one sort
+    of packed keys per class (``class_orders``: no class's column is copied first), then the
+    weights gathered at those rows; the same classes on any number of threads."""
+    orders = class_orders(labels, scores, threads)
     classes: list[ClassScores] = []
-    while columns:  # each class's columns are let go once read: the peak holds one class's
-        ordered, order = sorted_order(columns.pop(0), threads)
-        classes.append(_ordered(ordered, _take(masses.pop(0), order, threads)))
+    while orders:  # each class's order is let go once its weights are gathered
+        ordered, rows = orders.pop(0)
+        classes.append(_ordered(ordered, _take(weights, rows, threads)))
+        del ordered, rows
     return classes[0], classes[1]
 
 
@@ -296,21 +295,6 @@ class CanonicalMerge:
                 mass[held : held + count] = np.add.reduceat(masses, starts)
             held += count
         return held
-
-
-def _weighted(scores: Floats, weights: Floats, rows: Bools) -> ClassScores:
-    """From the scores and weights of the ``rows`` of one class: the order that sorts the
-    class's scores (one sort of packed keys, ``sorted_order``) orders its weights too."""
-    column = scores[rows]
-    if column.size == 0:
-        return class_scores(EMPTY, None)
-    ordered, order = sorted_order(column)
-    del column  # before the weights' copy: the peak holds one of the two columns
-    column = weights[rows]
-    # take without bounds checks (the order is a permutation): a quarter faster than indexing.
-    mass = np.take(column, order, mode="clip")
-    del column, order
-    return _ordered(ordered, mass)
 
 
 def weighted_class(scores: Floats, weights: Floats) -> ClassScores:

@@ -23,17 +23,19 @@ which is what a column of fewer than ``KEYS_FROM`` scores takes.
 
 from __future__ import annotations
 
+import itertools
 from functools import partial
 
 import numpy as np
 from numpy.typing import NDArray
 
-from evalserve.core._threads import run_all, shares
+from evalserve.core._threads import by_shares, run_all, shares
 from evalserve.core.binary._parallel_sort import sort_columns
 
-__all__ = ["sorted_order"]
+__all__ = ["class_orders", "sorted_order"]
 
 Floats = NDArray[np.float64]
+Bools = NDArray[np.bool_]
 Indices = NDArray[np.intp]
 Keys = NDArray[np.uint64]
 
@@ -55,55 +57,121 @@ def sorted_order(column: Floats, threads: int = 1) -> tuple[Floats, Indices]:
     bits = (m - 1).bit_length()
     keys, low, high = _places(column, threads)
     shift = max(0, (high - low).bit_length() - (64 - bits))
-    bounds = shares(m, threads)
 
-    def pack(part: int) -> None:
-        share = keys[bounds[part] : bounds[part + 1]]
+    def pack(start: int, stop: int) -> None:
+        share = keys[start:stop]
         share -= np.uint64(low)
         share >>= np.uint64(shift)
         share <<= np.uint64(bits)
-        share |= np.arange(bounds[part], bounds[part + 1], dtype=np.uint64)
+        share |= np.arange(start, stop, dtype=np.uint64)
 
-    run_all([partial(pack, part) for part in range(threads)], threads)
+    by_shares(m, threads, pack)
     sort_columns([keys], threads)
+    return _unpacked(keys, column, bits, (low, high, shift), threads)
+
+
+def class_orders(labels: Bools, scores: Floats, threads: int = 1) -> list[tuple[Floats, Indices]]:
+    """The positives' and the negatives' scores sorted, each with the rows they are at
+    (``scores[rows]``), ties in row order, as ``sorted_order`` gives them for each class's
+    column. The keys are packed from the rows block by block (a row's own number in the low
+    bits) into one array per class, so no class's column is copied before its sort, and the
+    sorted keys are the rows that both the scores and the weights are gathered from."""
+    n = scores.size
+    if n < max(KEYS_FROM, 2):  # a stable argsort of each class: the same orders
+        orders = []
+        for rows in (np.flatnonzero(labels), np.flatnonzero(~labels)):
+            column = np.take(scores, rows)
+            order = np.argsort(column, kind="stable")
+            orders.append((np.take(column, order), np.take(rows, order)))
+        return orders
+    bits = max(1, (n - 1).bit_length())
+    least = scores.min()
+    low, high = (int(place) for place in _place(np.array([least, scores.max()])))
+    shift = max(0, (high - low).bit_length() - (64 - bits))
+    signed = bool(least < 0)
+    bounds = shares(n, threads)
+    ones = [int(np.count_nonzero(labels[a:b])) for a, b in itertools.pairwise(bounds)]
+    positives = np.empty(sum(ones), dtype=np.uint64)
+    negatives = np.empty(n - positives.size, dtype=np.uint64)
+
+    def share(part: int) -> None:
+        p = sum(ones[:part])
+        q = bounds[part] - p  # the negatives among the rows before this share
+        for a in range(bounds[part], bounds[part + 1], PACK_BLOCK):
+            b = min(a + PACK_BLOCK, bounds[part + 1])
+            rows = labels[a:b]
+            taken = np.flatnonzero(rows)
+            pack(positives[p : p + taken.size], taken, a)
+            p += taken.size
+            taken = np.flatnonzero(~rows)
+            pack(negatives[q : q + taken.size], taken, a)
+            q += taken.size
+
+    def pack(keys: Keys, taken: Indices, start: int) -> None:
+        np.take(scores[start:], taken, out=keys.view(np.float64), mode="clip")
+        _turn(keys, signed)
+        keys -= np.uint64(low)
+        keys >>= np.uint64(shift)
+        keys <<= np.uint64(bits)
+        taken += start
+        keys |= taken.view(np.uint64)
+
+    run_all([partial(share, part) for part in range(threads)], threads)
+    sort_columns([positives, negatives], threads)
+    span = (low, high, shift)
+    return [_unpacked(keys, scores, bits, span, threads) for keys in (positives, negatives)]
+
+
+# Rows a block of ``class_orders`` packs at once: its temporaries stay in the CPU's cache.
+PACK_BLOCK = 1 << 16
+
+
+def _unpacked(
+    keys: Keys, scores: Floats, bits: int, span: tuple[int, int, int], threads: int
+) -> tuple[Floats, Indices]:
+    """The rows in sorted keys (their low ``bits``, in place: the keys become the order) and
+    the scores at them, mended where the keys' shift left scores out of order."""
     rows = np.uint64((1 << bits) - 1)
-    ordered = np.empty(m, dtype=np.float64)
+    ordered = np.empty(keys.size, dtype=np.float64)
 
-    def take(part: int) -> None:
-        share = keys[bounds[part] : bounds[part + 1]]
+    def take(start: int, stop: int) -> None:
+        share = keys[start:stop]
         share &= rows
-        np.take(column, share.view(np.intp), out=ordered[bounds[part] : bounds[part + 1]],
-                mode="clip")  # fmt: skip
+        np.take(scores, share.view(np.intp), out=ordered[start:stop], mode="clip")
 
-    run_all([partial(take, part) for part in range(threads)], threads)
+    by_shares(keys.size, threads, take)
     order = keys.view(np.intp)
-    if shift:
+    low, high, shift = span
+    if shift and keys.size > 1:
         _mend(ordered, order, (low, high), shift)
     return ordered, order
 
 
-def _places(column: Floats, threads: int) -> tuple[Keys, int, int]:
-    """Each score's place on the score axis (a fresh array) and the smallest and largest."""
-    keys = np.add(column, 0.0).view(np.uint64)  # -0.0 becomes 0.0: one place for zero
-    if bool(np.signbit(column).any()):
-        bounds = shares(column.size, threads)
-
-        def turn(part: int) -> None:
-            share = keys[bounds[part] : bounds[part + 1]]
-            negative = (share & SIGN).astype(np.bool_)
-            np.invert(share, out=share, where=negative)
-            np.bitwise_or(share, SIGN, out=share, where=~negative)
-
-        run_all([partial(turn, part) for part in range(threads)], threads)
+def _turn(keys: Keys, signed: bool) -> None:
+    """Scores' bits (in ``keys``) turned, in place, into their places on the score axis."""
+    as_floats = keys.view(np.float64)
+    np.add(as_floats, 0.0, out=as_floats)  # -0.0 becomes 0.0: one place for zero
+    if signed:
+        negative = (keys & SIGN).astype(np.bool_)
+        np.invert(keys, out=keys, where=negative)
+        np.bitwise_or(keys, SIGN, out=keys, where=~negative)
     else:
         keys |= SIGN  # non-negative: one add of the sign bit (no change to their order)
+
+
+def _places(column: Floats, threads: int) -> tuple[Keys, int, int]:
+    """Each score's place on the score axis (a fresh array) and the smallest and largest."""
+    keys = column.copy().view(np.uint64)
+    signed = bool(np.signbit(column).any())
+    by_shares(keys.size, threads, lambda start, stop: _turn(keys[start:stop], signed))
     return keys, int(keys.min()), int(keys.max())
 
 
 def _place(scores: Floats) -> Keys:
     """``_places`` of a few scores."""
-    keys = np.add(scores, 0.0).view(np.uint64)
-    return np.where(np.signbit(scores), ~keys, keys | SIGN)
+    normal = np.add(scores, 0.0)  # -0.0 becomes 0.0, as in ``_turn``
+    keys = normal.view(np.uint64)
+    return np.where(np.signbit(normal), ~keys, keys | SIGN)
 
 
 def _score(places: Keys) -> Floats:

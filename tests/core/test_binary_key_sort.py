@@ -12,7 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from evalserve.core.binary import _key_sort
-from evalserve.core.binary._key_sort import sorted_order
+from evalserve.core.binary._key_sort import class_orders, sorted_order
 
 
 def _stable(column: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -88,3 +88,54 @@ def test_negative_and_positive_zero_are_one_score_in_row_order(keys_from: int) -
         ordered, order = sorted_order(column)
     assert order.tolist() == [2, 0, 1, 3, 4, 5]
     assert np.signbit(ordered).tolist() == [True, False, True, False, True, False]
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    values=st.lists(
+        st.tuples(st.booleans(), finite | near_one | tiny | st.sampled_from(SIGNED)),
+        max_size=300,
+    ),
+    threads=st.integers(1, 4),
+    keys=st.booleans(),
+)
+def test_class_orders_are_each_classes_stable_argsort(
+    values: list[tuple[bool, float]], threads: int, keys: bool
+) -> None:
+    """Each class's scores in order and the rows they are at, as a stable argsort of the
+    class's column gives them: with the keys (forced at every size) and without."""
+    labels = np.array([label for label, _ in values], dtype=np.bool_)
+    scores = np.array([score for _, score in values], dtype=np.float64)
+    with mock.patch.object(_key_sort, "KEYS_FROM", 0 if keys else 2048):
+        got = class_orders(labels, scores, threads)
+    for (ordered, rows), mask in zip(got, (labels, ~labels), strict=True):
+        want_rows = np.flatnonzero(mask)[np.argsort(scores[mask], kind="stable")]
+        np.testing.assert_array_equal(rows, want_rows)
+        np.testing.assert_array_equal(ordered, scores[want_rows])
+        assert rows.dtype == np.intp
+
+
+@pytest.mark.parametrize("threads", [1, 2, 3])
+def test_class_orders_mend_both_classes(threads: int) -> None:
+    rng = np.random.default_rng(5)
+    ulps = rng.integers(0, 1 << 22, 300_000)
+    scores = np.concatenate([[1e-300, 1e300, -1e300], 1 + ulps * 2.0**-52])
+    rng.shuffle(scores)
+    labels = rng.random(scores.size) < 0.4
+    for (ordered, rows), mask in zip(class_orders(labels, scores, threads), (labels, ~labels),
+                                     strict=True):  # fmt: skip
+        want_rows = np.flatnonzero(mask)[np.argsort(scores[mask], kind="stable")]
+        np.testing.assert_array_equal(rows, want_rows)
+        np.testing.assert_array_equal(ordered, scores[want_rows])
+
+
+def test_a_negative_zero_at_the_bottom_is_zero() -> None:
+    """-0.0 as the smallest score takes zero's place (its sign bit set, a naive turn would put
+    it past every positive number and wrap the keys)."""
+    scores = np.array([-0.0, 1e300, 1 + 2 * 2.0**-52, 1 + 2.0**-52, 1.0, 0.5])
+    labels = np.ones(scores.size, dtype=np.bool_)
+    with mock.patch.object(_key_sort, "KEYS_FROM", 0):
+        (ordered, rows), _ = class_orders(labels, scores, 1)
+        _check(scores, 1)
+    assert rows.tolist() == [0, 5, 4, 3, 2, 1]
+    np.testing.assert_array_equal(ordered, scores[rows])
