@@ -10,15 +10,13 @@ from them is computed with the same arithmetic: bit for bit with counts or integ
 
 from __future__ import annotations
 
-import itertools
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from functools import partial
 
 import numpy as np
 from numpy.typing import NDArray
 
-from evalserve.core._threads import run_all, shares, threads_for
+from evalserve.core._threads import by_shares, threads_for
 from evalserve.core.binary._key_sort import class_orders, sorted_order
 from evalserve.core.binary._parallel_sort import sort_columns, split_classes
 
@@ -313,12 +311,11 @@ def _sorted_weighted(scores: Floats, weights: Floats) -> ClassScores:
 def _take(column: Floats, order: Indices, threads: int) -> Floats:
     """``column[order]`` for a permutation ``order``, share by share on ``threads`` threads."""
     taken = np.empty(order.size, dtype=np.float64)
-    bounds = shares(order.size, threads)
-    run_all(
-        [partial(np.take, column, order[a:b], out=taken[a:b], mode="clip")
-         for a, b in itertools.pairwise(bounds)],
-        threads,
-    )  # fmt: skip
+
+    def share(start: int, stop: int) -> None:
+        np.take(column, order[start:stop], out=taken[start:stop], mode="clip")
+
+    by_shares(order.size, threads, share)
     return taken
 
 

@@ -162,7 +162,7 @@ def _turn(keys: Keys, signed: bool) -> None:
 def _places(column: Floats, threads: int) -> tuple[Keys, int, int]:
     """Each score's place on the score axis (a fresh array) and the smallest and largest."""
     keys = column.copy().view(np.uint64)
-    signed = bool(np.signbit(column).any())
+    signed = bool(column.min() < 0)
     by_shares(keys.size, threads, lambda start, stop: _turn(keys[start:stop], signed))
     return keys, int(keys.min()), int(keys.max())
 
