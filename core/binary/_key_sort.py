@@ -23,14 +23,11 @@ which is what a column of fewer than ``KEYS_FROM`` scores takes.
 
 from __future__ import annotations
 
-import itertools
-from functools import partial
-
 import numpy as np
 from numpy.typing import NDArray
 
-from evalserve.core._threads import by_shares, run_all, shares
-from evalserve.core.binary._parallel_sort import sort_columns
+from evalserve.core._threads import by_shares
+from evalserve.core.binary._parallel_sort import each_class, sort_columns
 
 __all__ = ["class_orders", "sorted_order"]
 
@@ -89,23 +86,6 @@ def class_orders(labels: Bools, scores: Floats, threads: int = 1) -> list[tuple[
     low, high = (int(place) for place in _place(np.array([least, scores.max()])))
     shift = max(0, (high - low).bit_length() - (64 - bits))
     signed = bool(least < 0)
-    bounds = shares(n, threads)
-    ones = [int(np.count_nonzero(labels[a:b])) for a, b in itertools.pairwise(bounds)]
-    positives = np.empty(sum(ones), dtype=np.uint64)
-    negatives = np.empty(n - positives.size, dtype=np.uint64)
-
-    def share(part: int) -> None:
-        p = sum(ones[:part])
-        q = bounds[part] - p  # the negatives among the rows before this share
-        for a in range(bounds[part], bounds[part + 1], PACK_BLOCK):
-            b = min(a + PACK_BLOCK, bounds[part + 1])
-            rows = labels[a:b]
-            taken = np.flatnonzero(rows)
-            pack(positives[p : p + taken.size], taken, a)
-            p += taken.size
-            taken = np.flatnonzero(~rows)
-            pack(negatives[q : q + taken.size], taken, a)
-            q += taken.size
 
     def pack(keys: Keys, taken: Indices, start: int) -> None:
         np.take(scores[start:], taken, out=keys.view(np.float64), mode="clip")
@@ -116,14 +96,10 @@ def class_orders(labels: Bools, scores: Floats, threads: int = 1) -> list[tuple[
         taken += start
         keys |= taken.view(np.uint64)
 
-    run_all([partial(share, part) for part in range(threads)], threads)
+    positives, negatives = each_class(labels, np.dtype(np.uint64), threads, pack)
     sort_columns([positives, negatives], threads)
     span = (low, high, shift)
     return [_unpacked(keys, scores, bits, span, threads) for keys in (positives, negatives)]
-
-
-# Rows a block of ``class_orders`` packs at once: its temporaries stay in the CPU's cache.
-PACK_BLOCK = 1 << 16
 
 
 def _unpacked(
