@@ -143,8 +143,10 @@ def place(positives: ClassScores, negatives: ClassScores) -> tuple[Indices, Bool
     and whether one equals it (one binary search, in slices on threads when large). A sweep
     built again from the same classes (the ranges' passes) keeps this and skips the search."""
     ascending = positives.scores
-    below = np.empty(ascending.size, dtype=np.intp)
-    tied = np.zeros(ascending.size, dtype=np.bool_)
+    # Held in the sweep's (descending) order and handed out reversed: the sweep takes them as
+    # they are, with no copy (a sweep is built again for each pass of the ranges).
+    below = np.empty(ascending.size, dtype=np.intp)[::-1]
+    tied = np.zeros(ascending.size, dtype=np.bool_)[::-1]
     threads = max(1, min(threads_for(ascending.size + negatives.size), ascending.size))
     bounds = shares(ascending.size, threads)
     calls = [
@@ -196,9 +198,11 @@ def _placed(positives: ClassScores, negatives: ClassScores, below: Indices, tied
     """The sweep, given each positive score's place among the negative ones (``below``: the
     negative scores under it; ``tied``: one equals it)."""
     ascending = positives.scores
-    # From here on in descending order, each array contiguous.
-    neg_from = below[::-1].copy()
-    tied_down = tied[::-1]  # a view: the placement is kept by whoever keeps it
+    # From here on in descending order, each array contiguous: views where ``place`` held them
+    # in this order (else a copy); the placement is kept by whoever keeps it, and nothing
+    # here writes to it.
+    neg_from = np.ascontiguousarray(below[::-1])
+    tied_down = tied[::-1]
     fps = negatives.mass_at_or_above(neg_from)
     fps_above = negatives.mass_at_or_above(neg_from + tied_down)
     hits = positives.size
