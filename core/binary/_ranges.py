@@ -530,6 +530,10 @@ class Bests:
     auc: float
     precision_below: tuple[float, ...]
     precision_at_recall: tuple[float, ...] = ()  # per target: the best precision of all ranges
+    # Per range, its own maxima (KS, Youden's J, F1) from pass 2: a range whose own maximum
+    # is below a global one's tie floor has no first candidate at it, so pass 3 skips the
+    # search (the same blocks and arithmetic in both passes: the same values).
+    range_maxima: tuple[tuple[float, float, float], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -554,6 +558,7 @@ def bests_of(passes: Sequence[RangePass], positives: float) -> Bests:
     operating = [done.operating for done in passes if done.operating is not None]
     targets = len(operating[0].best_precision) if operating else 0
     return Bests(
+        range_maxima=tuple((done.ks_max, done.youden_max, done.f1_max) for done in passes),
         ks=max(max(done.ks_max for done in passes), 0.0),
         youden=max(done.youden_max for done in passes),
         f1=max(done.f1_max for done in passes),
@@ -609,6 +614,12 @@ def range_finish(s: Sweep, context: RangeContext, bests: Bests, position: int) -
         s01_sum += inner(between, at_between * at_between) + inner(neg, at_tie * at_tie)
     at_last = g.tps[-1] / p - auc  # the negatives below the lowest hit
     s01_sum += (s.n_negative - s.fps[-1]) * at_last * at_last
+    # Which of the global maxima (KS, Youden's J, F1) this range's own maximum reaches.
+    own = (
+        [maximum >= _floor(best) for maximum, best in
+         zip(bests.range_maxima[position], (bests.ks, bests.youden, bests.f1), strict=True)]
+        if bests.range_maxima else [True, True, True]
+    )  # fmt: skip
     levels: list[float | None] = []
     for level in range(11):
         if context.pos_above > 0 and 10 * context.pos_above >= wanted[level]:
@@ -618,9 +629,11 @@ def range_finish(s: Sweep, context: RangeContext, bests: Bests, position: int) -
     return RangeFinish(
         ap_all_sum=ap_all_sum,
         ap_11=tuple(levels),
-        ks_threshold=_first_at(g, blocks, context, bests.ks, distance=True),
-        youden_threshold=_first_at(g, blocks, context, bests.youden, distance=False),
-        f1_threshold=_first_f1(g, blocks, context, bests.f1),
+        ks_threshold=_first_at(g, blocks, context, bests.ks, distance=True) if own[0] else None,
+        youden_threshold=(
+            _first_at(g, blocks, context, bests.youden, distance=False) if own[1] else None
+        ),
+        f1_threshold=_first_f1(g, blocks, context, bests.f1) if own[2] else None,
         s10_sum=s10_sum,
         s01_sum=s01_sum,
         precision_points=precision_points,
