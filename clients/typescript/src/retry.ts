@@ -20,7 +20,10 @@ export interface RetryPolicy {
   readonly retryDeadlineMs: number;
 }
 
-/** The wait before retry `retry` (0 for the first): uniform in [0, min(cap, base * 2^retry)). */
+/**
+ * The wait before retry `retry` (0 for the first): uniform in [0, min(cap, base * 2^retry)),
+ * the exponent held at 64 past 64 retries.
+ */
 export function fullJitter(
   retry: number,
   baseMs: number,

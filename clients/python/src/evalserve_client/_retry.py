@@ -64,8 +64,8 @@ class Policy:
 
 
 def full_jitter(retry: int, base: float, cap: float, rand: Callable[[], float]) -> float:
-    """The wait before retry ``retry`` (0 for the first): uniform in [0, min(cap, base*2**retry)).
-    ``rand`` returns a float in [0, 1)."""
+    """The wait before retry ``retry`` (0 for the first): uniform in [0, min(cap, base*2**retry)),
+    the exponent held at 64 past 64 retries. ``rand`` returns a float in [0, 1)."""
     ceiling = min(cap, base * 2.0 ** min(retry, 64))
     return ceiling * rand()
 
