@@ -529,11 +529,11 @@ class Bests:
     f1: float
     auc: float
     precision_below: tuple[float, ...]
-    precision_at_recall: tuple[float, ...] = ()  # per target: the best precision of all ranges
     # Per range, its own maxima (KS, Youden's J, F1) from pass 2: a range whose own maximum
     # is below a global one's tie floor has no first candidate at it, so pass 3 skips the
     # search (the same blocks and arithmetic in both passes: the same values).
-    range_maxima: tuple[tuple[float, float, float], ...] = ()
+    range_maxima: tuple[tuple[float, float, float], ...]
+    precision_at_recall: tuple[float, ...] = ()  # per target: the best precision of all ranges
 
 
 @dataclass(frozen=True)
@@ -615,11 +615,12 @@ def range_finish(s: Sweep, context: RangeContext, bests: Bests, position: int) -
     at_last = g.tps[-1] / p - auc  # the negatives below the lowest hit
     s01_sum += (s.n_negative - s.fps[-1]) * at_last * at_last
     # Which of the global maxima (KS, Youden's J, F1) this range's own maximum reaches.
-    own = (
-        [maximum >= _floor(best) for maximum, best in
-         zip(bests.range_maxima[position], (bests.ks, bests.youden, bests.f1), strict=True)]
-        if bests.range_maxima else [True, True, True]
-    )  # fmt: skip
+    own = [
+        maximum >= _floor(best)
+        for maximum, best in zip(
+            bests.range_maxima[position], (bests.ks, bests.youden, bests.f1), strict=True
+        )
+    ]
     levels: list[float | None] = []
     for level in range(11):
         if context.pos_above > 0 and 10 * context.pos_above >= wanted[level]:
