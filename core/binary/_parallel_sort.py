@@ -48,10 +48,6 @@ class Piece:
     stop: int
     cuts: tuple[int, ...] = ()
 
-    @property
-    def size(self) -> int:
-        return self.stop - self.start
-
     def halves(self) -> tuple[Piece, Piece, int]:
         """The two pieces the selection at the middle cut makes, and the rank it selects (in
         the piece)."""

@@ -14,14 +14,12 @@ negatives where a metric truly needs each of them (log loss, Brier score, calibr
 
 from __future__ import annotations
 
-import itertools
 from dataclasses import dataclass
-from functools import partial
 
 import numpy as np
 from numpy.typing import NDArray
 
-from evalserve.core._threads import run_all, shares, threads_for
+from evalserve.core._threads import by_shares, threads_for
 from evalserve.core.binary._classes import ClassScores, class_scores, classes_of_rows
 from evalserve.core.binary._stats import BinaryStats
 
@@ -148,12 +146,11 @@ def place(positives: ClassScores, negatives: ClassScores) -> tuple[Indices, Bool
     below = np.empty(ascending.size, dtype=np.intp)[::-1]
     tied = np.zeros(ascending.size, dtype=np.bool_)[::-1]
     threads = max(1, min(threads_for(ascending.size + negatives.size), ascending.size))
-    bounds = shares(ascending.size, threads)
-    calls = [
-        partial(_place, negatives.scores, ascending[a:b], below[a:b], tied[a:b])
-        for a, b in itertools.pairwise(bounds)
-    ]
-    run_all(calls, threads)
+
+    def share(start: int, stop: int) -> None:
+        _place(negatives.scores, ascending[start:stop], below[start:stop], tied[start:stop])
+
+    by_shares(ascending.size, threads, share)
     return below, tied
 
 
