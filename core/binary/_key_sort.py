@@ -1,8 +1,8 @@
 """The order that sorts a column of scores, by one sort of packed keys (no ``argsort``).
 
 A weighted class needs the order of its scores, to carry the weights along. numpy's
-``argsort`` is several times slower than its ``sort`` (about 0.33 against 0.045 s for 7M
-doubles on AMD Zen 5), so the order is taken from a plain sort of unsigned 64-bit keys
+``argsort`` is several times slower than its ``sort`` (the floors of ``bench/binary_core.py``
+at 10M doubles), so the order is taken from a plain sort of unsigned 64-bit keys
 instead: each key holds a score's place on the score axis in its high bits and the score's row
 in its low ``b`` bits (``b`` bits number the rows). The place is the score's IEEE 754 bits,
 turned so that unsigned order is numeric order (the sign bit flipped for non-negative
@@ -16,9 +16,8 @@ bits and stay in row order, out of numeric order. Every such run of equal high b
 of the groups around it, so a group out of order is found from the sorted scores (a score less
 than the one before it), bounded by two binary searches for the group's first and last
 possible score, and sorted again on its own (stably: ties keep row order). Continuous scores
-leave a few groups in millions of rows to mend (57 of 7M uniform scores shifted by 22 bits);
-scores whose places fit unshifted leave none. The result is exactly a stable ``argsort``'s,
-which is what a column of fewer than ``KEYS_FROM`` scores takes.
+leave few groups to mend; scores whose places fit unshifted leave none. The result is exactly
+a stable ``argsort``'s, which is what a column of fewer than ``KEYS_FROM`` scores takes.
 """
 
 from __future__ import annotations
@@ -38,11 +37,11 @@ Keys = NDArray[np.uint64]
 
 SIGN = np.uint64(1 << 63)
 # Below this many scores numpy's stable argsort (a merge sort) is the faster way to the same
-# order: the keys cost about 14 us a call whatever the size (AMD Zen 5: 1,000 scores 21 us
-# against 11 us; 10,000 scores 58 us against 511 us).
+# order: the keys have a fixed cost a call (a dozen numpy calls) that a small column's argsort
+# does not pay, and past a few thousand scores the merge sort is the slower.
 KEYS_FROM = 2048
 # Rows whose keys are packed at once: their row numbers are a temporary of this many (a whole
-# column's would add 8 bytes a score to the peak: 146 MiB on a Dask tree's worker at 100M).
+# column's would add 8 bytes a score to the peak).
 PACK_BLOCK = 1 << 16
 
 

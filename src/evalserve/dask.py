@@ -562,8 +562,7 @@ def _range_graph(
     where a task per piece would be 64,000.
 
     Written out, not called through ``dask.delayed``: a delayed call merges and culls the
-    graphs of its arguments, so the graph took time quadratic in the partitions (17 s of the
-    client's at 200 partitions and 16 ranges)."""
+    graphs of its arguments, so the graph took time quadratic in the partitions."""
     token = uuid.uuid4().hex
     pieces = len(cuts) + 1
     tasks: dict[Key, Any] = {}
