@@ -19,6 +19,7 @@ from numpy.typing import NDArray
 from evalserve.core._threads import by_shares, threads_for
 from evalserve.core.binary._key_sort import class_orders, sorted_order
 from evalserve.core.binary._parallel_sort import sort_columns, split_classes
+from evalserve.core.binary._signed_keys import signed_classes
 
 __all__ = [
     "CanonicalMerge",
@@ -103,12 +104,17 @@ def classes_of_rows(
     labels: Bools, scores: Floats, weights: Floats | None
 ) -> tuple[ClassScores, ClassScores]:
     """The positives' and the negatives' ``ClassScores`` of validated rows (bool labels,
-    finite scores, optional non-negative weights). Each class is sorted on its own: the two
-    sorts cost about one sort of all rows, and no label travels through the sort. Large
-    batches split and sort on the threads the context allows (``evaluate``'s ``threads``)."""
+    finite scores, optional non-negative weights). Unweighted scores of at least ``+0.0`` take
+    one sort of all rows with the label in the sign bit (``signed_classes``); other scores
+    split, and each class is sorted on its own (the two sorts cost about one sort of all
+    rows). Large batches sort on the threads the context allows (``evaluate``'s
+    ``threads``)."""
     threads = threads_for(scores.size)
     if weights is not None:
         return _weighted(labels, scores, weights, threads)
+    signed = signed_classes(labels, scores, threads)
+    if signed is not None:
+        return _counted(signed[0]), _counted(signed[1])
     positives, negatives = split_classes(labels, scores, threads)
     if threads > 1:
         sort_columns([positives, negatives], threads)

@@ -33,8 +33,9 @@ __all__ = ["Column", "Piece", "cut_by_rank", "each_class", "sort_columns", "spli
 Floats = NDArray[np.float64]
 Indices = NDArray[np.intp]
 ColumnValue = TypeVar("ColumnValue", np.float64, np.uint64)
-# What is sorted: scores, or the unsigned keys that order weighted scores.
-Column = NDArray[np.float64] | NDArray[np.uint64]
+# What is sorted: scores, the unsigned keys that order weighted scores, or the signed keys that
+# sort both classes at once.
+Column = NDArray[np.float64] | NDArray[np.uint64] | NDArray[np.int64]
 Bools = NDArray[np.bool_]
 
 

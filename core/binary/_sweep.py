@@ -7,7 +7,7 @@ flat (Fawcett 2006, "An introduction to ROC analysis", algorithm 2). So nothing 
 union of all distinct scores. Each class keeps its own sorted distinct scores with their mass
 (``ClassScores``); one binary search places every positive score among the negatives (on threads, in
 slices of the positives, for a large evaluation); and the
-``Sweep`` holds, per hit, the masses every metric is made of. After the two sorts that build
+``Sweep`` holds, per hit, the masses every metric is made of. After the sorts that build
 the classes, the work is linear in the number of hits, with a handful of passes over the
 negatives where a metric truly needs each of them (log loss, Brier score, calibration bins).
 """
