@@ -335,11 +335,29 @@ def _ordered(ordered: Floats, mass: Floats) -> ClassScores:
     return class_scores(ordered[starts], np.add.reduceat(mass, starts))
 
 
+# Scores a block of the check for ties compares at once: its temporary stays in the CPU's cache.
+TIE_BLOCK = 1 << 16
+
+
 def _run_starts(ordered: Floats) -> Indices | None:
-    """Where each run of equal values begins in a sorted array; None when there are no ties."""
+    """Where each run of equal values begins in a sorted array; None when there are no ties
+    (the common case of continuous scores, found block by block, with no temporary of every
+    score's size)."""
+    if ordered.size < 2 or not _tied(ordered, 0, ordered.size - 1):
+        return None
     new_value = np.empty(ordered.size, dtype=np.bool_)
     new_value[0] = True
     np.not_equal(ordered[1:], ordered[:-1], out=new_value[1:])
-    if new_value.all():
-        return None
     return np.flatnonzero(new_value)
+
+
+def _tied(ordered: Floats, start: int, stop: int) -> bool:
+    """Whether ``ordered[i] == ordered[i + 1]`` for some ``i`` in ``[start, stop)``."""
+    equal = np.empty(min(TIE_BLOCK, stop - start), dtype=np.bool_)
+    for at in range(start, stop, TIE_BLOCK):
+        end = min(at + TIE_BLOCK, stop)
+        block = equal[: end - at]
+        np.equal(ordered[at + 1 : end + 1], ordered[at:end], out=block)
+        if block.any():
+            return True
+    return False

@@ -14,12 +14,14 @@ negatives where a metric truly needs each of them (log loss, Brier score, calibr
 
 from __future__ import annotations
 
+import itertools
 from dataclasses import dataclass
+from functools import partial
 
 import numpy as np
 from numpy.typing import NDArray
 
-from evalserve.core._threads import by_shares, threads_for
+from evalserve.core._threads import run_all, threads_for
 from evalserve.core.binary._classes import ClassScores, class_scores, classes_of_rows
 from evalserve.core.binary._stats import BinaryStats
 
@@ -138,19 +140,22 @@ def sweep(positives: ClassScores, negatives: ClassScores) -> Sweep:
 
 def place(positives: ClassScores, negatives: ClassScores) -> tuple[Indices, Bools]:
     """Where each positive score sits among the negative ones: the negative scores below it,
-    and whether one equals it (one binary search, in slices on threads when large). A sweep
-    built again from the same classes (the ranges' passes) keeps this and skips the search."""
+    and whether one equals it (a binary search, chunk by chunk of the positives, in shares
+    of the chunks on threads when large). A sweep built again from the same classes (the
+    ranges' passes) keeps this and skips the search."""
     ascending = positives.scores
     # Held in the sweep's (descending) order and handed out reversed: the sweep takes them as
     # they are, with no copy (a sweep is built again for each pass of the ranges).
     below = np.empty(ascending.size, dtype=np.intp)[::-1]
     tied = np.zeros(ascending.size, dtype=np.bool_)[::-1]
-    threads = max(1, min(threads_for(ascending.size + negatives.size), ascending.size))
+    ends = _chunk_ends(negatives.scores, ascending)
+    threads = max(1, min(threads_for(ascending.size + negatives.size), ends.size))
+    cuts = _balanced_cuts(ends, ascending.size, threads)
 
-    def share(start: int, stop: int) -> None:
-        _place(negatives.scores, ascending[start:stop], below[start:stop], tied[start:stop])
+    def share(first: int, last: int) -> None:
+        _place(negatives.scores, ascending, (below, tied), ends, range(first, last))
 
-    by_shares(ascending.size, threads, share)
+    run_all([partial(share, a, b) for a, b in itertools.pairwise(cuts)], threads)
     return below, tied
 
 
@@ -161,34 +166,76 @@ def placed_sweep(
     return _placed(positives, negatives, *placement)
 
 
-def _place(negatives: Floats, scores: Floats, below: Indices, tied: Bools) -> None:
-    """Into ``below`` and ``tied``: the negative scores under each of ``scores``, and whether
-    one equals it (canonical negatives are distinct: at most one ties with each score)."""
-    _sorted_search(negatives, scores, below)
-    if negatives.size:
-        probe = np.minimum(below, negatives.size - 1)
-        np.equal(np.take(negatives, probe, mode="clip"), scores, out=tied)
-        tied &= below < negatives.size
+def _place(
+    negatives: Floats,
+    scores: Floats,
+    out: tuple[Indices, Bools],
+    ends: Indices,
+    chunks: range,
+) -> None:
+    """Into ``out`` (``below``, ``tied``), for the ``chunks`` of ``scores`` (ascending): the
+    negative scores under each score, and whether one equals it (canonical negatives are
+    distinct: at most one ties with each score)."""
+    below, tied = out
+    first = chunks.start * SEARCH_CHUNK
+    stop = min(chunks.stop * SEARCH_CHUNK, scores.size)
+    _sorted_search(negatives, scores, below, ends, chunks)
+    if negatives.size and stop > first:
+        places = below[first:stop]
+        probe = np.minimum(places, negatives.size - 1)
+        np.equal(np.take(negatives, probe, mode="clip"), scores[first:stop], out=tied[first:stop])
+        tied[first:stop] &= places < negatives.size
 
 
 # Sorted keys a bounded search takes at once.
 SEARCH_CHUNK = 4096
+# What the search spends on each negative score a share's windows span, against one search of
+# a key: the windows stream through memory, about an eighth of a key's search per negative
+# (10M rows, AMD Zen 5). A share of the positives where they are sparse spans many negatives
+# (the lowest half of the positives, most of them): shares of equal cost, not of equal keys,
+# keep the threads busy to the end (16 ms against 25 for two shares of equal keys there).
+NEGATIVE_COST = 1 / 8
 
 
-def _sorted_search(haystack: Floats, keys: Floats, out: Indices) -> None:
-    """``out[:] = searchsorted(haystack, keys, "left")`` for ascending ``keys``: chunk by
-    chunk of keys, each searched only between the places of its first and last key (numpy's
-    search of sorted keys bounds each search below by the last answer but not above: about
-    23 steps a key among 9M; here about 15, and the window in the CPU's cache: 30 ms against
-    37 for 1M keys among 9M)."""
-    bounds = np.searchsorted(haystack, keys[SEARCH_CHUNK - 1 :: SEARCH_CHUNK], side="left")
-    low = 0
-    for chunk, start in enumerate(range(0, keys.size, SEARCH_CHUNK)):
-        high = int(bounds[chunk]) if chunk < bounds.size else haystack.size
+def _chunk_ends(haystack: Floats, keys: Floats) -> Indices:
+    """Per chunk of ``SEARCH_CHUNK`` sorted keys, where its last key sits in ``haystack``
+    (numpy's ``searchsorted``, "left"; the last chunk's: the haystack's end). Every key of
+    chunk ``j`` sits between the ends of chunks ``j - 1`` and ``j``."""
+    ends = np.empty(-(-keys.size // SEARCH_CHUNK), dtype=np.intp)
+    if ends.size:
+        lasts = keys[SEARCH_CHUNK - 1 :: SEARCH_CHUNK][: ends.size - 1]
+        ends[:-1] = np.searchsorted(haystack, lasts, side="left")
+        ends[-1] = haystack.size
+    return ends
+
+
+def _balanced_cuts(ends: Indices, keys: int, threads: int) -> list[int]:
+    """The chunks where each of ``threads`` shares of about equal cost begins, and the end:
+    a share costs one unit a key and ``NEGATIVE_COST`` a negative its windows span."""
+    if threads <= 1:
+        return [0, ends.size]
+    done = np.minimum(np.arange(1, ends.size + 1) * SEARCH_CHUNK, keys) + NEGATIVE_COST * ends
+    targets = done[-1] * np.arange(1, threads) / threads
+    inside = np.searchsorted(done, targets, side="left") + 1
+    return [0, *sorted({int(cut) for cut in inside if 0 < cut < ends.size}), ends.size]
+
+
+def _sorted_search(
+    haystack: Floats, keys: Floats, out: Indices, ends: Indices, chunks: range
+) -> None:
+    """``out[i] = searchsorted(haystack, keys[i], "left")`` for the keys of ``chunks`` (sorted
+    keys, ``ends`` their chunks' ``_chunk_ends``): each chunk searched only between the
+    places of its first and last key (numpy's search of sorted keys bounds each search below
+    by the last answer but not above: about 23 steps a key among 9M; here about 15, and the
+    window in the CPU's cache: 30 ms against 37 for 1M keys among 9M)."""
+    for chunk in chunks:
+        low = int(ends[chunk - 1]) if chunk else 0
+        start = chunk * SEARCH_CHUNK
         piece = out[start : start + SEARCH_CHUNK]
-        piece[:] = np.searchsorted(haystack[low:high], keys[start : start + SEARCH_CHUNK])
+        piece[:] = np.searchsorted(
+            haystack[low : int(ends[chunk])], keys[start : start + SEARCH_CHUNK]
+        )
         piece += low
-        low = high
 
 
 def _placed(positives: ClassScores, negatives: ClassScores, below: Indices, tied: Bools) -> Sweep:

@@ -126,5 +126,6 @@ def test_the_chunked_search_of_sorted_keys_is_numpys(
     sorted_keys, sorted_haystack = values(keys), values(haystack)
     out = np.empty(keys, dtype=np.intp)
     with mock.patch.object(_sweep, "SEARCH_CHUNK", chunk):
-        _sweep._sorted_search(sorted_haystack, sorted_keys, out)
+        ends = _sweep._chunk_ends(sorted_haystack, sorted_keys)
+        _sweep._sorted_search(sorted_haystack, sorted_keys, out, ends, range(ends.size))
     np.testing.assert_array_equal(out, np.searchsorted(sorted_haystack, sorted_keys, "left"))
