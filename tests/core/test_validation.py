@@ -2,12 +2,17 @@
 
 from __future__ import annotations
 
+import warnings
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
+from unittest import mock
 
 import numpy as np
 import pytest
 
-from evalserve.core import InvalidInputError, _validation, evaluate
+from evalserve.core import InvalidInputError, _threads, _validation, evaluate
+from evalserve.core._threads import using_threads
 
 GOOD_LABELS = [0, 1, 0, 1]
 GOOD_SCORES = [0.1, 0.9, 0.4, 0.6]
@@ -104,11 +109,22 @@ def test_regression_takes_scores_or_predictions_but_not_both() -> None:
     assert error.value.field == "scores"
 
 
+@contextmanager
+def threads_of(threads: int) -> Iterator[None]:
+    """``threads`` threads for inputs of any size (production: half a million rows each)."""
+    with mock.patch.object(_threads, "MIN_ROWS_PER_THREAD", 1), using_threads(threads):
+        yield
+
+
+@pytest.mark.parametrize("threads", [1, 2, 3])
 @pytest.mark.parametrize("bad", [None, 2, -1])
 @pytest.mark.parametrize("dtype", [np.int8, np.int64, np.uint32])
-def test_integer_labels_are_checked_block_by_block(bad: int | None, dtype: type) -> None:
-    """Integer labels are checked and converted block by block: a bad label in a later block
-    is found and named by its row; good ones convert as a whole."""
+def test_integer_labels_are_checked_block_by_block(
+    bad: int | None, dtype: type, threads: int
+) -> None:
+    """Integer labels are checked and converted block by block, in shares on threads: a bad
+    label in a later block (the last share's) is found and named by its row; good ones
+    convert as a whole."""
     n = 3 * _validation.FLAG_BLOCK + 5
     labels = (np.arange(n) % 3 == 0).astype(dtype)
     row = 2 * _validation.FLAG_BLOCK + 3
@@ -116,7 +132,25 @@ def test_integer_labels_are_checked_block_by_block(bad: int | None, dtype: type)
         if bad < 0 and np.dtype(dtype).kind == "u":
             return
         labels[row] = bad
-        with pytest.raises(InvalidInputError, match=f"row {row} is {bad}"):
+        with threads_of(threads), pytest.raises(InvalidInputError, match=f"row {row} is {bad}"):
             _validation.binary_labels("labels", labels)
         return
-    np.testing.assert_array_equal(_validation.binary_labels("labels", labels), labels == 1)
+    with threads_of(threads):
+        converted = _validation.binary_labels("labels", labels)
+    np.testing.assert_array_equal(converted, labels == 1)
+
+
+@pytest.mark.parametrize("threads", [1, 2, 3])
+@pytest.mark.parametrize("bad", [np.nan, np.inf, -np.inf])
+@pytest.mark.parametrize("row", [0, 500, 999])
+def test_scores_are_checked_in_shares(threads: int, bad: float, row: int) -> None:
+    """A NaN or an infinity in any share is found and named by its row; finite scores whose
+    sum overflows (in one share or across shares) are finite and pass."""
+    scores = np.full(1000, 0.5)
+    scores[row] = bad
+    with threads_of(threads), pytest.raises(InvalidInputError, match=f"row {row} is"):
+        _validation.finite_floats("scores", scores)
+    huge = np.full(1000, 1e308)
+    with threads_of(threads), warnings.catch_warnings():
+        warnings.simplefilter("error")  # the overflow of the sum is expected, not warned
+        np.testing.assert_array_equal(_validation.finite_floats("scores", huge), huge)
