@@ -67,7 +67,7 @@ def test_where_positives_are_sparse_a_share_holds_fewer_of_them() -> None:
     assert (first, last) == (0, chunks) and cut < 100
 
     def cost(a: int, b: int) -> float:
-        spanned = ends[b - 1] - (ends[a - 1] if a else 0)
+        spanned = int(ends[b - 1]) - (int(ends[a - 1]) if a else 0)
         return (b - a) * _sweep.SEARCH_CHUNK + _sweep.NEGATIVE_COST * spanned
 
     assert abs(cost(0, cut) - cost(cut, chunks)) <= 2 * cost(0, 1)
