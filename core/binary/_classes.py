@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from functools import partial
 
 import numpy as np
 from numpy.typing import NDArray
@@ -341,9 +342,10 @@ TIE_BLOCK = 1 << 16
 
 def _run_starts(ordered: Floats) -> Indices | None:
     """Where each run of equal values begins in a sorted array; None when there are no ties
-    (the common case of continuous scores, found block by block, with no temporary of every
-    score's size)."""
-    if ordered.size < 2 or not _tied(ordered, 0, ordered.size - 1):
+    (the common case of continuous scores, found block by block in shares on the context's
+    threads, with no temporary of every score's size)."""
+    pairs = ordered.size - 1
+    if pairs < 1 or not any(by_shares(pairs, threads_for(pairs), partial(_tied, ordered))):
         return None
     new_value = np.empty(ordered.size, dtype=np.bool_)
     new_value[0] = True
