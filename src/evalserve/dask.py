@@ -140,9 +140,8 @@ for _kind in (RangeBatch, RangeRows, RangeClasses):
 # reads it once, at start-up: ``distributed.nanny.pre-spawn-environ``): one malloc arena. A
 # task runs on a thread of its worker, and a thread's own arena maps every array of more than
 # 64 MiB afresh and unmaps it when freed, so its pages fault in again on every task, whatever
-# ``retain_freed_memory`` asks; with the process's one heap, freed pages are kept for the next
-# array (the join of a range of 13M rows on a worker: 112 ms against 235 ms, of which 0.007 s
-# against 0.12 s in the kernel, AMD EPYC Zen 5). A worker runs one task at a time here, so the
+# ``retain_freed_memory`` asks (tests/dask/test_local_cluster.py); with the process's one
+# heap, freed pages are kept for the next array. A worker runs one task at a time here, so the
 # one arena's lock is not contended.
 WORKER_ENVIRON = {"MALLOC_ARENA_MAX": "1"}
 
