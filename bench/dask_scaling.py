@@ -43,7 +43,6 @@ from machine import machine_description
 from results_md import RESULTS_PATH, write_section
 from timing import Row, progress, render_table, verdict
 
-from evalserve.dask import local_client
 from evalserve.service.memory import retain_freed_memory
 
 SECTION_TITLE = "Dask scaling (bench/dask_scaling.py)"
@@ -64,9 +63,16 @@ def write_files(folder: Path, rows: int, files: int, seed: int) -> None:
 
 @contextlib.contextmanager
 def cluster(workers: int) -> Iterator[Any]:
+    from distributed import Client, LocalCluster
+
     logging.getLogger("distributed").setLevel(logging.ERROR)
-    # The command's own cluster: its workers' allocator as the command sets it.
-    with local_client(n_workers=workers, dashboard_address=":0") as client:
+    with (
+        LocalCluster(
+            n_workers=workers, threads_per_worker=1, processes=True, dashboard_address=":0"
+        ) as local,
+        Client(local) as client,
+    ):
+        client.run(retain_freed_memory)  # as the command does with its own cluster
         yield client
 
 
@@ -153,11 +159,11 @@ def render(rows: Sequence[Row], times: Mapping[str, float], command: str) -> str
         "|---|---:|",
         *(f"| {way} | {seconds:.2f} |" for way, seconds in times.items()),
         "",
-        "* Workers: `distributed.LocalCluster` processes of one thread each, started as",
-        "  `evalserve evaluate --engine dask` starts its own (`evalserve.dask.local_client`:",
-        "  one malloc arena, freed pages kept by `retain_freed_memory`, as in this process);",
-        "  the cluster is started before the timing. The ranges path reads each partition",
-        "  once and splits its rows into every range there.",
+        "* Workers: `distributed.LocalCluster` processes of one thread each; the cluster is",
+        "  started before the timing. The ranges path reads each partition once and splits its",
+        "  rows into every range there. The workers and this process keep freed pages",
+        "  (`retain_freed_memory`), as `evalserve evaluate --engine dask` does with its own",
+        "  cluster and in its own process.",
         f"* Many partitions: {MANY_ROWS:,} rows held in memory (`dd.from_pandas`, persisted),",
         f"  {MANY_RANGES} ranges, in {FEW_PARTS} and in {MANY_PARTS} partitions: each partition",
         "  hands each range a piece, a task of the graph each (the per-task cost of the",

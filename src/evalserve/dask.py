@@ -99,7 +99,7 @@ from evalserve.offline._run import segment_error
 from evalserve.offline._segments import segment_codes
 from evalserve.service.memory import retain_freed_memory
 
-__all__ = ["WORKER_ENVIRON", "evaluate", "local_client", "run_files"]
+__all__ = ["evaluate", "run_files"]
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -134,35 +134,6 @@ def _held_bytes(value: object) -> int:
 # regard to where its pieces are.
 for _kind in (RangeBatch, RangeRows, RangeClasses):
     sizeof.register(_kind)(lambda value: 64 + _held_bytes(value))
-
-
-# The environment of the worker processes evalserve starts, set before each starts (glibc
-# reads it once, at start-up: ``distributed.nanny.pre-spawn-environ``): one malloc arena. A
-# task runs on a thread of its worker, and a thread's own arena maps every array of more than
-# 64 MiB afresh and unmaps it when freed, so its pages fault in again on every task, whatever
-# ``retain_freed_memory`` asks (tests/dask/test_local_cluster.py); with the process's one
-# heap, freed pages are kept for the next array. A worker runs one task at a time here, so the
-# one arena's lock is not contended.
-WORKER_ENVIRON = {"MALLOC_ARENA_MAX": "1"}
-
-
-@contextlib.contextmanager
-def local_client(**options: Any) -> Iterator[Any]:
-    """A ``distributed.Client`` of a new ``LocalCluster`` of processes of one thread each
-    (``options``: more of its arguments, such as ``n_workers``), closed on leaving: its
-    workers start with ``WORKER_ENVIRON`` and keep freed pages for the next large array, as
-    the command's own process and the server do (``retain_freed_memory``)."""
-    from distributed import Client, LocalCluster
-
-    before_spawn = {
-        f"distributed.nanny.pre-spawn-environ.{name}": value
-        for name, value in WORKER_ENVIRON.items()
-    }
-    with dask.config.set(before_spawn):  # read when each worker's nanny is made
-        cluster = LocalCluster(processes=True, threads_per_worker=1, **options)
-    with cluster, Client(cluster) as client:
-        client.run(retain_freed_memory)
-        yield client
 
 
 ProgressCallback = Callable[[str, int, int, int], None]
@@ -777,7 +748,7 @@ def run_files(
     ``scheduler`` (or a local cluster of processes); the exit status. ``page``: the report's
     ``title`` and ``model`` (as ``offline.run``). On a terminal, a progress line on stderr
     (partitions done, rows, rows/s), ended before the result is printed."""
-    from distributed import Client
+    from distributed import Client, LocalCluster
 
     try:
         if fold_segments:
@@ -797,8 +768,14 @@ def run_files(
         else:  # a segment column is text, whatever it looks like
             as_text = {} if spec.segment is None else {spec.segment: str}
             frame = dd.read_csv(names, dtype=as_text, sep=found[0].delimiter)
-        # A cluster's own client is closed on leaving; a local cluster with it.
-        with Client(scheduler) if scheduler else local_client(), _progress_line() as progress:
+        if scheduler:
+            client = Client(scheduler)
+        else:
+            client = Client(LocalCluster(processes=True, threads_per_worker=1))
+            # Its own workers keep freed pages for the next large array, as the command's own
+            # process and the server do (a fresh array faults in its pages otherwise).
+            client.run(retain_freed_memory)
+        with client, _progress_line() as progress:
             result = evaluate(
                 frame,
                 task=spec.task,
