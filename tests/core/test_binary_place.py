@@ -4,6 +4,7 @@ several, and shares of about equal cost where the positives are sparse among the
 
 from __future__ import annotations
 
+import itertools
 from unittest import mock
 
 import numpy as np
@@ -50,7 +51,7 @@ def test_shares_cover_every_chunk_once() -> None:
     for threads in range(1, 12):
         cuts = _sweep._balanced_cuts(ends, 8 * 4096, threads)
         assert cuts[0] == 0 and cuts[-1] == ends.size
-        assert all(a < b for a, b in zip(cuts, cuts[1:], strict=False))  # none empty
+        assert all(a < b for a, b in itertools.pairwise(cuts))  # none empty
         assert len(cuts) - 1 <= threads
 
 
