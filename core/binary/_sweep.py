@@ -191,9 +191,9 @@ def _place(
 SEARCH_CHUNK = 4096
 # What the search spends on each negative score a share's windows span, against one search of
 # a key: the windows stream through memory, about an eighth of a key's search per negative
-# (10M rows, AMD Zen 5). A share of the positives where they are sparse spans many negatives
-# (the lowest half of the positives, most of them): shares of equal cost, not of equal keys,
-# keep the threads busy to the end (16 ms against 25 for two shares of equal keys there).
+# (fitted on 10M rows, AMD Zen 5). A share of the positives where they are sparse spans many
+# negatives (the lowest half of the positives spans most of them): shares of equal cost, not
+# of equal keys, keep the threads busy to the end.
 NEGATIVE_COST = 1 / 8
 
 
