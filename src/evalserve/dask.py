@@ -364,8 +364,7 @@ def _compute(
         if progress is not None:
             raise InvalidInputError("progress", "needs a distributed.Client")
         return tuple(compute(*targets, retries=retries))
-    flat = [each for target in targets for each in _as_list(target)]
-    shape = [len(target) if isinstance(target, list) else None for target in targets]
+    flat, shape = _flattened(targets)
     futures = client.compute([*flat, *counts], retries=retries)
     watched = len(counts)
     flat.clear()
@@ -391,12 +390,7 @@ def _compute_graph(
     """``_compute`` of a written-out graph (``Graph``): its targets' values. The graph's tasks
     are emptied once submitted, so that the client holds no task of it but the targets'."""
     client = _client()
-    shape = [len(target) if isinstance(target, list) else None for target in graph.targets]
-    flat: list[Key] = [
-        each
-        for target in graph.targets
-        for each in (target if isinstance(target, list) else [target])
-    ]
+    flat, shape = _flattened(graph.targets)
     watched = len(graph.counts)
     if client is None:
         if progress is not None:
@@ -453,8 +447,13 @@ def _client() -> Any:
     return client if get_scheduler() == client.get else None
 
 
-def _as_list(target: Delayed | list[Delayed]) -> list[Delayed]:
-    return target if isinstance(target, list) else [target]
+def _flattened(targets: Sequence[Any]) -> tuple[list[Any], list[int | None]]:
+    """The targets' items in one list, and the targets' shape for ``_shaped``: None for one
+    item, the size of a list."""
+    flat = [
+        each for target in targets for each in (target if isinstance(target, list) else [target])
+    ]
+    return flat, [len(target) if isinstance(target, list) else None for target in targets]
 
 
 @_one_thread
