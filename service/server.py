@@ -15,9 +15,8 @@ import gc
 import logging
 import math
 import signal
-import socket
 import sys
-from collections.abc import Callable, Generator
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import uvicorn
@@ -37,6 +36,7 @@ from evalserve.service.memory import (
 )
 from evalserve.service.metrics import ServiceMetrics
 from evalserve.service.rest import Readiness, create_app
+from evalserve.service.rest_server import RestServer
 
 __all__ = ["Ports", "run", "serve"]
 
@@ -54,30 +54,6 @@ CUT_OFF_MARGIN = 3
 class Ports:
     rest: int
     grpc: int
-
-
-class _RestServer(uvicorn.Server):
-    """uvicorn without its own signal handlers: this module decides when both servers stop.
-
-    Its shutdown stops accepting connections at once, but closes the open ones (uvicorn closes
-    idle keep-alive connections first thing) only once ``drained`` is set, after the evaluator
-    has drained: a request that a client sends meanwhile on a connection it keeps gets an
-    answer (503 + Retry-After and ``Connection: close``, ``service.rest_drain``), not a
-    connection closed under it."""
-
-    def __init__(self, config: uvicorn.Config) -> None:
-        super().__init__(config)
-        self.drained = asyncio.Event()
-
-    @contextlib.contextmanager
-    def capture_signals(self) -> Generator[None, None, None]:
-        yield
-
-    async def shutdown(self, sockets: list[socket.socket] | None = None) -> None:
-        for server in self.servers:
-            server.close()
-        await self.drained.wait()
-        await super().shutdown(sockets)
 
 
 def default_registry() -> CollectorRegistry:
@@ -123,7 +99,7 @@ async def run(
     app = create_app(settings, evaluator, registry, readiness, metrics)
     grpc_server, grpc_port, health = await create_grpc_server(settings, evaluator, metrics=metrics)
     await grpc_server.start()
-    rest = _RestServer(
+    rest = RestServer(
         uvicorn.Config(
             app,
             host=settings.host,
