@@ -15,7 +15,7 @@ series.
 
 ``create_grpc_server`` returns the server bound but not started, so the caller starts it in its
 own event loop next to the REST server, and owns shutdown (set NOT_SERVING on the returned health
-servicer, then ``await server.stop(grace)``).
+servicer, then stop it as ``service.grpc_drain`` says).
 """
 
 from __future__ import annotations
@@ -47,10 +47,12 @@ from evalserve.service.errors import (
     MalformedRequestError,
     RequestTimeoutError,
     ServiceError,
+    ShuttingDownError,
     StreamProtocolError,
     describe,
 )
 from evalserve.service.evaluator import Evaluator
+from evalserve.service.grpc_drain import GrpcDrain
 from evalserve.service.identity import ClientIdentity
 from evalserve.service.listen import listen_error
 from evalserve.service.metrics import ServiceMetrics
@@ -183,7 +185,8 @@ def _reported(
     Callable[[_Servicer, _Request, Context], Coroutine[Any, Any, _Response]],
 ]:
     """Route every exception of a servicer method through ``abort_with_error``, and count the
-    call with its status code (``name``: the ``method`` label)."""
+    call with its status code (``name``: the ``method`` label); the server's drain hears of
+    the call's start and end and may hold a refusal (``service.grpc_drain``)."""
 
     def decorate(
         method: Callable[[_Servicer, _Request, Context], Awaitable[_Response]],
@@ -191,6 +194,7 @@ def _reported(
         @functools.wraps(method)
         async def reported(self: _Servicer, request: _Request, context: Context) -> _Response:
             start = time.perf_counter()
+            self.drain.touch()
             code: grpc.StatusCode | None = grpc.StatusCode.OK
             try:
                 return await method(self, request, context)
@@ -201,6 +205,8 @@ def _reported(
                 code = grpc.StatusCode.CANCELLED
                 raise
             except Exception as error:
+                if isinstance(error, ShuttingDownError):
+                    await self.drain.refusal()
                 info = describe(error, protobuf=True)
                 # Counted before the abort: the status leaves with it, and a client that has its
                 # answer must find it counted (afterwards, a scrape could race the count).
@@ -213,6 +219,7 @@ def _reported(
                     error.__traceback__ = None
                 await _abort(context, error, info)
             finally:
+                self.drain.touch()
                 if code is not None:
                     self.metrics.answered("grpc", name, code.name, _since(start))
 
@@ -358,8 +365,15 @@ class EvaluationServicer:
     """``evalserve.v1.EvaluationService``: admit, then decode, evaluate and encode off the
     loop. Requests arrive as bytes (see ``_add_servicer``)."""
 
-    def __init__(self, settings: Settings, evaluator: Evaluator, metrics: ServiceMetrics) -> None:
+    def __init__(
+        self,
+        settings: Settings,
+        evaluator: Evaluator,
+        metrics: ServiceMetrics,
+        drain: GrpcDrain | None = None,
+    ) -> None:
         self._settings = settings
+        self.drain = drain or GrpcDrain()
         self._evaluator = evaluator
         self._identity = settings.identity
         self.metrics = metrics
@@ -442,12 +456,14 @@ async def create_grpc_server(
     *,
     port: int | None = None,
     metrics: ServiceMetrics | None = None,
+    drain: GrpcDrain | None = None,
 ) -> tuple[grpc.aio.Server, int, HealthServicer]:
     """Build the gRPC server, bound to ``settings.host`` but not started.
 
     ``port`` overrides ``settings.grpc_port``; 0 picks a free port. ``metrics`` records calls
     and model series (the server shares one with the REST app); without it they go to a
-    registry of their own that nobody scrapes. Returns the server, the port
+    registry of their own that nobody scrapes. ``drain`` follows the calls, to stop the server
+    without cancelling one (``service.grpc_drain``). Returns the server, the port
     it is bound to, and its health servicer (SERVING for the server and the service; set
     NOT_SERVING on it when shutting down). Call it inside the event loop that will run the
     server, then ``await server.start()``.
@@ -468,7 +484,7 @@ async def create_grpc_server(
     ]
     server = grpc.aio.server(options=options)
     metrics = metrics or ServiceMetrics(settings, prometheus_client.CollectorRegistry())
-    _add_servicer(EvaluationServicer(settings, evaluator, metrics), server)
+    _add_servicer(EvaluationServicer(settings, evaluator, metrics, drain), server)
 
     health_servicer = health_aio.HealthServicer()
     for name in (health.OVERALL_HEALTH, SERVICE_NAME):

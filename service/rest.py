@@ -42,6 +42,7 @@ from evalserve.service.errors import (
     UnsupportedMediaTypeError,
 )
 from evalserve.service.evaluator import Evaluator, current_reservation
+from evalserve.service.hold import Hold
 from evalserve.service.json_codec import catalog_task_from_query, request_from_json
 from evalserve.service.json_parse import parse_json
 from evalserve.service.metrics import ServiceMetrics
@@ -328,11 +329,14 @@ def create_app(
     registry: prometheus_client.CollectorRegistry,
     readiness: Readiness | None = None,
     metrics: ServiceMetrics | None = None,
+    hold: Hold | None = None,
 ) -> FastAPI:
     """The REST app: evaluate, stream, catalog, health, readiness, Prometheus and OpenAPI.
 
     ``/metrics`` serves ``registry``. ``metrics`` must be registered on it (the server shares
-    one between both transports); without it the app registers its own there.
+    one between both transports); without it the app registers its own there. ``hold`` holds
+    the answers of a draining server while it closes its listening socket
+    (``service.rest_drain``).
     """
     metrics = metrics or ServiceMetrics(settings, registry)
     app = OpenApiApp(
@@ -369,6 +373,6 @@ def create_app(
     app.add_middleware(AdmissionMiddleware, evaluator=evaluator, identity=settings.identity)
     # While the server drains: Connection: close, and a 503's unread body read first (the
     # refusals of admission and its cut-offs at the end of the grace included).
-    app.add_middleware(DrainMiddleware, draining=lambda: evaluator.draining)
+    app.add_middleware(DrainMiddleware, draining=lambda: evaluator.draining, hold=hold)
     app.add_middleware(RequestMetricsMiddleware, metrics=metrics)  # the outermost: every status
     return app

@@ -5,6 +5,9 @@
 - every response carries ``Connection: close``, so no client sends another request on a
   connection that is about to close (the server keeps its open connections until the drain
   ends: a request that arrives on one meanwhile gets 503 + Retry-After, not a reset);
+- while ``hold`` is held (the moment the server closes its listening socket, at the start of
+  the drain), those answers wait: their clients would reconnect at once, and a connection the
+  kernel completes just as the listening socket closes is reset (``service.rest_server``);
 - before a 503 answers a request whose body has not arrived whole (a stream cut off at the end
   of the grace period, an upload refused during the drain), the rest of the body is read and
   dropped, for at most ``linger`` seconds: closing a connection with unread bytes makes the
@@ -18,6 +21,8 @@ import asyncio
 from collections.abc import Callable
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from evalserve.service.hold import Hold
 
 __all__ = ["DrainMiddleware", "closing"]
 
@@ -35,11 +40,16 @@ class DrainMiddleware:
     """See the module's docstring; ``draining()`` says whether the server drains."""
 
     def __init__(
-        self, app: ASGIApp, draining: Callable[[], bool], linger: float = LINGER_SECONDS
+        self,
+        app: ASGIApp,
+        draining: Callable[[], bool],
+        linger: float = LINGER_SECONDS,
+        hold: Hold | None = None,
     ) -> None:
         self.app = app
         self.draining = draining
         self.linger = linger
+        self.hold = hold or Hold()
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -56,6 +66,7 @@ class DrainMiddleware:
 
         async def closing_send(message: Message) -> None:
             if message["type"] == "http.response.start" and self.draining():
+                await self.hold.until_released()
                 if message["status"] == 503 and not body_done:
                     await self._drop_body(tracking_receive)
                 message = closing(message)

@@ -1,10 +1,11 @@
 """One process, three listeners: REST (FastAPI on uvicorn), gRPC (grpc.aio) and ``/metrics``.
 
 Both servers share one event loop and one ``Evaluator`` (the bounded thread pool that keeps
-numpy work off the loop). On SIGTERM or SIGINT: readiness and gRPC health turn NOT_SERVING, both
-servers stop accepting, in-flight requests get ``shutdown_grace_seconds`` to finish; those
-still running are then cut off with 503 + Retry-After / UNAVAILABLE (never a 500), and the
-process exits.
+numpy work off the loop). On SIGTERM or SIGINT: readiness and gRPC health turn NOT_SERVING, the
+REST server stops accepting, in-flight requests get ``shutdown_grace_seconds`` to finish; those
+still running are then cut off with 503 + Retry-After / UNAVAILABLE (never a 500); the gRPC
+server, which refused new calls UNAVAILABLE meanwhile, stops once they are done
+(``service.grpc_drain``), and the process exits.
 """
 
 from __future__ import annotations
@@ -26,7 +27,9 @@ from evalserve.service.budget import MemoryBudget
 from evalserve.service.config import Settings
 from evalserve.service.connection import PeerAwareH11Protocol
 from evalserve.service.evaluator import Evaluator
+from evalserve.service.grpc_drain import GrpcDrain
 from evalserve.service.grpc_server import create_grpc_server
+from evalserve.service.hold import Hold
 from evalserve.service.listen import check_ports, listen_error
 from evalserve.service.memory import (
     Trimmer,
@@ -36,7 +39,7 @@ from evalserve.service.memory import (
 )
 from evalserve.service.metrics import ServiceMetrics
 from evalserve.service.rest import Readiness, create_app
-from evalserve.service.rest_server import RestServer
+from evalserve.service.rest_server import IDLE_QUIET_SECONDS, RestServer
 
 __all__ = ["Ports", "run", "serve"]
 
@@ -48,6 +51,10 @@ SWITCH_INTERVAL = 0.001
 # Seconds both servers wait past shutdown_grace_seconds for the 503 / UNAVAILABLE answers of
 # the requests the evaluator cut off to leave.
 CUT_OFF_MARGIN = 3
+
+
+# Seconds the tasks still running once both servers have stopped get to end.
+STRAGGLER_SECONDS = 1.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -96,8 +103,12 @@ async def run(
     registry = default_registry()
     # one for both transports
     metrics = ServiceMetrics(settings, registry, inflight=lambda: evaluator.inflight)
-    app = create_app(settings, evaluator, registry, readiness, metrics)
-    grpc_server, grpc_port, health = await create_grpc_server(settings, evaluator, metrics=metrics)
+    # answers held for a moment of the shutdown (service.hold)
+    rest_hold, grpc_drain = Hold(), GrpcDrain()
+    app = create_app(settings, evaluator, registry, readiness, metrics, hold=rest_hold)
+    grpc_server, grpc_port, health = await create_grpc_server(
+        settings, evaluator, metrics=metrics, drain=grpc_drain
+    )
     await grpc_server.start()
     rest = RestServer(
         uvicorn.Config(
@@ -154,7 +165,6 @@ async def run(
     print("evalserve: shutting down, finishing in-flight requests", file=sys.stderr, flush=True)
     readiness.ready = False
     await health.enter_graceful_shutdown()
-    rest.should_exit = True
 
     async def drain() -> None:
         try:
@@ -162,12 +172,23 @@ async def run(
         finally:
             rest.drained.set()
 
-    await asyncio.gather(
-        drain(),
-        grpc_server.stop(settings.shutdown_grace_seconds + CUT_OFF_MARGIN),
-        rest_task,
-    )
+    async def stop_grpc() -> None:  # once drained, quietly (service.grpc_drain)
+        await rest.drained.wait()
+        await grpc_drain.stop(grpc_server, quiet=IDLE_QUIET_SECONDS, grace=CUT_OFF_MARGIN)
+
+    # REST stops accepting now (service.rest_server); its answers wait until it has.
+    rest_hold.hold()
+    draining = asyncio.create_task(drain())
+    await rest.stop_accepting()
+    rest_hold.release()
+    rest.should_exit = True
+    await asyncio.gather(draining, stop_grpc(), rest_task)
     stopper.cancel()
+    # A call answered as the gRPC server stopped may still be in its handler's last steps;
+    # the event loop's end would cancel it, and grpc would log the CancelledError.
+    others = asyncio.all_tasks() - {asyncio.current_task(), stopper}
+    if others:
+        await asyncio.wait(others, timeout=STRAGGLER_SECONDS)
     evaluator.close()
     print("evalserve: stopped", file=sys.stderr, flush=True)
 

@@ -34,6 +34,7 @@ from kubernetes_validate.utils import all_versions
 from packaging.version import Version
 
 from evalserve.service.config import Settings
+from evalserve.service.grpc_drain import GOAWAY_SECONDS
 from evalserve.service.rest_server import ACCEPT_PENDING_SECONDS, IDLE_QUIET_SECONDS
 from evalserve.service.server import CUT_OFF_MARGIN
 from tests.docs.pages import metrics_contract
@@ -53,8 +54,8 @@ REST_PORT = Settings.model_fields["rest_port"].default
 GRPC_PORT = Settings.model_fields["grpc_port"].default
 SHUTDOWN_GRACE = Settings.model_fields["shutdown_grace_seconds"].default
 # What a drain may take past the grace: the cut-off answers leaving, the REST server accepting
-# what the kernel queued and keeping idle connections a moment.
-DRAIN_TAIL = CUT_OFF_MARGIN + ACCEPT_PENDING_SECONDS + IDLE_QUIET_SECONDS
+# what the kernel queued, the quiet before the servers close, gRPC's GOAWAY.
+DRAIN_TAIL = CUT_OFF_MARGIN + ACCEPT_PENDING_SECONDS + IDLE_QUIET_SECONDS + GOAWAY_SECONDS
 
 # The oldest Kubernetes these manifests target (native gRPC probes are GA in 1.27; or the oldest
 # schemas kubernetes-validate still ships) and the newest it ships.

@@ -1,6 +1,7 @@
 """The REST server's drain, in process on a loopback port: a connection the kernel had queued
-when the server stopped accepting is served, a request sent on an idle keep-alive connection
-just after the drain is answered, and idle connections close once the quiet period is over."""
+when the server stopped accepting is served, a draining server's answers wait while they are
+held, a request sent on an idle keep-alive connection just after the drain is answered, and
+idle connections close once the quiet period is over."""
 
 from __future__ import annotations
 
@@ -8,9 +9,12 @@ import asyncio
 import socket
 import time
 
+import pytest
 import uvicorn
-from starlette.types import Receive, Scope, Send
+from starlette.types import ASGIApp, Receive, Scope, Send
 
+from evalserve.service.hold import Hold
+from evalserve.service.rest_drain import DrainMiddleware
 from evalserve.service.rest_server import IDLE_QUIET_SECONDS, RestServer
 
 REQUEST = b"GET / HTTP/1.1\r\nhost: x\r\n\r\n"
@@ -26,8 +30,8 @@ async def _ok(scope: Scope, receive: Receive, send: Send) -> None:
     await send({"type": "http.response.body", "body": b"ok"})
 
 
-async def _started(quiet: float = IDLE_QUIET_SECONDS) -> tuple[RestServer, int]:
-    config = uvicorn.Config(_ok, host="127.0.0.1", port=0, log_level="warning", lifespan="off")
+async def _started(quiet: float = IDLE_QUIET_SECONDS, app: ASGIApp = _ok) -> tuple[RestServer, int]:
+    config = uvicorn.Config(app, host="127.0.0.1", port=0, log_level="warning", lifespan="off")
     config.load()
     server = RestServer(config, quiet=quiet)
     server.lifespan = config.lifespan_class(config)
@@ -133,5 +137,27 @@ def test_open_connections_stay_until_the_evaluator_has_drained() -> None:
         server.drained.set()
         await asyncio.wait_for(stopping, timeout=5)
         client.close()
+
+    asyncio.run(main())
+
+
+def test_a_draining_answer_waits_while_held_then_asks_to_close() -> None:
+    async def main() -> None:
+        hold = Hold()
+        hold.hold()
+        server, port = await _started(app=DrainMiddleware(_ok, draining=lambda: True, hold=hold))
+        client = socket.create_connection(("127.0.0.1", port), timeout=10)
+        client.sendall(REQUEST)
+        await asyncio.sleep(0.2)
+        client.setblocking(False)
+        with pytest.raises(BlockingIOError):  # nothing has come back yet
+            client.recv(1)
+        client.setblocking(True)
+        hold.release()
+        answer = await asyncio.to_thread(_answer, client)
+        assert answer.startswith(b"HTTP/1.1 200") and b"connection: close" in answer.lower()
+        client.close()
+        server.drained.set()
+        await server.shutdown()
 
     asyncio.run(main())
