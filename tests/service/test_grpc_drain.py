@@ -77,8 +77,8 @@ def test_a_call_just_answered_makes_the_stop_wait_its_quiet() -> None:
         await _catalog(served.channel)
         loop = asyncio.get_running_loop()
         began = loop.time()
-        await served.drain.stop(served.server, quiet=0.5, grace=1.0)
-        assert loop.time() - began >= 0.4
+        await served.drain.stop(served.server, quiet=1.0, grace=1.0)
+        assert loop.time() - began >= 0.5
 
     asyncio.run(_serving(test))
 
