@@ -74,8 +74,7 @@ def _finite_sum(array: Floats) -> bool:
         with np.errstate(over="ignore", invalid="ignore"):
             return float(array[start:stop].sum())
 
-    with np.errstate(over="ignore", invalid="ignore"):
-        return math.isfinite(sum(by_shares(array.size, threads_for(array.size), share)))
+    return math.isfinite(sum(by_shares(array.size, threads_for(array.size), share)))
 
 
 def binary_labels(field: str, values: Any, positive_label: str | None = None) -> Bools:

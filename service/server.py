@@ -173,7 +173,7 @@ async def run(
             rest.drained.set()
 
     async def stop_grpc() -> None:  # once drained, quietly (service.grpc_drain)
-        await rest.drained.wait()
+        await asyncio.wait({draining})
         await grpc_drain.stop(grpc_server, quiet=IDLE_QUIET_SECONDS, grace=CUT_OFF_MARGIN)
 
     # REST stops accepting now (service.rest_server); its answers wait until it has.
