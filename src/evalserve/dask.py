@@ -48,6 +48,7 @@ import numpy as np
 import pyarrow as pa
 from dask.base import compute, get_scheduler, persist
 from dask.delayed import Delayed, delayed
+from dask.highlevelgraph import HighLevelGraph, MaterializedLayer
 from dask.sizeof import sizeof
 from dask.typing import Key
 from numpy.typing import NDArray
@@ -67,7 +68,6 @@ from evalserve.core.ranges import (
     Bests,
     RangeBatch,
     RangeClasses,
-    RangeContext,
     RangeFinish,
     RangePass,
     RangeRows,
@@ -335,15 +335,10 @@ def _counted_state(
     cap: int | None,
     *,
     max_segments: int | None = DEFAULT_MAX_SEGMENTS,
-) -> tuple[bytes, int]:
-    """``_partition_state`` and the partition's rows."""
+) -> tuple[bytes, tuple[int, int]]:
+    """``_partition_state``, and the partition done with its rows (``Done``)."""
     state = _partition_state(part, index, table_plan, options, cap, max_segments=max_segments)
-    return state, len(part)
-
-
-def _counted_split(batch: RangeBatch, cuts: Sequence[float]) -> tuple[Any, ...]:
-    """``_split``'s pieces, then the batch's rows."""
-    return (*_split(batch, cuts), batch.n_rows)
+    return state, (1, len(part))
 
 
 def _compute(
@@ -353,8 +348,9 @@ def _compute(
     progress: ProgressCallback | None,
     step: str,
 ) -> tuple[Any, ...]:
-    """``compute(*targets)``; with ``progress``, told as each of ``counts`` (a partition's
-    rows, once its work is done) arrives. On a ``distributed`` client the graph is submitted,
+    """``compute(*targets)``; with ``progress``, told as each of ``counts`` (a partition done
+    with its rows, a ``Done``, once its work is done) arrives. On a ``distributed`` client the
+    graph is submitted,
     then ``targets`` and ``counts`` are emptied (the caller's lists), so that the client holds
     no task of it but the targets: what they depend on (persisted partitions) is freed on the
     workers as soon as its last dependent is done. An error of the cluster's is raised as
@@ -366,22 +362,39 @@ def _compute(
         return tuple(compute(*targets, retries=retries))
     flat, shape = _flattened(targets)
     futures = client.compute([*flat, *counts], retries=retries)
-    watched = len(counts)
+    watched = Watched(len(counts), len(counts))
     flat.clear()
     targets.clear()
     counts.clear()
     return _gathered(client, futures, watched, shape, progress, step)
 
 
+Done = tuple[int, int]
+"""What a count of the progress line says: partitions done, and their rows."""
+
+
+@dataclasses.dataclass(frozen=True)
+class Watched:
+    """The progress line's counts among a computation's futures (its last ``futures``), and
+    the partitions they count in all."""
+
+    futures: int
+    partitions: int
+
+
 @dataclasses.dataclass
 class Graph:
     """A task graph written out key by key (Dask's custom-graph form: a task is a tuple of a
     function and its arguments, keys among them), the keys of its targets (a key, or a list
-    of keys) and the keys of the partitions' row counts (for the progress line)."""
+    of keys), the keys of the progress line's counts (each a ``Done``), the partitions they
+    count in all, and the worker some tasks are to run on (``placed``: on a ``distributed``
+    client, a restriction that yields to another worker when that one is gone)."""
 
     tasks: dict[Key, Any]
     targets: list[Key | list[Key]]
     counts: list[Key]
+    partitions: int = 0
+    placed: dict[Key, str] = dataclasses.field(default_factory=dict)
 
 
 def _compute_graph(
@@ -391,39 +404,62 @@ def _compute_graph(
     are emptied once submitted, so that the client holds no task of it but the targets'."""
     client = _client()
     flat, shape = _flattened(graph.targets)
-    watched = len(graph.counts)
+    watched = Watched(len(graph.counts), graph.partitions)
     if client is None:
         if progress is not None:
             raise InvalidInputError("progress", "needs a distributed.Client")
         scheduler = get_scheduler() or dask.threaded.get
         values = iter(scheduler(graph.tasks, flat))
         return _shaped(values, shape)
-    futures = client.get(graph.tasks, [*flat, *graph.counts], sync=False, retries=retries)
+    futures = client.get(_placed(graph), [*flat, *graph.counts], sync=False, retries=retries)
     graph.tasks.clear()
     return _gathered(client, futures, watched, shape, progress, step)
+
+
+def _placed(graph: Graph) -> Any:
+    """The graph's tasks for ``Client.get``: with its placements, a high-level graph of one
+    layer whose annotations restrict each placed task to its worker, loosely (Dask moves it
+    when the worker is gone), and leave the others to the scheduler."""
+    if not graph.placed:
+        return graph.tasks
+    placed = graph.placed
+
+    def workers(key: Key) -> list[str] | None:
+        return [placed[key]] if key in placed else None
+
+    def loose(key: Key) -> bool | None:
+        return True if key in placed else None
+
+    name = f"evalserve-ranges-{uuid.uuid4().hex}"
+    layer = MaterializedLayer(
+        graph.tasks, annotations={"workers": workers, "allow_other_workers": loose}
+    )
+    return HighLevelGraph({name: layer}, {name: set()})
 
 
 def _gathered(
     client: Any,
     futures: list[Any],
-    watched: int,
+    watched: Watched,
     shape: list[int | None],
     progress: ProgressCallback | None,
     step: str,
 ) -> tuple[Any, ...]:
-    """The values of ``futures`` but their last ``watched`` (the partitions' row counts, told
-    to ``progress`` as they arrive), in the targets' ``shape``."""
+    """The values of ``futures`` but the progress line's counts (the last ``watched.futures``,
+    each a ``Done``, told to ``progress`` as they arrive), in the targets' ``shape``."""
     from distributed import as_completed
 
+    wanted = len(futures) - watched.futures
     if progress is not None:
         done, rows = 0, 0
-        progress(step, done, watched, rows)
-        for future in as_completed(futures[len(futures) - watched :]):
+        progress(step, done, watched.partitions, rows)
+        for future in as_completed(futures[wanted:]):
             if future.status != "finished":
                 break  # failed: gathering the targets raises its error
-            done, rows = done + 1, rows + int(future.result())
-            progress(step, done, watched, rows)
-    return _shaped(iter(client.gather(futures[: len(futures) - watched])), shape)
+            parts, more = future.result()
+            done, rows = done + int(parts), rows + int(more)
+            progress(step, done, watched.partitions, rows)
+    return _shaped(iter(client.gather(futures[:wanted])), shape)
 
 
 def _shaped(values: Iterator[Any], shape: list[int | None]) -> tuple[Any, ...]:
@@ -457,9 +493,16 @@ def _flattened(targets: Sequence[Any]) -> tuple[list[Any], list[int | None]]:
 
 
 @_one_thread
-def _range_batch(part: Any, index: int, table_plan: Plan, positive_label: str | None) -> RangeBatch:
-    """One partition's rows, checked (``range_batch``); bad rows raise ``InvalidInputError``
-    naming the partition and the row in it."""
+def _range_batch(
+    part: Any,
+    table_plan: Plan,
+    positive_label: str | None,
+    partition_info: Mapping[str, Any] | None = None,
+) -> RangeBatch:
+    """One partition's rows, checked (``range_batch``), in the task that reads them (Dask
+    runs it as ``map_partitions``, fused with the read, and tells it its ``partition_info``);
+    bad rows raise ``InvalidInputError`` naming the partition and the row in it."""
+    index = 0 if partition_info is None else int(partition_info["number"])
     try:
         if table_plan.prediction is not None:
             raise InvalidInputError("predictions", "the ranges path takes scores only")
@@ -473,10 +516,18 @@ def _range_batch(part: Any, index: int, table_plan: Plan, positive_label: str | 
 
 
 @_one_thread
-def _split(batch: RangeBatch, cuts: Sequence[float]) -> tuple[RangeRows, ...]:
-    """One partition's rows in each score range (``split_batch``: once, whatever the number
-    of ranges)."""
-    return split_batch(batch, cuts)
+def _split(
+    cuts: Sequence[float], partitions: Sequence[int], *batches: RangeBatch
+) -> tuple[Any, ...]:
+    """Partitions (``partitions``: their positions; ``batches``: their rows) split into
+    every range, each once whatever the number of ranges (``split_batch``): per range, each
+    partition's piece with its position; then the partitions done (``Done``)."""
+    splits = [split_batch(batch, cuts) for batch in batches]
+    pieces = tuple(
+        tuple((p, split[j]) for p, split in zip(partitions, splits, strict=True))
+        for j in range(len(cuts) + 1)
+    )
+    return (*pieces, (len(batches), sum(batch.n_rows for batch in batches)))
 
 
 def _segments(part: Any, name: str) -> tuple[Any, list[str]]:
@@ -513,6 +564,10 @@ MIN_PART_SAMPLE = 64
 # The rows a range holds by default: 160 MB of state with distinct scores, a pass's arrays a
 # few times that.
 RANGE_ROWS = 10_000_000
+# The rows one split task takes (whole partitions, one at least): a worker holds a split's
+# partitions and their pieces at once, so not all of its partitions' (their pages would be
+# fresh ones each time, not those the last split let go).
+SPLIT_ROWS = 4_000_000
 
 
 # --- the ranges: each worker one stretch of the score axis --------------------------------------
@@ -528,135 +583,208 @@ def _ranges(
     progress: ProgressCallback | None = None,
 ) -> EvaluationResult:
     parsed = parse_options(options)
-    # Each partition is read and checked once; its rows stay on its worker (persisted) while
-    # the client takes the cut points from their samples, then each is split into every range.
-    batches = [
-        delayed(_range_batch, pure=True)(part, i, table_plan, parsed.positive_label)
-        for i, part in enumerate(frame.to_delayed())
-    ]
-    batches = list(persist(*batches, retries=retries))
-    cuts = _cuts(batches, ranges, retries, progress)
-    graph = _range_graph(batches, cuts, parsed, cap, counted=progress is not None)
+    # Each partition is read and checked by one task (the check fused with the read), and its
+    # rows stay on its worker (persisted) while the client takes the cut points from their
+    # samples; then each worker's partitions are split into every range, a run of them a task.
+    checked = frame.map_partitions(
+        _range_batch, table_plan, parsed.positive_label, meta=frame._meta, enforce_metadata=False
+    )
+    batches = list(persist(*checked.to_delayed(), retries=retries))
+    _read(batches, retries, progress)
+    groups = _groups(batches)
+    cuts, rows = _cuts(batches, groups, ranges, retries)
+    graph = _range_graph(batches, groups, rows, cuts, parsed, cap, counted=progress is not None)
     batches.clear()  # the client lets go of the rows: freed once split (``_compute_graph``)
-    got_totals, got_contexts, got_passes, got_finishes, got_bests = _compute_graph(
+    got_totals, got_passes, got_finishes, got_bests = _compute_graph(
         graph, retries, progress, "evaluating"
     )
-    return combine_ranges(got_totals, got_contexts, got_passes, got_finishes, got_bests, parsed)
+    contexts = [range_context(got_totals, j, parsed) for j in range(len(got_totals))]
+    return combine_ranges(got_totals, contexts, got_passes, got_finishes, got_bests, parsed)
 
 
 def _range_graph(
-    batches: list[Delayed], cuts: list[float], parsed: Options, cap: int | None, *, counted: bool
+    batches: list[Delayed],
+    groups: list[Group],
+    rows: Sequence[int],
+    cuts: list[float],
+    parsed: Options,
+    cap: int | None,
+    *,
+    counted: bool,
 ) -> Graph:
     """The ranges' tasks after the cuts, as one task graph written out key by key (``Graph``:
-    its targets are (totals, contexts, passes, finishes, bests), and with ``counted`` each
-    partition's rows once split, for the progress line). Ranges (low, high], from the highest
-    scores down: the order the passes take them in.
+    its targets are (totals, passes, finishes, bests), and with ``counted`` each split's
+    partitions done with their rows, for the progress line). Ranges (low, high], from the
+    highest scores down: the order the passes take them in.
 
-    Each partition is split into every range by one task, on the worker that holds it. The
-    pieces of one range split on one worker are taken by one task there (``_worker_pieces``:
-    its inputs are all on that worker, so the scheduler runs it there and nothing moves), and
-    each range's pieces from every worker are joined by one task, whose classes stay on its
-    worker for the range's passes. So the exchange costs a task per worker and range, not
-    one per partition and range: at 1,000 partitions, 16 workers and 64 ranges, 1,024 tasks
-    where a task per piece would be 64,000.
+    Each run of partitions (``Group.chunks``: up to ``SPLIT_ROWS`` rows) is split into every
+    range by one task, on the worker that holds it. The pieces of one range split on one
+    worker are taken by one task there, and each range's pieces from every worker are joined
+    by one task, whose classes stay on its worker for the range's passes; each pass takes the
+    range's context from every range's totals there. So the exchange costs a task per worker
+    and range, not one per partition and range: at 1,000 partitions, 16 workers and 64
+    ranges, 1,024 tasks where a task per piece would be 64,000.
+
+    The graph places these tasks itself (``Graph.placed``): a run's split and a worker's
+    pieces on that worker, a range's join and passes on a worker thread taken in turn forth
+    and back (``_turn``), so that each thread joins and sweeps as many ranges, and as many
+    high ones as low ones. Left to the scheduler, a step of many tasks over few (the pieces
+    of a few splits) counts as "root-ish" there and goes to any free worker, with the whole
+    split it reads.
 
     Written out, not called through ``dask.delayed``: a delayed call merges and culls the
     graphs of its arguments, so the graph took time quadratic in the partitions."""
     token = uuid.uuid4().hex
     pieces = len(cuts) + 1
     tasks: dict[Key, Any] = {}
+    placed: dict[Key, str] = {}
     for batch in batches:
         tasks.update(batch.__dask_graph__())
-    split = _counted_split if counted else _split
-    for p, batch in enumerate(batches):
-        tasks[(f"range-split-{token}", p)] = (split, batch.key, cuts)
-    groups = _by_worker(batches)
+    splits: list[list[Key]] = []  # each group's
     for g, group in enumerate(groups):
-        splits = [(f"range-split-{token}", p) for p in group]
-        for j in range(pieces):
-            tasks[(f"range-pieces-{token}", g, j)] = (_worker_pieces, j, group, *splits)
-    classes: list[Key] = [(f"range-classes-{token}", j) for j in range(pieces)]
+        splits.append([])
+        for c, chunk in enumerate(group.chunks(rows)):
+            splits[-1].append((f"range-split-{token}", g, c))
+            tasks[splits[-1][-1]] = (_split, cuts, chunk, *(batches[p].key for p in chunk))
+            placed[splits[-1][-1]] = group.worker
+    slots = [group.worker for group in groups for _ in range(group.threads)]
     totals: list[Key] = [(f"range-totals-{token}", j) for j in range(pieces)]
-    contexts: list[Key] = [(f"range-context-{token}", j) for j in range(pieces)]
     passes: list[Key] = [(f"range-pass-{token}", j) for j in range(pieces)]
     finishes: list[Key] = [(f"range-finish-{token}", j) for j in range(pieces)]
     bests: Key = f"range-bests-{token}"
     for j in range(pieces):
+        taken: list[Key] = [(f"range-pieces-{token}", g, j) for g in range(len(groups))]
+        for piece, group, held in zip(taken, groups, splits, strict=True):
+            tasks[piece] = (_worker_pieces, j, *held)
+            placed[piece] = group.worker
         join = (f"range-join-{token}", j)
-        tasks[join] = (
-            _range_classes, cap, parsed,
-            *((f"range-pieces-{token}", g, j) for g in range(len(groups))),
-        )  # fmt: skip
-        tasks[classes[j]] = (operator.getitem, join, 0)
+        tasks[join] = (_range_classes, cap, parsed, *taken)
         tasks[totals[j]] = (operator.getitem, join, 1)
-        tasks[contexts[j]] = (range_context, totals, j, parsed)
-        tasks[passes[j]] = (_pass, classes[j], contexts[j], parsed)
-        tasks[finishes[j]] = (_finish, classes[j], contexts[j], bests, j)
+        tasks[passes[j]] = (_pass, join, j, parsed, totals)
+        tasks[finishes[j]] = (_finish, join, j, parsed, totals, bests)
+        worker = slots[_turn(j, len(slots))] if slots else ""
+        for key in (join, totals[j], passes[j], finishes[j]):
+            placed[key] = worker
     tasks[bests] = (_bests, totals, passes)
     counts: list[Key] = []
-    for p in range(counted * len(batches)):
-        counts.append((f"range-rows-{token}", p))
-        tasks[counts[-1]] = (operator.getitem, (f"range-split-{token}", p), pieces)
-    return Graph(tasks, [totals, contexts, passes, finishes, bests], counts)
+    for done, split in enumerate(each for group in splits for each in group):
+        if counted:
+            counts.append((f"range-rows-{token}", done))
+            tasks[counts[-1]] = (operator.getitem, split, pieces)
+            placed[counts[-1]] = placed[split]
+    known = {key: worker for key, worker in placed.items() if worker}
+    return Graph(tasks, [totals, passes, finishes, bests], counts, len(batches), known)
 
 
-def _by_worker(batches: list[Delayed]) -> list[list[int]]:
-    """The partitions (their positions) grouped by the worker that holds each (persisted and
-    read: ``_cuts`` has waited for them); one group on a local scheduler."""
+def _turn(position: int, count: int) -> int:
+    """Which of ``count`` takes the range at ``position``: in turn, forth then back (0, 1,
+    1, 0, 0, 1, ... for two), since the ranges' work varies along the score axis."""
+    lap, at = divmod(position, count)
+    return at if lap % 2 == 0 else count - 1 - at
+
+
+def _worker_pieces(piece: int, *splits: tuple[Any, ...]) -> tuple[tuple[int, RangeRows], ...]:
+    """Range ``piece``'s rows of each partition of ``splits`` (``_split``'s), with its
+    partition."""
+    return tuple(pair for split in splits for pair in split[piece])
+
+
+def _read(batches: list[Delayed], retries: int, progress: ProgressCallback | None) -> None:
+    """With ``progress``: the reading step told as each partition is read and checked."""
+    if progress is not None:
+        counts = [delayed(_rows, pure=True)(batch) for batch in batches]
+        _compute([], counts, retries, progress, "reading")
+
+
+def _rows(batch: RangeBatch) -> Done:
+    return (1, batch.n_rows)
+
+
+@dataclasses.dataclass(frozen=True)
+class Group:
+    """The partitions (their positions, in order) one worker holds (``""``: unknown, or a
+    local scheduler), and its threads."""
+
+    worker: str
+    partitions: list[int]
+    threads: int = 1
+
+    def chunks(self, rows: Sequence[int]) -> list[list[int]]:
+        """Its partitions in runs of at most ``SPLIT_ROWS`` rows (``rows``: each partition's,
+        by position), a partition at least: the partitions one split takes."""
+        runs: list[list[int]] = []
+        held = 0
+        for p in self.partitions:
+            if not runs or held + rows[p] > SPLIT_ROWS:
+                runs.append([])
+                held = 0
+            runs[-1].append(p)
+            held += rows[p]
+        return runs
+
+
+def _groups(batches: list[Delayed]) -> list[Group]:
+    """The partitions grouped by the worker that holds each, once every partition is read (a
+    partition that failed is grouped apart: its group's first task raises its error); one
+    group on a local scheduler."""
     client = _client()
     if client is None:
-        return [list(range(len(batches)))] if batches else []
+        return [Group("", list(range(len(batches))))] if batches else []
+    from distributed import futures_of, wait
+
+    wait(futures_of(batches))
     held = client.who_has(batches)  # the futures of the persisted partitions
-    groups: dict[str, list[int]] = {}
+    threads = client.nthreads()
+    by_worker: dict[str, list[int]] = {}
     for p, batch in enumerate(batches):
         workers = sorted(held.get(batch.key, ()))
-        groups.setdefault(workers[0] if workers else "", []).append(p)
-    return list(groups.values())
-
-
-def _worker_pieces(
-    piece: int, partitions: list[int], *splits: tuple[RangeRows, ...]
-) -> tuple[tuple[int, RangeRows], ...]:
-    """Range ``piece``'s rows of each of ``partitions`` (their splits), with its partition."""
-    return tuple((p, split[piece]) for p, split in zip(partitions, splits, strict=True))
+        by_worker.setdefault(workers[0] if workers else "", []).append(p)
+    return [
+        Group(worker, parts, max(1, threads.get(worker, 1))) for worker, parts in by_worker.items()
+    ]
 
 
 def _cuts(
-    batches: list[Delayed],
-    count: int | None,
-    retries: int,
-    progress: ProgressCallback | None = None,
-) -> list[float]:
+    batches: list[Delayed], groups: list[Group], count: int | None, retries: int
+) -> tuple[list[float], list[int]]:
     """Cut points that share the work of a sample of the rows (every partition's, evenly
-    spaced: the ranges need not be even to be exact, only to share the work; ``range_cuts``),
-    distinct and in ascending order; ``count`` ranges, or by default as many as the rows need
-    (``_default_ranges``). The client holds at most about ``CUT_SAMPLE`` rows' scores and
-    labels, however many rows."""
+    spaced, taken by a task a worker: the ranges need not be even to be exact, only to share
+    the work; ``range_cuts``), distinct and in ascending order; ``count`` ranges, or by
+    default as many as the rows need (``_default_ranges``); and each partition's rows. The
+    client holds at most about ``CUT_SAMPLE`` rows' scores and labels, however many rows."""
     if not batches:
-        return []
+        return [], []
     each = max(MIN_PART_SAMPLE, CUT_SAMPLE // len(batches))
-    sampled = [delayed(_sample, pure=True, nout=2)(batch, each) for batch in batches]
-    counts = [] if progress is None else [pair[1] for pair in sampled]
-    (samples,) = _compute([sampled], counts, retries, progress, "reading")
-    scores = np.concatenate([values for (values, _), _ in samples])
-    labels = np.concatenate([positive for (_, positive), _ in samples])
-    rows = sum(size for _, size in samples)
-    return range_cuts(scores, labels, count or _default_ranges(rows))
+    sampled = [
+        delayed(_sample, pure=True)(each, *(batches[p] for p in group.partitions))
+        for group in groups
+    ]
+    (samples,) = _compute([sampled], [], retries, None, "reading")
+    scores = np.concatenate([values for values, _, _ in samples])
+    labels = np.concatenate([positive for _, positive, _ in samples])
+    rows = [0] * len(batches)
+    for group, (_, _, sizes) in zip(groups, samples, strict=True):
+        for p, size in zip(group.partitions, sizes, strict=True):
+            rows[p] = size
+    return range_cuts(scores, labels, count or _default_ranges(sum(rows))), rows
 
 
 def _sample(
-    batch: RangeBatch, size: int
-) -> tuple[tuple[NDArray[np.float64], NDArray[np.bool_]], int]:
-    """At most ``size`` of a partition's rows (scores and labels), evenly spaced in its
-    order, and its rows."""
-    return batch.sample(size), batch.n_rows
+    size: int, *batches: RangeBatch
+) -> tuple[NDArray[np.float64], NDArray[np.bool_], list[int]]:
+    """At most ``size`` of each partition's rows (scores and labels, evenly spaced in its
+    order: ``RangeBatch.sample``), and each partition's rows."""
+    taken = [batch.sample(size) for batch in batches]
+    scores = np.concatenate([values for values, _ in taken]) if taken else np.empty(0)
+    labels = np.concatenate([positive for _, positive in taken]) if taken else np.empty(0, bool)
+    return scores, labels, [batch.n_rows for batch in batches]
 
 
 def _default_ranges(rows: int) -> int:
     """Enough ranges that each holds about ``RANGE_ROWS`` rows, at least two per thread of the
     cluster (each range's join and passes are one task a step), at most 64. Small ranges keep
     a pass's arrays small (a range's sweep is several times its state); each range costs a few
-    tasks and a piece from every partition, so not more of them than the rows need."""
+    tasks and a piece from every group, so not more of them than the rows need."""
     wanted = -(-rows // RANGE_ROWS)
     return max(2, min(64, max(wanted, 2 * _threads())))
 
@@ -683,9 +811,14 @@ def _range_classes(
     return classes, range_totals(classes, options)
 
 
+Joined = tuple[RangeClasses, RangeTotals]
+
+
 @_one_thread
-def _pass(classes: RangeClasses, context: RangeContext, options: Options) -> RangePass:
-    return range_pass(classes.sweep(), context, options)
+def _pass(joined: Joined, position: int, options: Options, totals: list[RangeTotals]) -> RangePass:
+    """Pass 2 over range ``position`` (its context from every range's ``totals``)."""
+    context = range_context(totals, position, options)
+    return range_pass(joined[0].sweep(), context, options)
 
 
 def _bests(totals: list[RangeTotals], passes: list[RangePass]) -> Bests | None:
@@ -696,11 +829,17 @@ def _bests(totals: list[RangeTotals], passes: list[RangePass]) -> Bests | None:
 
 @_one_thread
 def _finish(
-    classes: RangeClasses, context: RangeContext, bests: Bests | None, position: int
+    joined: Joined,
+    position: int,
+    options: Options,
+    totals: list[RangeTotals],
+    bests: Bests | None,
 ) -> RangeFinish:
+    """Pass 3 over range ``position``."""
     if bests is None:
         return RangeFinish()
-    return range_finish(classes.sweep(), context, bests, position)
+    context = range_context(totals, position, options)
+    return range_finish(joined[0].sweep(), context, bests, position)
 
 
 # --- the command line: files through Dask -------------------------------------------------------

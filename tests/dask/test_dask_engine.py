@@ -225,8 +225,8 @@ class _Transitions(SchedulerPlugin):
         self.seen: list[tuple[str, str, str]] = []
 
     def transition(self, key: Any, start: str, finish: str, *args: Any, **kwargs: Any) -> None:
-        name = key_split(key)  # without the leading underscore
-        if name.startswith(("read_parquet", "range_batch", "range-split", "range-pass")):
+        name = key_split(key)  # the read and the check fused: "read_parquet"
+        if name.startswith(("read_parquet", "range-split", "range-pass")):
             self.seen.append((name, start, finish))
 
 
@@ -240,18 +240,17 @@ def _transitions(dask_scheduler: Any) -> list[tuple[str, str, str]]:
 def test_ranges_read_each_partition_once_and_free_it_once_split(
     client: Client, tmp_path: Path
 ) -> None:
-    """The ranges path reads and checks each partition once (its scores sampled for the cuts
-    from the rows it keeps), and each partition's rows are freed on the worker as soon as they
-    are split into the ranges, before any range's pass."""
+    """The ranges path reads and checks each partition once, in one task (its scores sampled
+    for the cuts from the rows it keeps), and each partition's rows are freed on the worker as
+    soon as they are split into the ranges, before any range's pass."""
     data, _ = _binary_frame(4000, tmp_path, partitions=5)
     client.register_plugin(_Transitions())
     evalserve_dask.evaluate(data, task="binary", method="ranges", ranges=3)
     seen = client.run_on_scheduler(_transitions)
     read = [name for name, start, finish in seen if finish == "memory"]
-    assert read.count("read_parquet") + read.count("read_parquet-fused") <= 5
-    assert read.count("range_batch") == 5 and read.count("range-split") == 5
+    assert read.count("read_parquet") == 5 and 1 <= read.count("range-split") <= 2
     freed = [
-        i for i, (name, start, _) in enumerate(seen) if name == "range_batch" and start == "memory"
+        i for i, (name, start, _) in enumerate(seen) if name == "read_parquet" and start == "memory"
     ]
     passes = [
         i
@@ -262,37 +261,42 @@ def test_ranges_read_each_partition_once_and_free_it_once_split(
 
 
 class _Placed(SchedulerPlugin):
-    """Where each ranges task ran (its worker, by task name) and which of its inputs moved."""
+    """Where each ranges task ran: its key and its worker."""
 
     name = "evalserve-placed"
 
     def __init__(self) -> None:
-        self.ran: list[tuple[str, str]] = []
+        self.ran: list[tuple[Any, str]] = []
 
     def transition(self, key: Any, start: str, finish: str, *args: Any, **kwargs: Any) -> None:
         if finish == "memory" and key_split(key).startswith("range-"):
-            self.ran.append((key_split(key), str(kwargs.get("worker", ""))))
+            self.ran.append((key, str(kwargs.get("worker", ""))))
 
 
-def _placed(dask_scheduler: Any) -> list[tuple[str, str]]:
+def _placed(dask_scheduler: Any) -> list[tuple[Any, str]]:
     plugin = dask_scheduler.plugins.pop(_Placed.name)
     return list(plugin.ran)
 
 
 def test_ranges_take_each_workers_pieces_on_that_worker(client: Client, tmp_path: Path) -> None:
-    """Each worker's pieces of a range are taken by one task on that worker: a task per worker
-    and range (not one per partition and range), run where the splits are; the answer is the
-    in-process one."""
+    """Each worker's pieces of a range are taken by one task on that worker, where its
+    splits ran (a task per worker and range, not one per partition and range: nothing but
+    the pieces moves), and each range's join and passes run on one worker, the ranges shared
+    between the workers; the answer is the in-process one."""
     data, frame = _binary_frame(6000, tmp_path, partitions=8)
     client.register_plugin(_Placed())
     got = evalserve_dask.evaluate(data, task="binary", method="ranges", ranges=5)
     ran = client.run_on_scheduler(_placed)
-    splits = {worker for name, worker in ran if name == "range-split"}
-    taken = [worker for name, worker in ran if name == "range-pieces"]
-    assert len([name for name, _ in ran if name == "range-split"]) == 8
-    assert len(taken) == 5 * len(splits) and set(taken) == splits
-    for worker in splits:
-        assert taken.count(worker) == 5
+    split_on = {key[1]: worker for key, worker in ran if key_split(key) == "range-split"}
+    pieces = [(key, worker) for key, worker in ran if key_split(key) == "range-pieces"]
+    assert len(split_on) == 2 and len(set(split_on.values())) == 2  # a group a worker
+    assert len(pieces) == 5 * 2 and all(worker == split_on[key[1]] for key, worker in pieces)
+    ranges: dict[int, set[str]] = {}
+    for key, worker in ran:
+        if key_split(key) in ("range-join", "range-totals", "range-pass", "range-finish"):
+            ranges.setdefault(key[1], set()).add(worker)
+    assert sorted(ranges) == list(range(5)) and all(len(each) == 1 for each in ranges.values())
+    assert {worker for (worker,) in ranges.values()} == set(split_on.values())
     want = evaluate(
         "binary", frame.label.to_numpy(), frame.score.to_numpy(),
         sample_weight=frame.weight.to_numpy(),  # the frame's weight column is read
