@@ -335,7 +335,7 @@ def _counted_state(
     cap: int | None,
     *,
     max_segments: int | None = DEFAULT_MAX_SEGMENTS,
-) -> tuple[bytes, tuple[int, int]]:
+) -> tuple[bytes, Done]:
     """``_partition_state``, and the partition done with its rows (``Done``)."""
     state = _partition_state(part, index, table_plan, options, cap, max_segments=max_segments)
     return state, (1, len(part))
