@@ -12,15 +12,21 @@ worker (one thread) takes at most 1.3x the in-process evaluator on one thread
 The three gated ways (the in-process evaluator on one thread, the ranges on 1 worker, on 2)
 are timed in ``--rounds`` rounds, one way after the other in each: this virtual machine's
 speed drifts by 10-20% over minutes, and a ratio of times taken minutes apart measured the
-drift as much as the code. In each round a way runs once to warm up (a cluster is started
-for it and closed after), then ``--repeats`` times back to back; its best time over the
-rounds counts. The other ways run once each on a cluster kept for them, warmed up, then
-``--repeats`` times (ways on one cluster are not interleaved: another way's arrays would
-change the holes its workers keep for the next run). The answers must agree (the tree to the
-bit, the ranges to 1e-12).
+drift as much as the code. In each round a way runs ``--warm-ups`` times to warm up (a
+cluster is started for it and closed after), then ``--repeats`` times back to back; its best
+time over the rounds counts. Two warm-ups by default: on a fresh cluster the first run faults
+in the workers' pages and the second is still slow (its system time several times a later
+run's); from the third on, the workers mostly reuse the pages they keep
+(``retain_freed_memory``), as a cluster that evaluates again and again does. Then
+``--step-runs`` more runs on 1 and on 2 workers, with the scheduler's task stream recorded,
+give the table of where the time goes (each step's span, how busy the workers were in it,
+their CPU and the scheduler's: ``task_steps.py``). The other ways run once each on a cluster
+kept for them, warmed up as much, then ``--repeats`` times (ways on one cluster are not
+interleaved: another way's arrays would change the holes its workers keep for the next run).
+The answers must agree (the tree to the bit, the ranges to 1e-12).
 
     python bench/dask_scaling.py [--rows 20000000] [--files 20] [--rounds 4] [--repeats 2]
-        [--quick] [--no-fail] [--results PATH]
+        [--warm-ups 2] [--step-runs 8] [--quick] [--no-fail] [--results PATH]
 
 It prints its table and rewrites its own section of ``bench/RESULTS.md``; it exits with status
 1 when a gated target fails, unless ``--no-fail``.
@@ -47,6 +53,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 from machine import machine_description
 from results_md import RESULTS_PATH, write_section
+from task_steps import StepTimes, record_steps, render_steps
 from timing import Row, progress, render_table, verdict
 
 from evalserve.service.memory import retain_freed_memory
@@ -129,9 +136,12 @@ def partitions_way(partitions: int, seed: int) -> Callable[[], Any]:
     return run
 
 
-def best(run: Callable[[], Any], repeats: int) -> tuple[float, Any]:
-    """The answer of a warm-up run and the best wall time of ``repeats`` more."""
+def best(run: Callable[[], Any], repeats: int, warm_ups: int = 1) -> tuple[float, Any]:
+    """The answer of ``warm_ups`` runs (at least one) and the best wall time of ``repeats``
+    more."""
     answer = run()
+    for _ in range(warm_ups - 1):
+        run()
     times = []
     for _ in range(repeats):
         started = time.perf_counter()
@@ -157,7 +167,13 @@ def agree(reference: Any, other: Any, *, exact: bool) -> None:
 
 
 def render(
-    rows: Sequence[Row], times: Mapping[str, float], command: str, rounds: int, repeats: int
+    rows: Sequence[Row],
+    times: Mapping[str, float],
+    steps: tuple[StepTimes, StepTimes],
+    command: str,
+    rounds: int,
+    repeats: int,
+    warm_ups: int,
 ) -> str:
     lines = [
         f"* Command: `{command}`",
@@ -178,12 +194,29 @@ def render(
         "  (`retain_freed_memory`), as `evalserve evaluate --engine dask` does with its own",
         "  cluster and in its own process.",
         "* The gated ways (in process on 1 thread, the ranges on 1 and on 2 workers): the best",
-        f"  of {rounds} round(s), the three ways in turn in each round, each warmed up, then",
-        f"  timed {repeats} time(s) (a cluster started for it, then closed). The others: once.",
+        f"  of {rounds} round(s), the three ways in turn in each round, each warmed up by",
+        f"  {warm_ups} run(s), then timed {repeats} time(s) (a cluster started for it, then",
+        "  closed). The others: once, warmed up as much.",
         f"* Many partitions: {MANY_ROWS:,} rows held in memory (`dd.from_pandas`, persisted),",
         f"  {MANY_RANGES} ranges, in {FEW_PARTS} and in {MANY_PARTS} partitions: a split takes",
         "  a run of a worker's partitions, and a worker's pieces of a range are one task; each",
         "  partition is still a task to read (the per-task cost of the scheduler, reported).",
+        "",
+        "Where the ranges' time goes (`bench/task_steps.py`): the same files on 1 and on 2",
+        f"workers, {len(steps[0].walls)} more run(s) each with the scheduler's task stream",
+        "recorded (not the timed runs above; the recording costs the scheduler a little). A",
+        "step's span runs from its first task's start to its last task's stop; \"busy\" is the",
+        "share of the 2 workers' time in the step spent computing (the rest: one waiting for",
+        "the other); \"between steps\" is the run's wall time less the steps' spans (the",
+        "client's round trips, the scheduler's latency, the answers gathered).",
+        "",
+        *render_steps(*steps),
+        "",
+        "* Recorded runs' wall times, 1 worker: "
+        + ", ".join(f"{wall:.3f}" for wall in steps[0].walls)
+        + " s; 2 workers: "
+        + ", ".join(f"{wall:.3f}" for wall in steps[1].walls)
+        + " s.",
     ]
     return "\n".join(lines)
 
@@ -194,7 +227,11 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser.add_argument("--files", type=int, default=20)
     parser.add_argument("--rounds", type=int, default=4)
     parser.add_argument("--repeats", type=int, default=2)
+    parser.add_argument("--warm-ups", type=int, default=2, help="untimed runs a round")
     parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument(
+        "--step-runs", type=int, default=8, help="recorded runs for the steps' table"
+    )
     parser.add_argument("--quick", action="store_true", help="2,000,000 rows, one run a round")
     parser.add_argument("--no-fail", action="store_true", help="exit 0 when a target fails")
     parser.add_argument("--results", type=Path, default=RESULTS_PATH)
@@ -206,33 +243,42 @@ def main(argv: Sequence[str] | None = None) -> int:
     retain_freed_memory()  # as the command does, for the in-process evaluator
     rows, repeats = (2_000_000, 1) if args.quick else (args.rows, args.repeats)
     rounds = 1 if args.quick else args.rounds
+    step_runs = 1 if args.quick else args.step_runs
+    warm_ups = 1 if args.quick else max(1, args.warm_ups)
     times: dict[str, float] = {}
+    steps: list[StepTimes] = []
     with tempfile.TemporaryDirectory() as directory:
         folder = Path(directory)
         progress(f"writing {rows:,} rows in {args.files} Parquet files ...")
         write_files(folder, rows, args.files, args.seed)
         for round_ in range(rounds):
             progress(f"round {round_ + 1} of {rounds}: in process, 1 worker, 2 workers ...")
-            took, reference = best(in_process(folder, 1), repeats)
+            took, reference = best(in_process(folder, 1), repeats, warm_ups)
             fastest(times, "in process, 1 thread", took)
             for workers in (1, 2):
                 with cluster(workers):
-                    took, answer = best(dask_way(folder, "ranges"), repeats)
+                    took, answer = best(dask_way(folder, "ranges"), repeats, warm_ups)
                     fastest(times, f"{workers} worker{'s' if workers > 1 else ''}, ranges", took)
                     agree(reference, answer, exact=False)
+        for workers in (1, 2):
+            progress(f"{workers} worker(s), ranges, the task stream recorded ...")
+            with cluster(workers) as client:
+                steps.append(record_steps(client, dask_way(folder, "ranges"), step_runs, warm_ups))
         progress("in process, every CPU ...")
-        times["in process, every CPU"], _ = best(in_process(folder, None), repeats)
+        times["in process, every CPU"], _ = best(in_process(folder, None), repeats, warm_ups)
         for workers in (1, 2):
             with cluster(workers):
                 progress(f"{workers} worker(s), tree ...")
                 name = f"{workers} worker{'s' if workers > 1 else ''}, tree"
-                times[name], answer = best(dask_way(folder, "tree"), repeats)
+                times[name], answer = best(dask_way(folder, "tree"), repeats, warm_ups)
                 agree(reference, answer, exact=True)
                 if workers == 2:  # on the 2 workers, not on a local scheduler once they are gone
                     progress(f"2 workers, {MANY_PARTS} partitions ...")
                     for parts in (FEW_PARTS, MANY_PARTS):
                         name = f"2 workers, ranges, {MANY_ROWS:,} rows in {parts} partitions"
-                        times[name], answer = best(partitions_way(parts, args.seed), repeats)
+                        times[name], answer = best(
+                            partitions_way(parts, args.seed), repeats, warm_ups
+                        )
                         if parts == FEW_PARTS:
                             few_answer = answer
                         else:
@@ -256,7 +302,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     ]  # fmt: skip
     given = argv if argv is not None else sys.argv[1:]
     command = "python bench/dask_scaling.py" + (" " + shlex.join(given) if given else "")
-    body = render(table, times, command, rounds, repeats)
+    body = render(table, times, (steps[0], steps[1]), command, rounds, repeats, warm_ups)
     print(body)
     write_section(SECTION_TITLE, body, args.results)
     failed = [row.scenario for row in table if row.failed]
