@@ -85,6 +85,33 @@ def test_the_table_format(tmp_path: Path) -> None:
     assert f"{auc:.6g}" in row and "95% delong" in row
 
 
+def test_the_table_names_what_each_test_compared_against(tmp_path: Path) -> None:
+    """The drift test's row shows the baseline's AUC under "baseline", the paired test's the
+    challenger's under "challenger"."""
+    rng = np.random.default_rng(8)
+    labels = rng.integers(0, 2, 400)
+    scores = labels + rng.normal(size=400)
+    challenger = labels + 2 * rng.normal(size=400)
+    path = tmp_path / "rows.parquet"
+    pq.write_table(pa.table({"y": labels, "p": scores, "c": challenger}), path)
+    baseline = tmp_path / "baseline.json"
+    baseline.write_text(json.dumps({"roc_auc": 0.9, "n_positive": 200, "n_negative": 200}))
+    done = _evaluate(
+        path, "--baseline", str(baseline), "--challenger-column", "c", "--format", "table"
+    )
+    assert done.returncode == 0, done.stderr
+    lines = done.stdout.splitlines()
+    drift = lines[lines.index("drift") + 1 : lines.index("drift") + 3]
+    assert drift[0].split() == ["metric", "baseline", "delta", "p-value", "significant"]
+    assert drift[1].split()[:2] == ["roc_auc", "0.9"]
+    comparison = lines[lines.index("comparison") + 1 : lines.index("comparison") + 3]
+    assert comparison[0].split() == ["metric", "challenger", "delta", "p-value", "significant"]
+    paired = evaluate("binary", labels, scores, challenger={"scores": challenger}).comparison[
+        "roc_auc"
+    ]
+    assert comparison[1].split()[:2] == ["roc_auc", f"{paired.challenger:.6g}"]
+
+
 def test_a_bad_option_flag_is_a_clear_error(tmp_path: Path) -> None:
     path, _, _ = _rows(tmp_path)
     done = _evaluate(path, "--max-fpr", "2")

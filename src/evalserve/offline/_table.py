@@ -64,8 +64,8 @@ def _body(result: EvaluationResult) -> list[str]:
     lines = _metric_lines(result)
     drift = {name: (test.baseline, test) for name, test in result.drift.items()}
     comparison = {name: (test.challenger, test) for name, test in result.comparison.items()}
-    lines += _test_lines("drift", drift)
-    lines += _test_lines("comparison", comparison)
+    lines += _test_lines("drift", "baseline", drift)
+    lines += _test_lines("comparison", "challenger", comparison)
     lines += _class_lines(result.per_class)
     if result.coverage is not None:
         lines += ["", "coverage"]
@@ -94,9 +94,10 @@ def _interval(interval: Interval) -> str:
 
 
 def _test_lines(
-    section: str, tests: Mapping[str, tuple[float | None, DriftTest | Comparison]]
+    section: str, against: str, tests: Mapping[str, tuple[float | None, DriftTest | Comparison]]
 ) -> list[str]:
-    """The tests of ``section``, each with the value it tested against (nothing without)."""
+    """The tests of ``section``, each with the other side's value (column ``against``: the
+    baseline's, the challenger's; nothing without)."""
     if not tests:
         return []
     rows = [
@@ -109,7 +110,7 @@ def _test_lines(
         )
         for name, (reference, test) in tests.items()
     ]
-    header = ("metric", "reference", "delta", "p-value", "significant")
+    header = ("metric", against, "delta", "p-value", "significant")
     return ["", section, *_aligned(header, rows)]
 
 
