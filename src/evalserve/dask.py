@@ -591,8 +591,8 @@ def _ranges(
     )
     batches = list(persist(*checked.to_delayed(), retries=retries))
     _read(batches, retries, progress)
-    groups = _groups(batches)
-    cuts, rows = _cuts(batches, groups, ranges, retries)
+    groups, threads = _groups(batches)
+    cuts, rows = _cuts(batches, groups, ranges or _default_ranges, retries, threads)
     graph = _range_graph(batches, groups, rows, cuts, parsed, cap, counted=progress is not None)
     batches.clear()  # the client lets go of the rows: freed once split (``_compute_graph``)
     got_totals, got_passes, got_finishes, got_bests = _compute_graph(
@@ -723,13 +723,14 @@ class Group:
         return runs
 
 
-def _groups(batches: list[Delayed]) -> list[Group]:
+def _groups(batches: list[Delayed]) -> tuple[list[Group], int]:
     """The partitions grouped by the worker that holds each, once every partition is read (a
-    partition that failed is grouped apart: its group's first task raises its error); one
-    group on a local scheduler."""
+    partition that failed is grouped apart: its group's first task raises its error), and the
+    threads of the whole cluster; one group on a local scheduler, with this machine's CPUs."""
     client = _client()
     if client is None:
-        return [Group("", list(range(len(batches))))] if batches else []
+        local = [Group("", list(range(len(batches))))] if batches else []
+        return local, os.cpu_count() or 1
     from distributed import futures_of, wait
 
     wait(futures_of(batches))
@@ -741,17 +742,22 @@ def _groups(batches: list[Delayed]) -> list[Group]:
         by_worker.setdefault(workers[0] if workers else "", []).append(p)
     return [
         Group(worker, parts, max(1, threads.get(worker, 1))) for worker, parts in by_worker.items()
-    ]
+    ], sum(threads.values())
 
 
 def _cuts(
-    batches: list[Delayed], groups: list[Group], count: int | None, retries: int
+    batches: list[Delayed],
+    groups: list[Group],
+    count: int | Callable[[int, int], int],
+    retries: int,
+    threads: int,
 ) -> tuple[list[float], list[int]]:
     """Cut points that share the work of a sample of the rows (every partition's, evenly
     spaced, taken by a task a worker: the ranges need not be even to be exact, only to share
-    the work; ``range_cuts``), distinct and in ascending order; ``count`` ranges, or by
-    default as many as the rows need (``_default_ranges``); and each partition's rows. The
-    client holds at most about ``CUT_SAMPLE`` rows' scores and labels, however many rows."""
+    the work; ``range_cuts``), distinct and in ascending order; ``count`` ranges, or as many
+    as ``count(rows, threads)`` gives (``_default_ranges``: as many as the rows need); and
+    each partition's rows. The client holds at most about ``CUT_SAMPLE`` rows' scores and
+    labels, however many rows."""
     if not batches:
         return [], []
     each = max(MIN_PART_SAMPLE, CUT_SAMPLE // len(batches))
@@ -766,7 +772,8 @@ def _cuts(
     for group, (_, _, sizes) in zip(groups, samples, strict=True):
         for p, size in zip(group.partitions, sizes, strict=True):
             rows[p] = size
-    return range_cuts(scores, labels, count or _default_ranges(sum(rows))), rows
+    wanted = count if isinstance(count, int) else count(sum(rows), threads)
+    return range_cuts(scores, labels, wanted), rows
 
 
 def _sample(
@@ -780,23 +787,14 @@ def _sample(
     return scores, labels, [batch.n_rows for batch in batches]
 
 
-def _default_ranges(rows: int) -> int:
+def _default_ranges(rows: int, threads: int) -> int:
     """Enough ranges that each holds about ``RANGE_ROWS`` rows, at least two per thread of the
-    cluster (each range's join and passes are one task a step), at most 64. Small ranges keep
-    a pass's arrays small (a range's sweep is several times its state); each range costs a few
-    tasks and a piece from every group, so not more of them than the rows need."""
+    cluster (``threads``: each range's join and passes are one task a step), at most 64.
+    Small ranges keep a pass's arrays small (a range's sweep is several times its state); each
+    range costs a few tasks and a piece from every group, so not more of them than the rows
+    need."""
     wanted = -(-rows // RANGE_ROWS)
-    return max(2, min(64, max(wanted, 2 * _threads())))
-
-
-def _threads() -> int:
-    """The threads of the current ``distributed`` cluster, else this machine's CPUs."""
-    try:
-        from distributed import get_client
-
-        return sum(get_client().nthreads().values())
-    except (ImportError, ValueError):
-        return os.cpu_count() or 1
+    return max(2, min(64, max(wanted, 2 * threads)))
 
 
 @_one_thread

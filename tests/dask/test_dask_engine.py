@@ -278,6 +278,19 @@ def _placed(dask_scheduler: Any) -> list[tuple[Any, str]]:
     return list(plugin.ran)
 
 
+def test_the_default_ranges_are_two_per_thread_of_the_cluster(
+    client: Client, tmp_path: Path
+) -> None:
+    """Without ``ranges``, a few rows take two ranges per worker thread (2 workers of one
+    thread: 4), the count the cluster's threads give (read once, with the workers that hold
+    the partitions)."""
+    data, _ = _binary_frame(3000, tmp_path, partitions=4)
+    client.register_plugin(_Placed())
+    evalserve_dask.evaluate(data, task="binary", method="ranges")
+    ran = client.run_on_scheduler(_placed)
+    assert sorted(key[1] for key, _ in ran if key_split(key) == "range-join") == [0, 1, 2, 3]
+
+
 def test_ranges_take_each_workers_pieces_on_that_worker(client: Client, tmp_path: Path) -> None:
     """Each worker's pieces of a range are taken by one task on that worker, where its
     splits ran (a task per worker and range, not one per partition and range: nothing but

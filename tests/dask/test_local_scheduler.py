@@ -3,6 +3,7 @@ persists the checked partitions in this process and answers as ``evaluate`` does
 
 from __future__ import annotations
 
+import os
 from typing import Any
 
 import dask
@@ -88,6 +89,21 @@ def test_the_ranges_graph_grows_as_partitions_plus_ranges(
     with dask.config.set(scheduler="synchronous"):
         got_totals, *_ = evalserve_dask._compute_graph(graph, 0, None, "evaluating")
     assert sum(t.n_rows for t in got_totals) == 50 * partitions
+
+
+def test_the_default_count_of_ranges() -> None:
+    """One range per ``RANGE_ROWS`` rows, at least two per thread, two at least, 64 at most;
+    on a local scheduler, two per CPU of this machine."""
+    per = evalserve_dask.RANGE_ROWS
+    assert evalserve_dask._default_ranges(1000, 1) == 2
+    assert evalserve_dask._default_ranges(1000, 3) == 6
+    assert evalserve_dask._default_ranges(5 * per + 1, 1) == 6
+    assert evalserve_dask._default_ranges(1000 * per, 2) == 64
+    assert evalserve_dask._default_ranges(0, 0) == 2
+    batches = [delayed(range_batch)(np.array([0, 1]), np.array([0.2, 0.7]), None)]
+    groups, threads = evalserve_dask._groups(list(persist(*batches, scheduler="synchronous")))
+    assert [group.partitions for group in groups] == [[0]]
+    assert threads == (os.cpu_count() or 1)
 
 
 def test_the_ranges_graph_places_its_tasks() -> None:
