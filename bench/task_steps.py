@@ -16,9 +16,9 @@ of the two workers' time in a step was spent computing (busy / (span x threads))
 is one worker waiting for the other (an uneven share of the work, or a late transfer). A
 task's compute time is wall time: when it grows on 2 workers while the CPU time the workers
 use does not, the tasks were waiting for a core. So each run also reads the processes' own
-counts (``getrusage``): the CPU time of the workers and of the scheduler's process (here the
-client's too), and the times the kernel took a worker off its core for another process
-(involuntary context switches).
+counts (``getrusage``): the CPU time of the workers and of the scheduler's process (on a
+``LocalCluster``, also the client's and the nannies'), and the times the kernel took a worker
+off its core for another process (involuntary context switches).
 """
 
 from __future__ import annotations
