@@ -41,6 +41,7 @@ def test_a_step_spans_its_tasks_and_sums_their_compute_time(steps: ModuleType) -
     records = [
         record(("read_parquet-_range_batch-ab12", 0), ("compute", 10.0, 10.2)),
         record(("read_parquet-_range_batch-ab12", 1), ("compute", 10.1, 10.4)),
+        record(("read_parquet-ab12", 2), ("compute", 10.2, 10.3)),  # not fused: still a read
         record("_sample-9f", ("compute", 10.5, 10.51)),
         record(("range-split-77", 0, 0), ("compute", 10.6, 10.8)),
         record(("range-pieces-77", 0, 1), ("compute", 10.8, 10.81)),
@@ -56,7 +57,7 @@ def test_a_step_spans_its_tasks_and_sums_their_compute_time(steps: ModuleType) -
     read = spans["read and check"]
     assert (read.start, read.stop) == (10.0, 10.4)
     assert read.seconds == pytest.approx(0.4)
-    assert read.busy == pytest.approx(0.5)  # two tasks overlapping: 0.2 + 0.3
+    assert read.busy == pytest.approx(0.6)  # overlapping tasks: 0.2 + 0.3 + 0.1
     assert spans["split"].busy == pytest.approx(0.21)
     assert (spans["join"].start, spans["join"].stop) == (10.9, 11.21)
     assert spans["pass"].seconds == pytest.approx(0.11)
