@@ -350,11 +350,10 @@ def _compute(
 ) -> tuple[Any, ...]:
     """``compute(*targets)``; with ``progress``, told as each of ``counts`` (a partition done
     with its rows, a ``Done``, once its work is done) arrives. On a ``distributed`` client the
-    graph is submitted,
-    then ``targets`` and ``counts`` are emptied (the caller's lists), so that the client holds
-    no task of it but the targets: what they depend on (persisted partitions) is freed on the
-    workers as soon as its last dependent is done. An error of the cluster's is raised as
-    ``compute`` raises it."""
+    graph is submitted, then ``targets`` and ``counts`` are emptied (the caller's lists), so
+    that the client holds no task of it but the targets: what they depend on (persisted
+    partitions) is freed on the workers as soon as its last dependent is done. An error of
+    the cluster's is raised as ``compute`` raises it."""
     client = _client()
     if client is None:
         if progress is not None:
@@ -592,7 +591,7 @@ def _ranges(
     batches = list(persist(*checked.to_delayed(), retries=retries))
     _read(batches, retries, progress)
     groups, threads = _groups(batches)
-    cuts, rows = _cuts(batches, groups, ranges or _default_ranges, retries, threads)
+    cuts, rows = _cuts(batches, groups, ranges, retries, threads)
     graph = _range_graph(batches, groups, rows, cuts, parsed, cap, counted=progress is not None)
     batches.clear()  # the client lets go of the rows: freed once split (``_compute_graph``)
     got_totals, got_passes, got_finishes, got_bests = _compute_graph(
@@ -667,8 +666,8 @@ def _range_graph(
             placed[key] = worker
     tasks[bests] = (_bests, totals, passes)
     counts: list[Key] = []
-    for done, split in enumerate(each for group in splits for each in group):
-        if counted:
+    if counted:
+        for done, split in enumerate(each for group in splits for each in group):
             counts.append((f"range-rows-{token}", done))
             tasks[counts[-1]] = (operator.getitem, split, pieces)
             placed[counts[-1]] = placed[split]
@@ -748,14 +747,14 @@ def _groups(batches: list[Delayed]) -> tuple[list[Group], int]:
 def _cuts(
     batches: list[Delayed],
     groups: list[Group],
-    count: int | Callable[[int, int], int],
+    count: int | None,
     retries: int,
     threads: int,
 ) -> tuple[list[float], list[int]]:
     """Cut points that share the work of a sample of the rows (every partition's, evenly
     spaced, taken by a task a worker: the ranges need not be even to be exact, only to share
-    the work; ``range_cuts``), distinct and in ascending order; ``count`` ranges, or as many
-    as ``count(rows, threads)`` gives (``_default_ranges``: as many as the rows need); and
+    the work; ``range_cuts``), distinct and in ascending order; ``count`` ranges, or by
+    default as many as the rows and the cluster's ``threads`` need (``_default_ranges``); and
     each partition's rows. The client holds at most about ``CUT_SAMPLE`` rows' scores and
     labels, however many rows."""
     if not batches:
@@ -772,8 +771,7 @@ def _cuts(
     for group, (_, _, sizes) in zip(groups, samples, strict=True):
         for p, size in zip(group.partitions, sizes, strict=True):
             rows[p] = size
-    wanted = count if isinstance(count, int) else count(sum(rows), threads)
-    return range_cuts(scores, labels, wanted), rows
+    return range_cuts(scores, labels, count or _default_ranges(sum(rows), threads)), rows
 
 
 def _sample(
