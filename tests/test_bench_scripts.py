@@ -5,7 +5,6 @@ as happened once when a handler gained an argument."""
 
 from __future__ import annotations
 
-import importlib
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -17,6 +16,7 @@ import numpy as np
 import pytest
 
 from evalserve.v1 import evaluation_pb2 as pb
+from tests.bench.scripts import bench_modules
 
 REPO = Path(__file__).resolve().parents[1]
 SCRIPTS = {
@@ -60,16 +60,9 @@ ROWS = 20_000
 
 @pytest.fixture(scope="module")
 def bench() -> Iterator[dict[str, ModuleType]]:
-    """The bench modules, imported as the scripts import each other (bench/ on sys.path)."""
-    folder = str(REPO / "bench")
-    sys.path.insert(0, folder)
-    try:
-        yield {
-            name: importlib.import_module(name)
-            for name in ("binary_worker", "binary_workload", "machine", "health_scenarios")
-        }
-    finally:
-        sys.path.remove(folder)
+    """The bench modules this file tests."""
+    with bench_modules("binary_worker", "binary_workload", "machine", "health_scenarios") as found:
+        yield found
 
 
 @pytest.fixture

@@ -5,10 +5,8 @@ that of row-level windows), and its ``--quick`` path end to end."""
 
 from __future__ import annotations
 
-import importlib
 import math
 import statistics
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 from types import ModuleType
@@ -18,19 +16,14 @@ import numpy as np
 import pytest
 
 from evalserve.core import evaluate
-
-REPO = Path(__file__).resolve().parents[2]
+from tests.bench.scripts import bench_modules
 
 
 @pytest.fixture(scope="module")
 def sim() -> Iterator[ModuleType]:
-    """The script as a module, imported as the bench scripts import each other."""
-    folder = str(REPO / "bench")
-    sys.path.insert(0, folder)
-    try:
-        yield importlib.import_module("monitor_simulation")
-    finally:
-        sys.path.remove(folder)
+    """The script as a module."""
+    with bench_modules("monitor_simulation") as modules:
+        yield modules["monitor_simulation"]
 
 
 def fake_steps(sim: ModuleType, alarms: set[int], evidence: bool = True) -> Any:

@@ -6,10 +6,8 @@ its ``--quick`` path end to end."""
 
 from __future__ import annotations
 
-import importlib
 import math
 import statistics
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 from types import ModuleType
@@ -18,21 +16,17 @@ import numpy as np
 import pytest
 
 from evalserve.core import evaluate
+from tests.bench.scripts import bench_modules
 
-REPO = Path(__file__).resolve().parents[2]
 HUGE = 2_000_000
 NORMAL = statistics.NormalDist()
 
 
 @pytest.fixture(scope="module")
 def sim() -> Iterator[ModuleType]:
-    """The script as a module, imported as the bench scripts import each other."""
-    folder = str(REPO / "bench")
-    sys.path.insert(0, folder)
-    try:
-        yield importlib.import_module("operating_simulation")
-    finally:
-        sys.path.remove(folder)
+    """The script as a module."""
+    with bench_modules("operating_simulation") as modules:
+        yield modules["operating_simulation"]
 
 
 def test_the_closed_forms_are_the_curves_read_at_their_thresholds(sim: ModuleType) -> None:

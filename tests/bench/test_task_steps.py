@@ -5,8 +5,6 @@ the spans and busy times from hand-made task-stream records, the medians, and on
 
 from __future__ import annotations
 
-import importlib
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 from types import ModuleType
@@ -16,18 +14,14 @@ import numpy as np
 import pandas as pd
 import pytest
 
-REPO = Path(__file__).resolve().parents[2]
+from tests.bench.scripts import bench_modules
 
 
 @pytest.fixture(scope="module")
 def steps() -> Iterator[ModuleType]:
-    """The module, imported as the bench scripts import each other."""
-    folder = str(REPO / "bench")
-    sys.path.insert(0, folder)
-    try:
-        yield importlib.import_module("task_steps")
-    finally:
-        sys.path.remove(folder)
+    """The module."""
+    with bench_modules("task_steps") as modules:
+        yield modules["task_steps"]
 
 
 def record(key: Any, *parts: tuple[str, float, float]) -> dict[str, Any]:
