@@ -46,6 +46,8 @@ import numpy as np
 import pytest
 import yaml
 
+from evalserve.core.binary._monitor import EFFECTS
+from evalserve.core.binary._monitor_format import decode as decode_state
 from tests.service.ready import wait_ready
 
 pytestmark = pytest.mark.slow
@@ -418,7 +420,17 @@ def test_gauges_reach_prometheus_and_the_degradation_alert_fires_for_the_drifted
     quiet = jobs["quiet"]
     assert all(answer["drift"]["roc_auc"]["p_value"] < 0.01 for answer in quiet.answers)
     assert quiet.monitor_values("alarm") == [0.0] * len(quiet.answers)
-    assert max(quiet.monitor_values("statistic")) < 1
+    # the same rows in every window: the same z and e-values each time, so the statistic climbs
+    # towards the Shiryaev-Roberts fixed point, the mean over the effect sizes of e / (1 - e)
+    # (about 1.06 here), over a thousand times below the threshold, however many windows
+    z = decode_state(base64.b64decode(quiet.state or "")).last_z
+    assert z is not None and z > 0
+    evalues = [math.exp(-lam * z - lam**2 / 2) for lam in EFFECTS]
+    fixed_point = sum(e / (1 - e) for e in evalues) / len(evalues)
+    statistics = quiet.monitor_values("statistic")
+    assert statistics == sorted(statistics)
+    assert statistics[-1] <= fixed_point * (1 + 1e-9)  # reached only in the limit
+    assert fixed_point < quiet.last["monitor"]["roc_auc"]["threshold"] / 1000
 
     # 4. The service goes away, as its pod does in a restart or a rollout: Prometheus marks its
     # gauges stale at the failed scrape. The recorded series, without the replica's labels,
