@@ -778,10 +778,10 @@ def _sample(
     size: int, *batches: RangeBatch
 ) -> tuple[NDArray[np.float64], NDArray[np.bool_], list[int]]:
     """At most ``size`` of each partition's rows (scores and labels, evenly spaced in its
-    order: ``RangeBatch.sample``), and each partition's rows."""
+    order: ``RangeBatch.sample``), and each partition's rows (a group's: one at least)."""
     taken = [batch.sample(size) for batch in batches]
-    scores = np.concatenate([values for values, _ in taken]) if taken else np.empty(0)
-    labels = np.concatenate([positive for _, positive in taken]) if taken else np.empty(0, bool)
+    scores = np.concatenate([values for values, _ in taken])
+    labels = np.concatenate([positive for _, positive in taken])
     return scores, labels, [batch.n_rows for batch in batches]
 
 
